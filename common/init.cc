@@ -1,0 +1,37 @@
+#include "common/init.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/internal/usage.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "common/logging.h"
+
+ABSL_FLAG(std::string, log_level, "info", "Minimum log level: debug, info, warning, error.");
+
+namespace superserve {
+
+std::vector<std::string> InitMain(int argc, char** argv, const std::string& usage) {
+  absl::SetProgramUsageMessage(usage);
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--help" || a == "-h" || a == "--helpfull" || a == "-help") {
+      // Sources are compiled with __FILE__ rewritten to "superserve/<folder>/..."
+      // (see the top-level CMakeLists), so this lists our flags and not
+      // Abseil's internal ones.
+      absl::flags_internal::FlagsHelp(std::cout, a == "--helpfull" ? "" : "superserve/",
+                                      absl::flags_internal::HelpFormat::kHumanReadable, usage);
+      std::cout.flush();
+      std::exit(0);
+    }
+  }
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  SetLogLevel(absl::GetFlag(FLAGS_log_level));
+  return {positional.begin(), positional.end()};
+}
+
+}  // namespace superserve

@@ -1,0 +1,275 @@
+#include "common/model_profile.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "superserve/v1/profile.pb.h"
+
+namespace superserve {
+namespace {
+
+bool IsPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+std::string Where(const v1::ModelProfile& p) {
+  return absl::StrCat("profile \"", p.model(), "\": ");
+}
+
+std::string SubnetWhere(const v1::ModelProfile& p, int index) {
+  return absl::StrCat(Where(p), "subnet id=", p.subnets(index).id(), " (index ", index, "): ");
+}
+
+absl::Status ValidateHistogram(const v1::ModelProfile& p, int index) {
+  const auto& h = p.dynamic().applications(index);
+  std::string where =
+      absl::StrCat(Where(p), "dynamic.applications[", index, "] \"", h.application(), "\": ");
+  if (h.application().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "field application is empty"));
+  }
+  if (h.counts_size() == 0 || h.bin_edges_us_size() != h.counts_size() + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "field bin_edges_us has ", h.bin_edges_us_size(), " entries; counts has ",
+        h.counts_size(), " (need counts >= 1 and bin_edges_us = counts + 1)"));
+  }
+  for (int i = 0; i < h.bin_edges_us_size(); ++i) {
+    double e = h.bin_edges_us(i);
+    if (!std::isfinite(e) || e < 0 || (i > 0 && e <= h.bin_edges_us(i - 1))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "field bin_edges_us[", i, "] = ", e, " must be finite, >= 0 and increasing"));
+    }
+  }
+  double sum = 0;
+  for (int i = 0; i < h.counts_size(); ++i) {
+    double c = h.counts(i);
+    if (!std::isfinite(c) || c < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "field counts[", i, "] = ", c, " must be finite and >= 0"));
+    }
+    sum += c;
+  }
+  if (sum <= 0) return absl::InvalidArgumentError(absl::StrCat(where, "field counts sums to 0"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
+  if (p.model().empty()) {
+    return absl::InvalidArgumentError("profile: field model (the model name) is empty");
+  }
+  if (p.batch_sizes_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes is empty"));
+  }
+  for (int i = 0; i < p.batch_sizes_size(); ++i) {
+    int b = p.batch_sizes(i);
+    if (!IsPowerOfTwo(b)) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,
+                                                     " is not a power of two"));
+    }
+    if (i > 0 && b <= p.batch_sizes(i - 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,
+                                                     " is not greater than batch_sizes[", i - 1,
+                                                     "] = ", p.batch_sizes(i - 1),
+                                                     " (must be strictly increasing)"));
+    }
+  }
+  for (int i = 0; i < p.input_shape_size(); ++i) {
+    if (p.input_shape(i) <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(p), "field input_shape[", i, "] = ",
+                                                     p.input_shape(i), " must be > 0"));
+    }
+  }
+  if (p.num_classes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(p), "field num_classes = ", p.num_classes(), " must be >= 0"));
+  }
+  const bool dynamic = p.has_dynamic() && p.dynamic().applications_size() > 0;
+  if (p.subnets_size() == 0 && !dynamic) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(p), "field subnets is empty (a supernet profile needs >= 1 subnet)"));
+  }
+  std::unordered_set<int32_t> ids;
+  for (int s = 0; s < p.subnets_size(); ++s) {
+    const auto& sn = p.subnets(s);
+    if (sn.id() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "field id must be >= 0"));
+    }
+    if (!ids.insert(sn.id()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "field id is a duplicate (ids must be unique)"));
+    }
+    if (!std::isfinite(sn.accuracy()) || sn.accuracy() < 0 || sn.accuracy() > 100) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "field accuracy = ", sn.accuracy(),
+                       " is outside [0, 100] (accuracy is in percent)"));
+    }
+    if (sn.latency_us_size() != p.batch_sizes_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          SubnetWhere(p, s), "field latency_us has ", sn.latency_us_size(),
+          " entries; need exactly one per batch size (", p.batch_sizes_size(), ")"));
+    }
+    for (int b = 0; b < sn.latency_us_size(); ++b) {
+      double l = sn.latency_us(b);
+      if (!std::isfinite(l) || l <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(SubnetWhere(p, s), "field latency_us[", b,
+                                                       "] (batch ", p.batch_sizes(b), ") = ", l,
+                                                       " must be finite and > 0"));
+      }
+      if (b > 0 && l < sn.latency_us(b - 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            SubnetWhere(p, s), "field latency_us[", b, "] (batch ", p.batch_sizes(b), ") = ", l,
+            " is below latency_us[", b - 1, "] (batch ", p.batch_sizes(b - 1),
+            ") = ", sn.latency_us(b - 1), "; latency must be non-decreasing in batch size"));
+      }
+    }
+  }
+  if (p.has_dynamic()) {
+    const auto& d = p.dynamic();
+    if (!std::isfinite(d.batch_overhead_us()) || d.batch_overhead_us() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(p), "field dynamic.batch_overhead_us = ", d.batch_overhead_us(), " must be >= 0"));
+    }
+    if (!std::isfinite(d.per_request_factor()) || d.per_request_factor() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(p), "field dynamic.per_request_factor = ",
+                                                     d.per_request_factor(), " must be > 0"));
+    }
+    std::unordered_set<std::string> apps;
+    for (int i = 0; i < d.applications_size(); ++i) {
+      if (auto st = ValidateHistogram(p, i); !st.ok()) return st;
+      if (!apps.insert(d.applications(i).application()).second) {
+        return absl::InvalidArgumentError(absl::StrCat(Where(p), "dynamic.applications[", i,
+                                                       "]: field application \"",
+                                                       d.applications(i).application(),
+                                                       "\" is a duplicate"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelProfile> ModelProfile::FromProto(const v1::ModelProfile& p) {
+  if (auto st = ValidateModelProfile(p); !st.ok()) return st;
+  ModelProfile m;
+  m.model = p.model();
+  m.family = p.family();
+  m.batch_sizes.assign(p.batch_sizes().begin(), p.batch_sizes().end());
+  m.input_shape.assign(p.input_shape().begin(), p.input_shape().end());
+  m.num_classes = p.num_classes();
+  m.measured_on = p.measured_on();
+  m.subnets.reserve(p.subnets_size());
+  for (const auto& sn : p.subnets()) {
+    SubnetProfile s;
+    s.id = sn.id();
+    s.accuracy = sn.accuracy();
+    s.control = ControlTupleFromProto(sn.control());
+    s.macs = sn.macs();
+    for (double l : sn.latency_us()) s.latency.push_back(Micros(l));
+    m.subnets.push_back(std::move(s));
+  }
+  if (p.has_dynamic()) {
+    m.is_dynamic = p.dynamic().applications_size() > 0;
+    m.dynamic.batch_overhead_us = p.dynamic().batch_overhead_us();
+    m.dynamic.per_request_factor = p.dynamic().per_request_factor();
+    for (const auto& h : p.dynamic().applications()) {
+      ApplicationHistogram a;
+      a.application = h.application();
+      a.bin_edges_us.assign(h.bin_edges_us().begin(), h.bin_edges_us().end());
+      a.counts.assign(h.counts().begin(), h.counts().end());
+      m.dynamic.applications.push_back(std::move(a));
+    }
+  }
+  return m;
+}
+
+absl::StatusOr<ModelProfile> ModelProfile::FromJson(std::string_view json) {
+  v1::ModelProfile p;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = false;
+  auto st = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &p, opts);
+  if (!st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile: not a valid ModelProfile JSON: ", st.message().as_string()));
+  }
+  return FromProto(p);
+}
+
+absl::StatusOr<ModelProfile> ModelProfile::LoadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("profile file ", path, ": cannot open"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto m = FromJson(ss.str());
+  if (!m.ok()) {
+    return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
+  }
+  return m;
+}
+
+void ModelProfile::ToProto(v1::ModelProfile* p) const {
+  p->Clear();
+  p->set_model(model);
+  p->set_family(family);
+  for (auto b : batch_sizes) p->add_batch_sizes(b);
+  for (auto d : input_shape) p->add_input_shape(d);
+  p->set_num_classes(num_classes);
+  p->set_measured_on(measured_on);
+  for (const auto& s : subnets) {
+    auto* sp = p->add_subnets();
+    sp->set_id(s.id);
+    sp->set_accuracy(s.accuracy);
+    sp->set_macs(s.macs);
+    ControlTupleToProto(s.control, sp->mutable_control());
+    for (auto l : s.latency) sp->add_latency_us(ToMicros(l));
+  }
+  if (is_dynamic || !dynamic.applications.empty()) {
+    auto* d = p->mutable_dynamic();
+    d->set_batch_overhead_us(dynamic.batch_overhead_us);
+    d->set_per_request_factor(dynamic.per_request_factor);
+    for (const auto& a : dynamic.applications) {
+      auto* h = d->add_applications();
+      h->set_application(a.application);
+      for (double e : a.bin_edges_us) h->add_bin_edges_us(e);
+      for (double c : a.counts) h->add_counts(c);
+    }
+  }
+}
+
+std::string ModelProfile::ToJson() const {
+  v1::ModelProfile p;
+  ToProto(&p);
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  opts.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(p, &out, opts);
+  return out;
+}
+
+absl::Status ModelProfile::SaveFile(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write profile ", path));
+  out << ToJson();
+  if (!out) return absl::DataLossError(absl::StrCat("short write to profile ", path));
+  return absl::OkStatus();
+}
+
+int ModelProfile::BatchIndex(int32_t batch) const {
+  for (size_t i = 0; i < batch_sizes.size(); ++i) {
+    if (batch_sizes[i] == batch) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int ModelProfile::SubnetIndex(int32_t id) const {
+  for (size_t i = 0; i < subnets.size(); ++i) {
+    if (subnets[i].id == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace superserve

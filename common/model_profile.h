@@ -1,0 +1,83 @@
+#ifndef SUPERSERVE_COMMON_MODEL_PROFILE_H_
+#define SUPERSERVE_COMMON_MODEL_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/control_tuple.h"
+#include "common/time.h"
+
+namespace superserve {
+
+namespace v1 {
+class ModelProfile;
+}
+
+// One Pareto-optimal subnet: accuracy in PERCENT (0..100), latency per batch
+// size (same order as ModelProfile::batch_sizes).
+struct SubnetProfile {
+  int32_t id = -1;
+  double accuracy = 0;
+  ControlTuple control;
+  std::vector<Nanos> latency;
+  double macs = 0;
+};
+
+// Empirical execution-time distribution of one application of a dynamic DNN.
+struct ApplicationHistogram {
+  std::string application;
+  std::vector<double> bin_edges_us;  // size = counts.size() + 1, strictly increasing
+  std::vector<double> counts;        // >= 0, sum > 0
+};
+
+struct DynamicModelProfile {
+  double batch_overhead_us = 0;
+  double per_request_factor = 1;
+  std::vector<ApplicationHistogram> applications;
+};
+
+// The validated, torch-free view of a profile.proto ModelProfile. Stored on
+// disk as protobuf JSON. Validation rules (each rejection names the subnet and
+// the field):
+//   - batch_sizes: non-empty, powers of two, strictly increasing;
+//   - subnets (unless the model is dynamic-only): at least one; ids unique and
+//     >= 0; accuracy finite in [0, 100] percent; exactly one latency per batch
+//     size; latencies finite, > 0 and non-decreasing in batch size;
+//   - input_shape entries > 0; num_classes >= 0;
+//   - dynamic histograms: edges strictly increasing, counts >= 0 with sum > 0.
+struct ModelProfile {
+  std::string model;
+  std::string family;
+  std::vector<int32_t> batch_sizes;
+  std::vector<SubnetProfile> subnets;
+  std::vector<int64_t> input_shape;
+  int32_t num_classes = 0;
+  std::string measured_on;
+  bool is_dynamic = false;
+  DynamicModelProfile dynamic;
+
+  static absl::StatusOr<ModelProfile> FromProto(const v1::ModelProfile& proto);
+  static absl::StatusOr<ModelProfile> FromJson(std::string_view json);
+  static absl::StatusOr<ModelProfile> LoadFile(const std::string& path);
+
+  void ToProto(v1::ModelProfile* proto) const;
+  std::string ToJson() const;
+  absl::Status SaveFile(const std::string& path) const;
+
+  // Index of `batch` in batch_sizes, or -1.
+  int BatchIndex(int32_t batch) const;
+  // Index in subnets of the subnet with this id, or -1.
+  int SubnetIndex(int32_t id) const;
+  int32_t max_batch() const { return batch_sizes.empty() ? 0 : batch_sizes.back(); }
+};
+
+// Validates a proto without converting it; FromProto calls this.
+absl::Status ValidateModelProfile(const v1::ModelProfile& proto);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_COMMON_MODEL_PROFILE_H_

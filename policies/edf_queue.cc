@@ -1,0 +1,68 @@
+#include "policies/edf_queue.h"
+
+#include <queue>
+#include <utility>
+
+namespace superserve {
+
+void EdfQueue::Push(const Query& q) {
+  heap_.push_back(q);
+  SiftUp(heap_.size() - 1);
+}
+
+Query EdfQueue::Pop() {
+  Query top = heap_.front();
+  heap_.front() = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) SiftDown(0);
+  return top;
+}
+
+void EdfQueue::PopFront(size_t n, std::vector<Query>* out) {
+  if (n > heap_.size()) n = heap_.size();
+  out->reserve(out->size() + n);
+  for (size_t i = 0; i < n; ++i) out->push_back(Pop());
+}
+
+void EdfQueue::PeekFront(size_t k, std::vector<Query>* out) const {
+  if (k == 0 || heap_.empty()) return;
+  // Frontier of heap indices ordered by their queries: the next most urgent
+  // query is always the frontier's minimum.
+  auto cmp = [this](size_t a, size_t b) { return Before(heap_[b], heap_[a]); };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(cmp)> frontier(cmp);
+  frontier.push(0);
+  while (k-- > 0 && !frontier.empty()) {
+    size_t i = frontier.top();
+    frontier.pop();
+    out->push_back(heap_[i]);
+    if (2 * i + 1 < heap_.size()) frontier.push(2 * i + 1);
+    if (2 * i + 2 < heap_.size()) frontier.push(2 * i + 2);
+  }
+}
+
+void EdfQueue::SiftUp(size_t i) {
+  Query q = heap_[i];
+  while (i > 0) {
+    size_t parent = (i - 1) / 2;
+    if (!Before(q, heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = q;
+}
+
+void EdfQueue::SiftDown(size_t i) {
+  const size_t n = heap_.size();
+  Query q = heap_[i];
+  while (true) {
+    size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && Before(heap_[child + 1], heap_[child])) ++child;
+    if (!Before(heap_[child], q)) break;
+    heap_[i] = heap_[child];
+    i = child;
+  }
+  heap_[i] = q;
+}
+
+}  // namespace superserve

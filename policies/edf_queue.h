@@ -1,0 +1,43 @@
+#ifndef SUPERSERVE_POLICIES_EDF_QUEUE_H_
+#define SUPERSERVE_POLICIES_EDF_QUEUE_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "policies/query.h"
+
+namespace superserve {
+
+// Pending queries of one model ordered by (deadline, id): earliest deadline
+// first, ties by arrival order of ids, so that every run is deterministic.
+// Binary min-heap: Push O(log n), Head O(1), PopFront(b) O(b log n).
+class EdfQueue {
+ public:
+  void Push(const Query& q);
+  bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
+  // Most urgent query. Requires !empty().
+  const Query& Head() const { return heap_.front(); }
+  // Removes the most urgent query and returns it. Requires !empty().
+  Query Pop();
+  // Removes the min(n, size()) most urgent queries, appending them to *out in
+  // EDF order.
+  void PopFront(size_t n, std::vector<Query>* out);
+  // The k most urgent queries in EDF order without removing them (k small;
+  // O(k log k) via a frontier walk of the heap).
+  void PeekFront(size_t k, std::vector<Query>* out) const;
+  void Clear() { heap_.clear(); }
+
+ private:
+  static bool Before(const Query& a, const Query& b) {
+    return a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id);
+  }
+  void SiftUp(size_t i);
+  void SiftDown(size_t i);
+
+  std::vector<Query> heap_;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_EDF_QUEUE_H_

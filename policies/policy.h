@@ -1,0 +1,38 @@
+#ifndef SUPERSERVE_POLICIES_POLICY_H_
+#define SUPERSERVE_POLICIES_POLICY_H_
+
+#include <string_view>
+
+#include "absl/types/span.h"
+#include "common/time.h"
+#include "policies/decision.h"
+#include "policies/edf_queue.h"
+#include "policies/query.h"
+
+namespace superserve {
+
+// What a policy sees when asked: a read-only snapshot.
+struct SchedulingContext {
+  const EdfQueue& queue;               // pending queries of this model
+  Nanos now;                           // router (or simulated) clock
+  absl::Span<const int32_t> free_workers;  // ids of workers able to take a batch, ascending
+};
+
+// Answers "what next?" for one model. A policy is constructed with the
+// model's validated ModelProfile, holds no reference to torch or gRPC, and is
+// deterministic: the same sequence of calls gives the same decisions. The same
+// object runs inside the live router and inside the simulator. Not
+// thread-safe: its owner serialises calls.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  // Called when a worker frees up, a query arrives, or a wake-up fires.
+  virtual Decision Decide(const SchedulingContext& ctx) = 0;
+  virtual void OnArrival(const Query& q, Nanos now) {}
+  virtual void OnCompletion(const CompletionTelemetry& t) {}
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_POLICY_H_

@@ -1,0 +1,149 @@
+#include "common/model_profile.h"
+
+#include <cstdio>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "superserve/v1/profile.pb.h"
+
+namespace superserve {
+namespace {
+
+// A small valid profile: three subnets, batch sizes 1..4.
+v1::ModelProfile ValidProto() {
+  v1::ModelProfile p;
+  p.set_model("fmnist");
+  p.set_family("ofa_resnet");
+  for (int b : {1, 2, 4}) p.add_batch_sizes(b);
+  for (int d : {1, 28, 28}) p.add_input_shape(d);
+  p.set_num_classes(10);
+  for (int i = 0; i < 3; ++i) {
+    auto* s = p.add_subnets();
+    s->set_id(10 + i);
+    s->set_accuracy(88.0 + i);
+    s->mutable_control()->set_subnet_id(10 + i);
+    for (int d : {0, 1, 2}) s->mutable_control()->add_depths(d);
+    for (int b = 0; b < 3; ++b) s->add_latency_us(100.0 * (i + 1) * (b + 1));
+  }
+  return p;
+}
+
+void ExpectRejected(const v1::ModelProfile& p, const std::string& must_mention,
+                    const std::string& also = "") {
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_FALSE(m.ok()) << "accepted a bad profile; expected an error naming " << must_mention;
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  std::string msg(m.status().message());
+  EXPECT_NE(msg.find(must_mention), std::string::npos) << msg;
+  if (!also.empty()) EXPECT_NE(msg.find(also), std::string::npos) << msg;
+}
+
+TEST(ModelProfileTest, AcceptsValidProfile) {
+  auto m = ModelProfile::FromProto(ValidProto());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->model, "fmnist");
+  ASSERT_EQ(m->subnets.size(), 3u);
+  EXPECT_EQ(m->subnets[1].id, 11);
+  EXPECT_DOUBLE_EQ(m->subnets[1].accuracy, 89.0);
+  EXPECT_EQ(m->subnets[1].latency[2], Micros(600));
+  EXPECT_EQ(m->subnets[1].control.depths, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(m->BatchIndex(4), 2);
+  EXPECT_EQ(m->BatchIndex(8), -1);
+  EXPECT_EQ(m->SubnetIndex(12), 2);
+  EXPECT_EQ(m->max_batch(), 4);
+}
+
+TEST(ModelProfileTest, RejectsBatchSizeNotPowerOfTwo) {
+  auto p = ValidProto();
+  p.set_batch_sizes(2, 3);
+  ExpectRejected(p, "batch_sizes[2] = 3", "power of two");
+}
+
+TEST(ModelProfileTest, RejectsBatchSizesNotIncreasing) {
+  auto p = ValidProto();
+  p.set_batch_sizes(1, 4);
+  p.set_batch_sizes(2, 2);
+  ExpectRejected(p, "batch_sizes[2] = 2", "strictly increasing");
+}
+
+TEST(ModelProfileTest, RejectsLatencyDecreasingInBatchSize) {
+  auto p = ValidProto();
+  p.mutable_subnets(1)->set_latency_us(2, 50.0);
+  ExpectRejected(p, "subnet id=11", "latency_us[2]");
+}
+
+TEST(ModelProfileTest, RejectsWrongNumberOfLatencies) {
+  auto p = ValidProto();
+  p.mutable_subnets(2)->add_latency_us(1000.0);
+  ExpectRejected(p, "subnet id=12", "exactly one per batch size");
+}
+
+TEST(ModelProfileTest, RejectsAccuracyOutsidePercent) {
+  auto p = ValidProto();
+  p.mutable_subnets(0)->set_accuracy(0.9 * 1000);
+  ExpectRejected(p, "subnet id=10", "field accuracy");
+}
+
+TEST(ModelProfileTest, RejectsDuplicateIds) {
+  auto p = ValidProto();
+  p.mutable_subnets(2)->set_id(10);
+  ExpectRejected(p, "subnet id=10 (index 2)", "duplicate");
+}
+
+TEST(ModelProfileTest, RejectsNonPositiveLatency) {
+  auto p = ValidProto();
+  p.mutable_subnets(0)->set_latency_us(0, 0.0);
+  ExpectRejected(p, "subnet id=10", "latency_us[0]");
+}
+
+TEST(ModelProfileTest, RejectsEmptyBatchSizesAndSubnets) {
+  auto p = ValidProto();
+  p.clear_batch_sizes();
+  ExpectRejected(p, "batch_sizes is empty");
+  p = ValidProto();
+  p.clear_subnets();
+  ExpectRejected(p, "subnets is empty");
+}
+
+TEST(ModelProfileTest, RejectsBadDynamicHistogram) {
+  auto p = ValidProto();
+  auto* h = p.mutable_dynamic()->add_applications();
+  h->set_application("video");
+  p.mutable_dynamic()->set_per_request_factor(1.0);
+  h->add_bin_edges_us(0);
+  h->add_bin_edges_us(10);
+  h->add_counts(1);
+  h->add_counts(2);  // 2 counts need 3 edges
+  ExpectRejected(p, "\"video\"", "bin_edges_us");
+}
+
+TEST(ModelProfileTest, JsonRoundTripAndFileIo) {
+  auto m = ModelProfile::FromProto(ValidProto());
+  ASSERT_TRUE(m.ok());
+  std::string json = m->ToJson();
+  auto back = ModelProfile::FromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->subnets.size(), 3u);
+  EXPECT_EQ(back->subnets[2].latency, m->subnets[2].latency);
+  EXPECT_EQ(back->input_shape, m->input_shape);
+
+  std::string path = ::testing::TempDir() + "/profile_test.json";
+  ASSERT_TRUE(m->SaveFile(path).ok());
+  auto loaded = ModelProfile::LoadFile(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->subnets[0].control, m->subnets[0].control);
+  std::remove(path.c_str());
+}
+
+TEST(ModelProfileTest, RejectsMalformedJsonAndMissingFile) {
+  auto bad = ModelProfile::FromJson("{\"model\": \"x\", \"batch_sizes\": [1], \"nope\": 3}");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a valid ModelProfile JSON"), std::string::npos);
+  auto missing = ModelProfile::LoadFile("/nonexistent/profile.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("/nonexistent/profile.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace superserve
