@@ -1,0 +1,40 @@
+#ifndef SUPERSERVE_ROUTER_ADMIN_SERVICE_H_
+#define SUPERSERVE_ROUTER_ADMIN_SERVICE_H_
+
+#include <string>
+
+#include "router/dispatcher.h"
+#include "superserve/v1/admin.grpc.pb.h"
+
+namespace superserve {
+
+// Admin: register / unregister / list models. Every call must carry
+// "authorization: Bearer <token>": none is UNAUTHENTICATED, a wrong one
+// PERMISSION_DENIED. RegisterModel paths are directories relative to the
+// model repository (absolute paths are accepted too).
+class AdminService final : public v1::Admin::CallbackService {
+ public:
+  AdminService(Dispatcher* dispatcher, std::string token, std::string model_repo)
+      : dispatcher_(dispatcher), token_(std::move(token)), model_repo_(std::move(model_repo)) {}
+
+  grpc::ServerUnaryReactor* RegisterModel(grpc::CallbackServerContext* context,
+                                          const v1::RegisterModelRequest* request,
+                                          v1::RegisterModelResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterModel(grpc::CallbackServerContext* context,
+                                            const v1::UnregisterModelRequest* request,
+                                            v1::UnregisterModelResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+
+ private:
+  grpc::Status Authorize(grpc::CallbackServerContext* context) const;
+
+  Dispatcher* const dispatcher_;
+  const std::string token_;
+  const std::string model_repo_;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_ROUTER_ADMIN_SERVICE_H_

@@ -1,0 +1,67 @@
+#include "router/client/inference_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <future>
+
+#include "common/clock.h"
+
+namespace superserve {
+namespace {
+
+struct PendingCall {
+  grpc::ClientContext context;
+  std::shared_ptr<const v1::InferRequest> request;
+  InferenceClient::Result result;
+  InferenceClient::Callback done;
+  Nanos start = 0;
+};
+
+}  // namespace
+
+InferenceClient::InferenceClient(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Inference::NewStub(channel_);
+}
+
+InferenceClient::InferenceClient(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)), stub_(v1::Inference::NewStub(channel_)) {}
+
+void InferenceClient::InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout,
+                                 Callback done) {
+  auto* call = new PendingCall();
+  call->request = std::move(request);
+  call->done = std::move(done);
+  call->start = RealClock::Get()->Now();
+  call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::nanoseconds(timeout));
+  stub_->async()->Infer(&call->context, call->request.get(), &call->result.response,
+                        [call](grpc::Status s) {
+                          call->result.latency = RealClock::Get()->Now() - call->start;
+                          call->result.status =
+                              absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                                           s.error_message());
+                          call->done(std::move(call->result));
+                          delete call;
+                        });
+}
+
+absl::StatusOr<v1::InferResponse> InferenceClient::Infer(const v1::InferRequest& request,
+                                                         Nanos timeout) {
+  std::promise<Result> promise;
+  auto future = promise.get_future();
+  InferAsync(std::make_shared<v1::InferRequest>(request), timeout,
+             [&promise](Result r) { promise.set_value(std::move(r)); });
+  Result r = future.get();
+  if (!r.status.ok()) return r.status;
+  return std::move(r.response);
+}
+
+bool InferenceClient::WaitForConnected(Nanos timeout) {
+  return channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                    std::chrono::nanoseconds(timeout));
+}
+
+}  // namespace superserve

@@ -1,0 +1,53 @@
+#ifndef SUPERSERVE_ROUTER_CLIENT_INFERENCE_CLIENT_H_
+#define SUPERSERVE_ROUTER_CLIENT_INFERENCE_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/time.h"
+#include "superserve/v1/inference.grpc.pb.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace superserve {
+
+// A small client of Inference.Infer. Every call carries its own deadline (the
+// query's SLO: the router schedules against it). Thread-safe; one channel.
+class InferenceClient {
+ public:
+  // What a finished call reports to its callback.
+  struct Result {
+    absl::Status status;
+    v1::InferResponse response;  // meaningful when status.ok()
+    Nanos latency = 0;           // send to callback, client clock
+  };
+  using Callback = std::function<void(Result)>;
+
+  // Connects to "host:port" (insecure channel).
+  explicit InferenceClient(const std::string& address);
+  explicit InferenceClient(std::shared_ptr<grpc::Channel> channel);
+
+  // Sends `request` (shared so that replays can reuse one request message per
+  // input without copying it) with a deadline `timeout` from now; `done` runs
+  // on a gRPC thread when the call ends. Never blocks on the network.
+  void InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout, Callback done);
+
+  // Blocking convenience wrapper.
+  absl::StatusOr<v1::InferResponse> Infer(const v1::InferRequest& request, Nanos timeout);
+
+  // Waits until the channel is connected or `timeout` passes.
+  bool WaitForConnected(Nanos timeout);
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Inference::Stub> stub_;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_ROUTER_CLIENT_INFERENCE_CLIENT_H_

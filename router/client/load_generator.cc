@@ -1,0 +1,200 @@
+#include "router/client/load_generator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <condition_variable>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/json_writer.h"
+#include "common/progress.h"
+#include "common/tensor_codec.h"
+
+namespace superserve {
+
+absl::StatusOr<LabelledRequests> MakeImageRequests(const IdxImageSet& images,
+                                                   const std::string& model,
+                                                   const std::vector<int64_t>& shape, float mean,
+                                                   float std_dev, int64_t limit) {
+  int64_t elements = 1;
+  for (int64_t d : shape) elements *= d;
+  if (elements != images.rows * images.cols) {
+    return absl::InvalidArgumentError(absl::StrCat("input shape ", ShapeString(shape), " holds ",
+                                                   elements, " values; images have ",
+                                                   images.rows * images.cols));
+  }
+  if (std_dev <= 0) return absl::InvalidArgumentError("input std must be > 0");
+  int64_t n = limit > 0 ? std::min(limit, images.count) : images.count;
+  LabelledRequests out;
+  std::vector<float> values(elements);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* px = images.image(i);
+    for (int64_t j = 0; j < elements; ++j) values[j] = (px[j] / 255.f - mean) / std_dev;
+    auto req = std::make_shared<v1::InferRequest>();
+    req->set_model(model);
+    EncodeTensor(MakeFloatTensor(shape, values), req->mutable_input());
+    out.requests.push_back(std::move(req));
+    out.labels.push_back(images.labels[i]);
+  }
+  return out;
+}
+
+namespace {
+
+int32_t ArgMax(const v1::Tensor& t) {
+  if (t.dtype() != v1::DTYPE_FLOAT32 || t.data().size() < 4) return -1;
+  const float* v = reinterpret_cast<const float*>(t.data().data());
+  size_t n = t.data().size() / 4;
+  return static_cast<int32_t>(std::max_element(v, v + n) - v);
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
+                                                     const std::vector<TraceArrival>& trace,
+                                                     const LabelledRequests& inputs,
+                                                     const ReplayOptions& options) {
+  if (inputs.requests.empty()) return absl::InvalidArgumentError("replay: no inputs");
+  size_t n = trace.size();
+  if (options.max_queries > 0) n = std::min(n, static_cast<size_t>(options.max_queries));
+  std::vector<QueryRecord> records(n);
+  std::atomic<size_t> done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  Nanos max_slo = options.default_slo;
+  const Clock* clock = RealClock::Get();
+  std::unique_ptr<ProgressBar> bar;
+  if (options.progress) bar = std::make_unique<ProgressBar>("replay", static_cast<int64_t>(n));
+  const Nanos start = clock->Now();
+  for (size_t i = 0; i < n; ++i) {
+    const TraceArrival& a = trace[i];
+    const Nanos target = start + static_cast<Nanos>(a.arrival * options.time_scale);
+    Nanos now = clock->Now();
+    if (target > now) {
+      // Sleep only when the next send is far enough ahead; sends due within
+      // the timer's granularity go out in one burst.
+      if (target - now > Micros(200)) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(target - now - Micros(50)));
+      }
+      while (clock->Now() < target - Micros(60)) std::this_thread::yield();
+    }
+    QueryRecord& r = records[i];
+    r.slo = a.slo > 0 ? a.slo : options.default_slo;
+    max_slo = std::max(max_slo, r.slo);
+    r.sent = clock->Now() - start;
+    size_t input = i % inputs.requests.size();
+    r.label = inputs.labels[input];
+    std::shared_ptr<const v1::InferRequest> req = inputs.requests[input];
+    if (!a.application.empty()) {
+      auto copy = std::make_shared<v1::InferRequest>(*req);
+      copy->set_application(a.application);
+      req = std::move(copy);
+    }
+    client.InferAsync(std::move(req), r.slo, [&r, &done, &mu, &cv, n](InferenceClient::Result res) {
+      r.answered = true;
+      r.latency = res.latency;
+      r.code = res.status.code();
+      if (res.status.ok()) {
+        const auto& resp = res.response;
+        r.subnet_id = resp.served_by().subnet_id();
+        r.accuracy = resp.served_by().accuracy();
+        r.worker = resp.served_by().worker();
+        r.batch_size = resp.batch_size();
+        r.queue_us = resp.queue_us();
+        r.exec_us = resp.exec_us();
+        r.predicted = ArgMax(resp.output());
+        r.in_slo = r.latency <= r.slo;
+      }
+      if (done.fetch_add(1) + 1 == n) {
+        std::lock_guard<std::mutex> lock(mu);
+        cv.notify_all();
+      }
+    });
+    if (bar && (i % 64 == 0)) bar->Set(static_cast<int64_t>(i), absl::StrCat(done.load(), " answered"));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::nanoseconds(max_slo + options.drain_timeout),
+                [&] { return done.load() == n; });
+  }
+  if (bar) bar->Finish(absl::StrCat(done.load(), " answered"));
+  if (done.load() != n) {
+    // Calls still out reference `records`; they cannot outlive this frame.
+    // gRPC enforces each call's deadline, so this only happens when the
+    // channel is wedged: fail loudly rather than return half-filled records.
+    std::fprintf(stderr, "replay: %zu of %zu queries unanswered after the drain timeout\n",
+                 n - done.load(), n);
+    std::abort();
+  }
+  return records;
+}
+
+ReplaySummary Summarize(const std::vector<QueryRecord>& records) {
+  ReplaySummary s;
+  s.queries = static_cast<int64_t>(records.size());
+  std::vector<double> latencies;
+  double acc_sum = 0;
+  int64_t correct = 0;
+  Nanos first = 0, last = 0;
+  for (const auto& r : records) {
+    if (r.code == absl::StatusCode::kOk) latencies.push_back(ToMillis(r.latency));
+    if (!r.in_slo) continue;
+    ++s.ok;
+    acc_sum += r.accuracy;
+    if (r.predicted >= 0 && r.predicted == r.label) ++correct;
+  }
+  if (!records.empty()) {
+    first = records.front().sent;
+    for (const auto& r : records) last = std::max(last, r.sent + r.latency);
+  }
+  if (s.queries > 0) s.slo_attainment = static_cast<double>(s.ok) / s.queries;
+  if (s.ok > 0) {
+    s.mean_accuracy = acc_sum / s.ok;
+    s.measured_accuracy = static_cast<double>(correct) / s.ok;
+  }
+  s.p50_ms = Percentile(latencies, 0.50);
+  s.p99_ms = Percentile(latencies, 0.99);
+  if (last > first) s.throughput_qps = s.ok / ToSeconds(last - first);
+  return s;
+}
+
+std::string ReplaySummary::ToJson() const {
+  return JsonWriter()
+      .Add("queries", queries)
+      .Add("ok", ok)
+      .Add("slo_attainment", slo_attainment)
+      .Add("mean_accuracy", mean_accuracy)
+      .Add("measured_accuracy", measured_accuracy)
+      .Add("p50_ms", p50_ms)
+      .Add("p99_ms", p99_ms)
+      .Add("throughput_qps", throughput_qps)
+      .ToString();
+}
+
+absl::Status WriteRecordsCsv(const std::string& path, const std::vector<QueryRecord>& records) {
+  std::ofstream out(path);
+  if (!out) return absl::UnavailableError(absl::StrCat(path, ": cannot write"));
+  out << "sent_us,slo_us,latency_us,status,in_slo,subnet,accuracy,batch_size,queue_us,exec_us,"
+         "label,predicted,correct,worker\n";
+  for (const auto& r : records) {
+    out << r.sent / kNanosPerMicro << ',' << r.slo / kNanosPerMicro << ','
+        << r.latency / kNanosPerMicro << ',' << absl::StatusCodeToString(r.code) << ','
+        << (r.in_slo ? 1 : 0) << ',' << r.subnet_id << ',' << r.accuracy << ',' << r.batch_size
+        << ',' << r.queue_us << ',' << r.exec_us << ',' << r.label << ',' << r.predicted << ','
+        << (r.predicted >= 0 && r.predicted == r.label ? 1 : 0) << ',' << r.worker << '\n';
+  }
+  return out ? absl::OkStatus() : absl::DataLossError(absl::StrCat(path, ": write failed"));
+}
+
+}  // namespace superserve

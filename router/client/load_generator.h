@@ -1,0 +1,83 @@
+#ifndef SUPERSERVE_ROUTER_CLIENT_LOAD_GENERATOR_H_
+#define SUPERSERVE_ROUTER_CLIENT_LOAD_GENERATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/idx_dataset.h"
+#include "common/time.h"
+#include "router/client/inference_client.h"
+#include "router/client/trace_csv.h"
+
+namespace superserve {
+
+// Requests for a labelled image set, built once and reused by every replayed
+// query: float32 tensors of `shape` holding (pixel/255 - mean) / std.
+struct LabelledRequests {
+  std::vector<std::shared_ptr<const v1::InferRequest>> requests;
+  std::vector<int32_t> labels;
+};
+absl::StatusOr<LabelledRequests> MakeImageRequests(const IdxImageSet& images,
+                                                   const std::string& model,
+                                                   const std::vector<int64_t>& shape, float mean,
+                                                   float std_dev, int64_t limit = 0);
+
+struct ReplayOptions {
+  Nanos default_slo = Millis(100);  // for trace rows without an SLO
+  int64_t max_queries = 0;          // 0 = the whole trace
+  double time_scale = 1.0;          // arrival times are multiplied by this
+  bool progress = true;             // progress bar on stderr
+  Nanos drain_timeout = Seconds(10);  // after the last send, beyond the SLO
+};
+
+// What happened to one replayed query.
+struct QueryRecord {
+  Nanos sent = 0;     // since the replay start
+  Nanos slo = 0;
+  Nanos latency = 0;  // client-side, send to answer
+  absl::StatusCode code = absl::StatusCode::kUnknown;
+  bool answered = false;
+  bool in_slo = false;  // OK and latency <= slo
+  int32_t subnet_id = -1;
+  double accuracy = 0;  // profiled accuracy of the serving subnet, percent
+  int32_t batch_size = 0;
+  int64_t queue_us = 0;
+  int64_t exec_us = 0;
+  int32_t label = -1;
+  int32_t predicted = -1;  // argmax of the returned float32 output
+  std::string worker;
+};
+
+// The load generator's JSON summary (printed last by superserve-loadgen).
+struct ReplaySummary {
+  int64_t queries = 0;
+  int64_t ok = 0;                 // served within the SLO
+  double slo_attainment = 0;      // ok / queries
+  double mean_accuracy = 0;       // mean profiled accuracy over ok queries, percent
+  double measured_accuracy = 0;   // fraction of ok queries whose prediction was right
+  double p50_ms = 0, p99_ms = 0;  // latency of answered queries
+  double throughput_qps = 0;      // ok / replay span
+  std::string ToJson() const;
+};
+
+// Open-loop replay in real time: query i is sent at trace[i].arrival whether
+// or not earlier ones are answered; its input is requests[i % n]. Returns one
+// record per query once all are answered (or drain_timeout passed).
+absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
+                                                     const std::vector<TraceArrival>& trace,
+                                                     const LabelledRequests& inputs,
+                                                     const ReplayOptions& options);
+
+ReplaySummary Summarize(const std::vector<QueryRecord>& records);
+
+// One row per query: sent_us,slo_us,latency_us,status,in_slo,subnet,accuracy,
+// batch_size,queue_us,exec_us,label,predicted,correct,worker.
+absl::Status WriteRecordsCsv(const std::string& path, const std::vector<QueryRecord>& records);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_ROUTER_CLIENT_LOAD_GENERATOR_H_

@@ -1,0 +1,174 @@
+#include "router/client/local_cluster.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <grpcpp/grpcpp.h>
+
+#include <random>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/clock.h"
+#include "superserve/v1/admin.grpc.pb.h"
+
+namespace superserve {
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
+    const LocalClusterOptions& options) {
+  std::unique_ptr<LocalCluster> c(new LocalCluster());
+  c->options_ = options;
+  std::random_device rd;
+  c->token_ = absl::StrCat("local-", rd(), "-", rd());
+  const std::string port_file = absl::StrCat(options.work_dir, "/router.ports");
+  ::unlink(port_file.c_str());
+  std::vector<std::string> argv = {absl::StrCat(options.bin_dir, "/superserve-router"),
+                                   "--listen=127.0.0.1:0",
+                                   "--metrics_listen=127.0.0.1:0",
+                                   absl::StrCat("--model_repo=", options.model_repo),
+                                   absl::StrCat("--policy=", options.policy),
+                                   absl::StrCat("--admin_token=", c->token_),
+                                   absl::StrCat("--port_file=", port_file)};
+  argv.insert(argv.end(), options.router_flags.begin(), options.router_flags.end());
+  auto router = Subprocess::Start(argv, absl::StrCat(options.work_dir, "/router.log"));
+  if (!router.ok()) return router.status();
+  c->router_ = *std::move(router);
+  auto ports = WaitForFile(port_file, options.startup_timeout, &c->router_);
+  if (!ports.ok()) {
+    return absl::Status(ports.status().code(),
+                        absl::StrCat("router did not start (see ", options.work_dir,
+                                     "/router.log): ", ports.status().message()));
+  }
+  for (absl::string_view line : absl::StrSplit(*ports, '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, '=');
+    int v = 0;
+    if (!absl::SimpleAtoi(kv.second, &v)) continue;
+    if (kv.first == "grpc") c->port_ = v;
+    if (kv.first == "metrics") c->metrics_port_ = v;
+  }
+  if (c->port_ == 0) return absl::InternalError(absl::StrCat("bad port file: ", *ports));
+  for (int i = 0; i < options.workers; ++i) {
+    if (auto w = c->AddWorker(); !w.ok()) return w.status();
+  }
+  if (options.workers > 0) {
+    if (auto s = c->WaitForWorkers(options.workers * options.instances_per_worker,
+                                   options.startup_timeout);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return c;
+}
+
+LocalCluster::~LocalCluster() { Stop(); }
+
+std::string LocalCluster::router_address() const { return absl::StrCat("127.0.0.1:", port_); }
+
+absl::StatusOr<int> LocalCluster::AddWorker() {
+  int index = static_cast<int>(workers_.size());
+  std::vector<std::string> argv = {absl::StrCat(options_.bin_dir, "/superserve-worker"),
+                                   absl::StrCat("--router=", router_address()),
+                                   absl::StrCat("--model_repo=", options_.model_repo),
+                                   absl::StrCat("--name=w", index)};
+  if (options_.emulate) argv.push_back("--emulate");
+  if (options_.instances_per_worker > 1) {
+    argv.push_back(absl::StrCat("--instances=", options_.instances_per_worker));
+  }
+  argv.insert(argv.end(), options_.worker_flags.begin(), options_.worker_flags.end());
+  auto w = Subprocess::Start(argv, absl::StrCat(options_.work_dir, "/worker", index, ".log"));
+  if (!w.ok()) return w.status();
+  workers_.push_back(*std::move(w));
+  return index;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, int>>> LocalCluster::WorkersPerModel() {
+  auto channel = grpc::CreateChannel(router_address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Admin::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", absl::StrCat("Bearer ", token_));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::ListModelsResponse resp;
+  grpc::Status s = stub->ListModels(&ctx, v1::ListModelsRequest(), &resp);
+  if (!s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  }
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& m : resp.models()) out.emplace_back(m.name(), m.workers());
+  return out;
+}
+
+absl::Status LocalCluster::WaitForWorkers(int n, Nanos timeout) {
+  Nanos end = RealClock::Get()->Now() + timeout;
+  std::string last = "no answer";
+  while (RealClock::Get()->Now() < end) {
+    auto models = WorkersPerModel();
+    if (models.ok()) {
+      bool all = !models->empty();
+      last.clear();
+      for (const auto& [name, workers] : *models) {
+        all = all && workers >= n;
+        absl::StrAppend(&last, name, ":", workers, " ");
+      }
+      if (all) return absl::OkStatus();
+    } else {
+      last = std::string(models.status().message());
+    }
+    for (auto& w : workers_) {
+      if (!w.running()) {
+        return absl::UnavailableError(
+            absl::StrCat("a worker exited during startup (see ", options_.work_dir, "/worker*.log)"));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("waiting for ", n, " workers per model; have ", last));
+}
+
+absl::StatusOr<std::string> LocalCluster::ScrapeMetrics() {
+  if (metrics_port_ == 0) return absl::FailedPreconditionError("metrics endpoint disabled");
+  return HttpGetLocal(metrics_port_, "/metrics");
+}
+
+void LocalCluster::Stop() {
+  // Workers first: they would otherwise see the router vanish and log errors.
+  for (auto& w : workers_) w.Stop(Seconds(3));
+  router_.Stop(Seconds(5));
+}
+
+absl::StatusOr<std::string> HttpGetLocal(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return absl::InternalError("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("connect 127.0.0.1:", port));
+  }
+  std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return absl::UnavailableError("write");
+  }
+  std::string out;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+  close(fd);
+  auto body = out.find("\r\n\r\n");
+  if (out.rfind("HTTP/1.", 0) != 0 || body == std::string::npos) {
+    return absl::DataLossError("not an HTTP response");
+  }
+  if (out.find(" 200 ") > body) {
+    return absl::UnavailableError(absl::StrCat("HTTP ", out.substr(0, out.find("\r\n"))));
+  }
+  return out.substr(body + 4);
+}
+
+}  // namespace superserve

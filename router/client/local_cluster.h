@@ -1,0 +1,70 @@
+#ifndef SUPERSERVE_ROUTER_CLIENT_LOCAL_CLUSTER_H_
+#define SUPERSERVE_ROUTER_CLIENT_LOCAL_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/subprocess.h"
+#include "common/time.h"
+
+namespace superserve {
+
+// A router and its workers as child processes on 127.0.0.1 with ports picked
+// at run time (port 0, read back from the router's --port_file). For
+// integration tests and benchmarks; everything is stopped on destruction, and
+// the children die with this process (see Subprocess).
+struct LocalClusterOptions {
+  std::string bin_dir;     // holds superserve-router and superserve-worker
+  std::string model_repo;
+  std::string work_dir;    // logs and port file go here (must exist)
+  std::string policy = "slackfit";
+  int workers = 2;         // worker processes
+  int instances_per_worker = 1;  // worker --instances (emulated fleets)
+  bool emulate = false;
+  std::vector<std::string> router_flags;  // extra flags, e.g. "--lookahead=2"
+  std::vector<std::string> worker_flags;
+  Nanos startup_timeout = Seconds(60);
+};
+
+class LocalCluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
+  ~LocalCluster();
+
+  std::string router_address() const;
+  int router_port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  const std::string& admin_token() const { return token_; }
+  Subprocess& router() { return router_; }
+  Subprocess& worker(int i) { return workers_[i]; }
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+
+  // Starts one more worker process (returns its index).
+  absl::StatusOr<int> AddWorker();
+  // Polls Admin.ListModels until every model has >= n live workers.
+  absl::Status WaitForWorkers(int n, Nanos timeout);
+  // Worker counts per model from Admin.ListModels.
+  absl::StatusOr<std::vector<std::pair<std::string, int>>> WorkersPerModel();
+  // Fetches http://127.0.0.1:<metrics_port>/metrics.
+  absl::StatusOr<std::string> ScrapeMetrics();
+  void Stop();
+
+ private:
+  LocalCluster() = default;
+  LocalClusterOptions options_;
+  Subprocess router_;
+  std::vector<Subprocess> workers_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  std::string token_;
+};
+
+// Fetches an http://127.0.0.1:PORT/PATH text page (plain HTTP/1.0 GET).
+absl::StatusOr<std::string> HttpGetLocal(int port, const std::string& path);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_ROUTER_CLIENT_LOCAL_CLUSTER_H_

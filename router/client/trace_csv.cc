@@ -1,0 +1,69 @@
+#include "router/client/trace_csv.h"
+
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
+
+namespace superserve {
+
+absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("trace ", path, ": cannot open"));
+  std::string line;
+  int arrival_col = -1, slo_col = -1, app_col = -1;
+  int line_no = 0;
+  std::vector<TraceArrival> out;
+  bool have_header = false;
+  while (std::getline(in, line)) {
+    ++line_no;
+    absl::string_view l = absl::StripAsciiWhitespace(line);
+    if (l.empty() || l[0] == '#') continue;
+    std::vector<absl::string_view> cols = absl::StrSplit(l, ',');
+    if (!have_header) {
+      for (int i = 0; i < static_cast<int>(cols.size()); ++i) {
+        absl::string_view c = absl::StripAsciiWhitespace(cols[i]);
+        if (c == "arrival_us") arrival_col = i;
+        if (c == "slo_us" || c == "deadline_us") slo_col = i;
+        if (c == "application") app_col = i;
+      }
+      if (arrival_col < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("trace ", path, ": header has no arrival_us column: ", l));
+      }
+      have_header = true;
+      continue;
+    }
+    auto field = [&](int col) -> absl::string_view {
+      return col >= 0 && col < static_cast<int>(cols.size()) ? absl::StripAsciiWhitespace(cols[col])
+                                                             : absl::string_view();
+    };
+    TraceArrival a;
+    double us;
+    if (!absl::SimpleAtod(field(arrival_col), &us) || us < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trace ", path, ":", line_no, ": bad arrival_us \"", field(arrival_col), "\""));
+    }
+    a.arrival = Micros(us);
+    if (!out.empty() && a.arrival < out.back().arrival) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trace ", path, ":", line_no, ": arrival_us goes backwards"));
+    }
+    if (slo_col >= 0 && !field(slo_col).empty()) {
+      if (!absl::SimpleAtod(field(slo_col), &us) || us <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("trace ", path, ":", line_no, ": bad slo \"", field(slo_col), "\""));
+      }
+      a.slo = Micros(us);
+    }
+    if (app_col >= 0) a.application = std::string(field(app_col));
+    out.push_back(std::move(a));
+  }
+  if (!have_header) return absl::InvalidArgumentError(absl::StrCat("trace ", path, ": empty"));
+  return out;
+}
+
+}  // namespace superserve

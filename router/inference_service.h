@@ -1,0 +1,33 @@
+#ifndef SUPERSERVE_ROUTER_INFERENCE_SERVICE_H_
+#define SUPERSERVE_ROUTER_INFERENCE_SERVICE_H_
+
+#include "common/time.h"
+#include "router/dispatcher.h"
+#include "superserve/v1/inference.grpc.pb.h"
+
+namespace superserve {
+
+// Inference.Infer over gRPC's callback API: each call becomes a reactor that
+// the Dispatcher answers exactly once. The deadline is the client's gRPC
+// deadline (`default_slo` when the client set none), converted to the
+// dispatcher's clock.
+class InferenceService final : public v1::Inference::CallbackService {
+ public:
+  InferenceService(Dispatcher* dispatcher, Nanos default_slo)
+      : dispatcher_(dispatcher), default_slo_(default_slo) {}
+
+  grpc::ServerUnaryReactor* Infer(grpc::CallbackServerContext* context,
+                                  const v1::InferRequest* request,
+                                  v1::InferResponse* response) override;
+
+ private:
+  Dispatcher* const dispatcher_;
+  const Nanos default_slo_;
+};
+
+// absl -> grpc status (same numeric codes).
+grpc::Status ToGrpcStatus(const absl::Status& s);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_ROUTER_INFERENCE_SERVICE_H_

@@ -1,0 +1,96 @@
+// superserve-router: the serving front end. See docs/engine.md.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "common/dashed_flags.h"
+#include "common/init.h"
+#include "common/logging.h"
+#include "router/policy_factory.h"
+#include "router/router_server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:8500", "gRPC listen address (port 0 picks a free one).");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:0",
+          "Prometheus text endpoint address (port 0 picks one; empty disables).");
+ABSL_FLAG(std::string, model_repo, "", "Model repository: serves every <dir>/<model>/profile.json.");
+ABSL_FLAG(std::string, policy, "slackfit", "Scheduling policy (see --help for the list).");
+ABSL_FLAG(int32_t, fixed_subnet, -1,
+          "Subnet id for the fixed-subnet (Clipper+) policy; -1 = the most accurate.");
+ABSL_FLAG(int32_t, slackfit_buckets, 0, "SlackFit latency buckets; 0 = the policy's default.");
+ABSL_FLAG(int32_t, lookahead, 1, "Batches a worker may hold at once (k-batch lookahead).");
+ABSL_FLAG(double, default_slo_ms, 100, "Deadline for queries whose client set none, ms.");
+ABSL_FLAG(int64_t, max_queue, 100000, "Pending queries per model before RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int32_t, heartbeat_ms, 500, "Worker heartbeat interval, ms.");
+ABSL_FLAG(int32_t, missed_heartbeats, 4, "Silent heartbeat intervals that mark a worker dead.");
+ABSL_FLAG(std::string, admin_token, "",
+          "Bearer token for the Admin service (default: $SUPERSERVE_ADMIN_TOKEN; empty = Admin "
+          "disabled).");
+ABSL_FLAG(std::string, port_file, "",
+          "Write \"grpc=PORT\\nmetrics=PORT\\n\" here once serving (for scripts and tests).");
+
+int main(int argc, char** argv) {
+  using namespace superserve;
+  std::string usage = absl::StrCat(
+      "superserve-router --model-repo DIR [--policy NAME] [--listen ADDR] [flags]\n\n"
+      "Serves Inference.Infer: every query waits in its model's EDF queue until the policy\n"
+      "dispatches it to a worker (workers dial in over WorkerLink). Also serves Admin,\n"
+      "grpc.health.v1, server reflection and Prometheus metrics.\nPolicies: ");
+  for (const auto& name : PolicyFactory::Global().Names()) absl::StrAppend(&usage, name, " ");
+  AcceptDashedFlagNames(argc, argv);
+  InitMain(argc, argv, usage);
+
+  // Handle SIGINT/SIGTERM synchronously in main: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  RouterServerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.model_repo = absl::GetFlag(FLAGS_model_repo);
+  o.default_slo = Millis(absl::GetFlag(FLAGS_default_slo_ms));
+  o.admin_token = absl::GetFlag(FLAGS_admin_token);
+  if (o.admin_token.empty() && std::getenv("SUPERSERVE_ADMIN_TOKEN") != nullptr) {
+    o.admin_token = std::getenv("SUPERSERVE_ADMIN_TOKEN");
+  }
+  o.dispatcher.policy = absl::GetFlag(FLAGS_policy);
+  o.dispatcher.policy_options.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
+  o.dispatcher.policy_options.slackfit_buckets = absl::GetFlag(FLAGS_slackfit_buckets);
+  o.dispatcher.lookahead = std::max(1, absl::GetFlag(FLAGS_lookahead));
+  o.dispatcher.max_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_queue));
+  o.dispatcher.heartbeat_interval = Millis(absl::GetFlag(FLAGS_heartbeat_ms));
+  o.dispatcher.missed_heartbeats = absl::GetFlag(FLAGS_missed_heartbeats);
+  if (o.model_repo.empty()) {
+    std::fprintf(stderr, "superserve-router: --model-repo is required\n");
+    return 2;
+  }
+  RouterServer server(o);
+  if (auto s = server.Start(); !s.ok()) {
+    SS_LOG(ERROR) << "router: " << s.message();
+    return 1;
+  }
+  SS_LOG(INFO) << "router serving on port " << server.port() << " (metrics port "
+               << server.metrics_port() << ", policy " << o.dispatcher.policy << ", lookahead "
+               << o.dispatcher.lookahead << ")";
+  std::printf("listening grpc=%d metrics=%d\n", server.port(), server.metrics_port());
+  std::fflush(stdout);
+  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
+    std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << "grpc=" << server.port() << "\nmetrics=" << server.metrics_port() << "\n";
+    std::rename(tmp.c_str(), path.c_str());
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  SS_LOG(INFO) << "router: signal " << sig << ", shutting down";
+  auto stats = server.dispatcher()->Stats();
+  server.Shutdown();
+  SS_LOG(INFO) << "router: accepted " << stats.accepted << ", answered " << stats.answered
+               << ", requeued " << stats.requeued << ", batches " << stats.batches;
+  return 0;
+}

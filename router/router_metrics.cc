@@ -1,0 +1,170 @@
+#include "router/router_metrics.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+
+namespace superserve {
+
+const char* QueryOutcomeName(QueryOutcome o) {
+  switch (o) {
+    case QueryOutcome::kOk: return "ok";
+    case QueryOutcome::kLate: return "late";
+    case QueryOutcome::kDeadlineExceeded: return "deadline_exceeded";
+    case QueryOutcome::kUnavailable: return "unavailable";
+    case QueryOutcome::kResourceExhausted: return "resource_exhausted";
+    case QueryOutcome::kInvalidArgument: return "invalid_argument";
+    case QueryOutcome::kError: return "error";
+  }
+  return "?";
+}
+
+constexpr int kNumOutcomes = 7;
+
+struct RouterMetrics::ModelMetrics {
+  prometheus::Counter* by_outcome[kNumOutcomes];
+  prometheus::Gauge* attainment;
+  prometheus::Histogram* latency;
+  prometheus::Histogram* accuracy;
+  prometheus::Histogram* batch;
+  prometheus::Gauge* queue_depth;
+  std::mutex subnet_mu;
+  std::unordered_map<int32_t, prometheus::Counter*> subnet;
+  std::atomic<int64_t> ok{0}, terminal{0};
+};
+
+RouterMetrics::RouterMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  using prometheus::BuildCounter;
+  using prometheus::BuildGauge;
+  using prometheus::BuildHistogram;
+  queries_ = &BuildCounter()
+                  .Name("superserve_queries_total")
+                  .Help("Queries by final status (ok = answered within the deadline)")
+                  .Register(*registry_);
+  attainment_ = &BuildGauge()
+                     .Name("superserve_slo_attainment")
+                     .Help("Fraction of answered queries that met their deadline")
+                     .Register(*registry_);
+  latency_ = &BuildHistogram()
+                  .Name("superserve_query_latency_seconds")
+                  .Help("End-to-end latency inside the router of answered queries")
+                  .Register(*registry_);
+  accuracy_ = &BuildHistogram()
+                   .Name("superserve_served_accuracy_percent")
+                   .Help("Profiled accuracy of the subnet that served each in-time query")
+                   .Register(*registry_);
+  subnet_ = &BuildCounter()
+                 .Name("superserve_subnet_queries_total")
+                 .Help("Queries served per chosen subnet id")
+                 .Register(*registry_);
+  batch_ = &BuildHistogram()
+                .Name("superserve_batch_size")
+                .Help("Queries per dispatched batch")
+                .Register(*registry_);
+  queue_depth_ = &BuildGauge()
+                      .Name("superserve_queue_depth")
+                      .Help("Pending queries in the model's EDF queue")
+                      .Register(*registry_);
+  busy_ = &BuildGauge()
+               .Name("superserve_worker_busy_fraction")
+               .Help("Share of the last interval the worker spent executing batches")
+               .Register(*registry_);
+  workers_alive_ = &BuildGauge()
+                        .Name("superserve_workers_alive")
+                        .Help("Registered live workers")
+                        .Register(*registry_)
+                        .Add({});
+}
+
+RouterMetrics::~RouterMetrics() = default;
+
+absl::StatusOr<int> RouterMetrics::Serve(const std::string& address) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(address);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("metrics endpoint ", address, ": ", e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  auto ports = exposer_->GetListeningPorts();
+  if (ports.empty()) return absl::UnavailableError("metrics endpoint: no listening port");
+  return ports.front();
+}
+
+RouterMetrics::ModelMetrics& RouterMetrics::Model(const std::string& model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = models_[model];
+  if (!slot) {
+    slot = std::make_unique<ModelMetrics>();
+    for (int i = 0; i < kNumOutcomes; ++i) {
+      slot->by_outcome[i] =
+          &queries_->Add({{"model", model}, {"status", QueryOutcomeName(QueryOutcome(i))}});
+    }
+    slot->attainment = &attainment_->Add({{"model", model}});
+    slot->latency = &latency_->Add(
+        {{"model", model}},
+        prometheus::Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05,
+                                                0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5});
+    slot->accuracy = &accuracy_->Add(
+        {{"model", model}}, prometheus::Histogram::BucketBoundaries{50, 60, 70, 75, 80, 82, 84,
+                                                                    86, 88, 90, 92, 94, 96, 98,
+                                                                    100});
+    slot->batch = &batch_->Add({{"model", model}},
+                               prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
+                                                                       128, 256});
+    slot->queue_depth = &queue_depth_->Add({{"model", model}});
+  }
+  return *slot;
+}
+
+void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, Nanos latency,
+                                double accuracy, int32_t subnet_id) {
+  ModelMetrics& m = Model(model);
+  m.by_outcome[static_cast<int>(outcome)]->Increment();
+  int64_t ok = outcome == QueryOutcome::kOk ? m.ok.fetch_add(1) + 1 : m.ok.load();
+  int64_t all = m.terminal.fetch_add(1) + 1;
+  m.attainment->Set(static_cast<double>(ok) / static_cast<double>(all));
+  if (outcome == QueryOutcome::kOk || outcome == QueryOutcome::kLate) {
+    m.latency->Observe(ToSeconds(latency));
+  }
+  if (outcome == QueryOutcome::kOk) {
+    m.accuracy->Observe(accuracy);
+    prometheus::Counter* c;
+    {
+      std::lock_guard<std::mutex> lock(m.subnet_mu);
+      auto& slot = m.subnet[subnet_id];
+      if (slot == nullptr) {
+        slot = &subnet_->Add({{"model", model}, {"subnet", absl::StrCat(subnet_id)}});
+      }
+      c = slot;
+    }
+    c->Increment();
+  }
+}
+
+void RouterMetrics::OnBatch(const std::string& model, int32_t queries) {
+  Model(model).batch->Observe(queries);
+}
+
+void RouterMetrics::SetQueueDepth(const std::string& model, int64_t depth) {
+  Model(model).queue_depth->Set(static_cast<double>(depth));
+}
+
+void RouterMetrics::SetWorkerBusyFraction(const std::string& worker, double fraction) {
+  busy_->Add({{"worker", worker}}).Set(fraction);
+}
+
+void RouterMetrics::SetWorkersAlive(int64_t n) { workers_alive_->Set(static_cast<double>(n)); }
+
+std::string RouterMetrics::Scrape() const {
+  prometheus::TextSerializer s;
+  return s.Serialize(registry_->Collect());
+}
+
+}  // namespace superserve

@@ -1,0 +1,40 @@
+#ifndef SUPERSERVE_WORKER_EXECUTOR_H_
+#define SUPERSERVE_WORKER_EXECUTOR_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/control_tuple.h"
+#include "common/model_repository.h"
+#include "common/tensor_codec.h"
+
+namespace superserve {
+
+namespace v1 {
+class Tensor;
+}
+
+// Runs batches of one supernet with a chosen subnet actuated (SuperServe
+// Fig. 7 steps 4-5). Implementations: TorchExecutor (the real supernet) and
+// EmulatedExecutor (sleeps the profiled latency; for scale benchmarks). The
+// worker calls Load once per model, then Run from one thread at a time.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // "torch" or "emulated"; the worker reports it when registering.
+  virtual std::string_view kind() const = 0;
+  virtual absl::Status Load(const ModelEntry& model) = 0;
+  // `inputs` are wire tensors already checked against the model's
+  // input_shape (float32). Returns one output per input, in order.
+  virtual absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
+                                                      const ControlTuple& control,
+                                                      absl::Span<const v1::Tensor* const> inputs) = 0;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_WORKER_EXECUTOR_H_

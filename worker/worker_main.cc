@@ -1,0 +1,130 @@
+// superserve-worker: hosts supernets and runs the batches the router sends.
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/dashed_flags.h"
+#include "common/init.h"
+#include "common/logging.h"
+#include "common/model_repository.h"
+#include "worker/emulated_executor.h"
+#include "worker/router_link.h"
+#include "worker/torch_executor.h"
+
+ABSL_FLAG(std::string, router, "127.0.0.1:8500", "Router address host:port to dial.");
+ABSL_FLAG(std::string, model_repo, "", "Model repository directory (<repo>/<model>/profile.json + checkpoint).");
+ABSL_FLAG(std::string, models, "", "Comma-separated subset of the repository's models (default: all).");
+ABSL_FLAG(int32_t, threads, 1, "Intra-op threads for the torch executor.");
+ABSL_FLAG(bool, emulate, false,
+          "Sleep the profiled latency instead of running torch (reported at registration).");
+ABSL_FLAG(int32_t, instances, 1,
+          "Independent workers in this process, each with its own stream (needs --emulate).");
+ABSL_FLAG(std::string, name, "", "Worker id reported to the router (default: worker-<pid>).");
+ABSL_FLAG(double, connect_timeout_s, 30, "How long to wait for the router at startup.");
+
+int main(int argc, char** argv) {
+  using namespace superserve;
+  AcceptDashedFlagNames(argc, argv);
+  InitMain(argc, argv,
+           "superserve-worker --router ADDR --model-repo DIR [--threads N] [--emulate]\n\n"
+           "Dials the router, registers, heartbeats, loads each supernet once and runs every\n"
+           "batch with the subnet the router chose; replies with outputs and exec time.");
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string repo = absl::GetFlag(FLAGS_model_repo);
+  if (repo.empty()) {
+    std::fprintf(stderr, "superserve-worker: --model-repo is required\n");
+    return 2;
+  }
+  auto all = LoadModelRepository(repo);
+  if (!all.ok()) {
+    SS_LOG(ERROR) << all.status().message();
+    return 1;
+  }
+  std::vector<ModelEntry> models;
+  const std::string subset = absl::GetFlag(FLAGS_models);
+  for (auto& m : *all) {
+    if (subset.empty()) {
+      models.push_back(m);
+      continue;
+    }
+    for (absl::string_view want : absl::StrSplit(subset, ',')) {
+      if (want == m.name) models.push_back(m);
+    }
+  }
+  if (models.empty()) {
+    SS_LOG(ERROR) << "no models to serve in " << repo;
+    return 1;
+  }
+  const bool emulate = absl::GetFlag(FLAGS_emulate);
+  const int instances = std::max(1, absl::GetFlag(FLAGS_instances));
+  if (instances > 1 && !emulate) {
+    std::fprintf(stderr, "superserve-worker: --instances > 1 needs --emulate\n");
+    return 2;
+  }
+  std::unique_ptr<Executor> executor;
+  if (emulate) {
+    executor = std::make_unique<EmulatedExecutor>();
+  } else {
+    auto e = MakeTorchExecutor(absl::GetFlag(FLAGS_threads));
+    if (!e.ok()) {
+      SS_LOG(ERROR) << e.status().message();
+      return 1;
+    }
+    executor = *std::move(e);
+  }
+  for (const auto& m : models) {
+    if (auto s = executor->Load(m); !s.ok()) {
+      SS_LOG(ERROR) << "loading " << m.name << ": " << s.message();
+      return 1;
+    }
+    SS_LOG(INFO) << "loaded " << m.name << " (" << m.profile.subnets.size() << " subnets, "
+                 << executor->kind() << ")";
+  }
+  std::string name = absl::GetFlag(FLAGS_name);
+  if (name.empty()) name = absl::StrCat("worker-", getpid());
+
+  std::vector<std::unique_ptr<RouterLink>> links;
+  for (int i = 0; i < instances; ++i) {
+    RouterLinkOptions o;
+    o.router = absl::GetFlag(FLAGS_router);
+    o.name = instances > 1 ? absl::StrCat(name, ".", i) : name;
+    o.intra_op_threads = absl::GetFlag(FLAGS_threads);
+    o.channel_tag = i;
+    o.connect_timeout = Seconds(absl::GetFlag(FLAGS_connect_timeout_s));
+    // Emulated instances share one (stateless) executor.
+    links.push_back(std::make_unique<RouterLink>(o, executor.get(), models));
+  }
+  std::atomic<int> failures{0};
+  std::atomic<int> running{instances};
+  std::vector<std::thread> threads;
+  for (auto& link : links) {
+    threads.emplace_back([&, l = link.get()] {
+      absl::Status s = l->Run();
+      if (!s.ok()) {
+        SS_LOG(WARNING) << "worker link: " << s.message();
+        failures++;
+      }
+      // The last link to end wakes main's sigwait.
+      if (--running == 0) kill(getpid(), SIGTERM);
+    });
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  for (auto& link : links) link->Stop();
+  for (auto& t : threads) t.join();
+  int64_t batches = 0;
+  for (auto& link : links) batches += link->batches_run();
+  SS_LOG(INFO) << "worker " << name << " exiting after " << batches << " batches";
+  return failures > 0 ? 1 : 0;
+}
