@@ -7,10 +7,9 @@ namespace superserve {
 void LatencyBuckets::Build(const LatencyTable& table, int num_buckets) {
   num_buckets_ = std::max(1, num_buckets);
   lower_ = table.min_latency();
-  // Ceiling division so that the slowest tuple lands inside the last bucket.
+  // Ceiling division; the slowest tuple is clamped into the last bucket.
   const Nanos span = table.max_latency() - lower_;
   width_ = std::max<Nanos>(1, (span + num_buckets_ - 1) / num_buckets_);
-  if (width_ * num_buckets_ <= span) ++width_;
   bucket_best_.assign(num_buckets_, Tuple());
   for (int r = 0; r < table.num_subnets(); ++r) {
     for (int b = 0; b < table.num_batches(); ++b) {
