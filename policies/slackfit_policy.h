@@ -1,0 +1,65 @@
+#ifndef SUPERSERVE_POLICIES_SLACKFIT_POLICY_H_
+#define SUPERSERVE_POLICIES_SLACKFIT_POLICY_H_
+
+#include <string>
+
+#include "common/model_profile.h"
+#include "policies/arrival_rate.h"
+#include "policies/latency_buckets.h"
+#include "policies/profiled_policy.h"
+
+namespace superserve {
+
+// Default K, chosen by the bucket sweep in docs/scheduling.md.
+inline constexpr int kDefaultSlackFitBuckets = 16;
+
+struct SlackFitOptions {
+  ProfiledPolicyOptions base;
+  int num_buckets = kDefaultSlackFitBuckets;
+  // The rate guard (our addition, "slackfit-rg"; off = SuperServe's SlackFit).
+  // SlackFit's bucket just below the slack can hold a tuple whose throughput,
+  // over all live workers, is below the arrival rate; under overload that
+  // tuple keeps being chosen and the queue collapses. With the guard on, such
+  // a choice is replaced by the most accurate tuple that fits the slack and
+  // keeps up with headroom x the measured arrival rate, or, when none does,
+  // by the highest-throughput tuple that fits (what INFaaS would run).
+  bool rate_guard = false;
+  double guard_headroom = 1.1;
+  Nanos rate_window = Millis(100);
+};
+
+// SuperServe's SlackFit (§4.2, App. A.5) with DESIGN.md's resolutions:
+// bucket by latency, choose the bucket just below the head's slack, largest
+// batch within it; partial batches take the most accurate subnet that fits;
+// infeasible heads are dropped. Buckets follow the online-corrected latency
+// table and are rebuilt when it changed (at most once per rebuild interval).
+class SlackFitPolicy : public ProfiledPolicy {
+ public:
+  SlackFitPolicy(const ModelProfile& profile, SlackFitOptions options);
+  explicit SlackFitPolicy(const ModelProfile& profile)
+      : SlackFitPolicy(profile, SlackFitOptions()) {}
+
+  void OnArrival(const Query& q, Nanos now) override;
+  void OnCompletion(const CompletionTelemetry& t) override;
+
+  const LatencyBuckets& buckets() const { return buckets_; }
+
+ protected:
+  Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
+
+ private:
+  static std::string NameFor(const SlackFitOptions& o);
+  // Per-worker throughput (queries/s) of running `batch` queries as (rank, b).
+  double Throughput(int64_t batch, int rank, int batch_index) const;
+  Choice RateGuard(const SchedulingContext& ctx, const QueueView& view, Choice chosen);
+
+  SlackFitOptions options_;
+  LatencyBuckets buckets_;
+  uint64_t buckets_version_;
+  Nanos last_rebuild_ = 0;
+  ArrivalRateEstimator arrivals_;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_SLACKFIT_POLICY_H_
