@@ -58,7 +58,7 @@ absl::Status Dispatcher::AddModel(const ModelProfile& profile) {
     return absl::InvalidArgumentError(
         absl::StrCat("model \"", profile.model, "\": the router serves supernets; no subnets"));
   }
-  auto policy = PolicyFactory::Global().Create(options_.policy, profile, options_.policy_options);
+  auto policy = PolicyFactory::Global().Create(options_.policy, profile, options_.policy_config);
   if (!policy.ok()) return policy.status();
   auto m = std::make_unique<ModelState>();
   m->name = profile.model;
@@ -239,7 +239,12 @@ void Dispatcher::ScheduleLocked(int32_t model, Nanos now, Actions* a) {
       }
     }
     if (free_scratch_.empty()) return;
-    Decision d = m.policy->Decide(SchedulingContext{m.queue, now, free_scratch_});
+    Decision d = m.policy->Decide(
+        SchedulingContext{m.queue, now, free_scratch_, static_cast<int32_t>(m.workers.size())});
+    if (d.drop > 0) {
+      SS_LOG(DEBUG) << "policy drops " << d.drop << " of " << m.queue.size() << "; head slack "
+                    << ToMicros(m.queue.Head().deadline - now) << " us";
+    }
     for (int32_t i = 0; i < d.drop && !m.queue.empty(); ++i) {
       AnswerLocked(m.queue.Pop().id,
                    absl::DeadlineExceededError("dropped: deadline cannot be met"),
@@ -405,6 +410,10 @@ void Dispatcher::OnBatchResult(int32_t worker, const v1::BatchResult& result) {
           std::max<Nanos>(0, now - batch.sent_at - exec - result.worker_queue_us() * kNanosPerMicro);
       t.now = now;
       m.policy->OnCompletion(t);
+      SS_LOG(DEBUG) << "batch " << result.batch_id() << " on " << w.name << ": "
+                    << batch.queries.size() << " queries, subnet index " << batch.subnet_index
+                    << ", round trip " << ToMicros(now - batch.sent_at) << " us, exec "
+                    << result.exec_us() << " us, overhead " << ToMicros(t.overhead) << " us";
     }
     const SubnetProfile& subnet = m.profile.subnets[batch.subnet_index];
     if (result.error().empty()) {

@@ -28,7 +28,7 @@ namespace superserve {
 
 struct DispatcherOptions {
   std::string policy = "slackfit";
-  PolicyOptions policy_options;
+  PolicyConfig policy_config;
   // Batches a worker may hold at once (1 = the next batch is decided only
   // when the worker is free; k > 1 pipelines k batches).
   int32_t lookahead = 1;

@@ -10,43 +10,32 @@
 #include "absl/status/statusor.h"
 #include "common/model_profile.h"
 #include "policies/policy.h"
+#include "policies/policy_factory.h"
 
 namespace superserve {
 
-// Settings a policy may read at construction; each policy ignores what it
-// does not use. Filled from the router's flags.
-struct PolicyOptions {
-  // Clipper+ ("fixed"): the subnet id to serve; -1 = the most accurate one.
-  int32_t fixed_subnet_id = -1;
-  // SlackFit: number of latency buckets; 0 = the policy's default.
-  int32_t slackfit_buckets = 0;
-};
-
-// Maps --policy names to policies/ classes. The router owns no scheduling
-// logic: every decision comes from a Policy made here. Tests and benchmarks
-// may register extra policies of their own.
+// Maps --policy names to policies/ classes (policies/policy_factory.h's
+// MakePolicy: slackfit, slackfit-rg, maxbatch, maxacc, clipper+, infaas). The
+// router owns no scheduling logic: every decision comes from a Policy made
+// here. Tests may register extra policies of their own under new names.
 class PolicyFactory {
  public:
   using Maker = std::function<absl::StatusOr<std::unique_ptr<Policy>>(const ModelProfile&,
-                                                                      const PolicyOptions&)>;
+                                                                      const PolicyConfig&)>;
 
-  // The process-wide factory with every standard policy registered.
   static PolicyFactory& Global();
 
-  // Adds (or replaces) a policy under `name`.
+  // Adds (or replaces) an extra policy under `name`.
   void Register(const std::string& name, Maker maker);
+  // clipper+ with fixed_subnet_id = -1 serves the profile's most accurate subnet.
   absl::StatusOr<std::unique_ptr<Policy>> Create(const std::string& name,
                                                  const ModelProfile& profile,
-                                                 const PolicyOptions& options) const;
+                                                 const PolicyConfig& config) const;
   std::vector<std::string> Names() const;
-  bool Has(const std::string& name) const { return makers_.count(name) > 0; }
 
  private:
-  std::map<std::string, Maker> makers_;
+  std::map<std::string, Maker> extra_;
 };
-
-// Registers the policies/ implementations under their --policy names.
-void RegisterStandardPolicies(PolicyFactory* factory);
 
 }  // namespace superserve
 

@@ -19,7 +19,7 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:0",
 ABSL_FLAG(std::string, model_repo, "", "Model repository: serves every <dir>/<model>/profile.json.");
 ABSL_FLAG(std::string, policy, "slackfit", "Scheduling policy (see --help for the list).");
 ABSL_FLAG(int32_t, fixed_subnet, -1,
-          "Subnet id for the fixed-subnet (Clipper+) policy; -1 = the most accurate.");
+          "Subnet id for --policy clipper+ (one fixed subnet); -1 = the most accurate.");
 ABSL_FLAG(int32_t, slackfit_buckets, 0, "SlackFit latency buckets; 0 = the policy's default.");
 ABSL_FLAG(int32_t, lookahead, 1, "Batches a worker may hold at once (k-batch lookahead).");
 ABSL_FLAG(double, default_slo_ms, 100, "Deadline for queries whose client set none, ms.");
@@ -60,8 +60,10 @@ int main(int argc, char** argv) {
     o.admin_token = std::getenv("SUPERSERVE_ADMIN_TOKEN");
   }
   o.dispatcher.policy = absl::GetFlag(FLAGS_policy);
-  o.dispatcher.policy_options.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
-  o.dispatcher.policy_options.slackfit_buckets = absl::GetFlag(FLAGS_slackfit_buckets);
+  o.dispatcher.policy_config.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
+  if (absl::GetFlag(FLAGS_slackfit_buckets) > 0) {
+    o.dispatcher.policy_config.slackfit.num_buckets = absl::GetFlag(FLAGS_slackfit_buckets);
+  }
   o.dispatcher.lookahead = std::max(1, absl::GetFlag(FLAGS_lookahead));
   o.dispatcher.max_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_queue));
   o.dispatcher.heartbeat_interval = Millis(absl::GetFlag(FLAGS_heartbeat_ms));

@@ -1,0 +1,315 @@
+// The Dispatcher with in-memory queries and worker connections on a simulated
+// clock: every status code, exactly-once answers, re-queueing on worker loss.
+#include "router/dispatcher.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "common/tensor_codec.h"
+#include "router/policy_factory.h"
+
+namespace superserve {
+namespace {
+
+ModelProfile TestProfile() {
+  ModelProfile p;
+  p.model = "m";
+  p.batch_sizes = {1, 2, 4};
+  p.input_shape = {2};
+  p.num_classes = 3;
+  const double acc[] = {70, 80};
+  const double lat_ms[2][3] = {{1, 1.5, 2}, {2, 3, 4}};
+  for (int i = 0; i < 2; ++i) {
+    SubnetProfile s;
+    s.id = 10 + i;
+    s.accuracy = acc[i];
+    s.control.subnet_id = 10 + i;
+    s.control.depths = {i};
+    for (double l : lat_ms[i]) s.latency.push_back(Millis(l));
+    p.subnets.push_back(s);
+  }
+  return p;
+}
+
+class FakeQuery : public QueryResponder {
+ public:
+  explicit FakeQuery(std::string model = "m", std::vector<int64_t> shape = {2}) {
+    request_.set_model(model);
+    std::vector<float> v(shape.empty() ? 1 : shape[0], 0.5f);
+    EncodeTensor(MakeFloatTensor(shape, v), request_.mutable_input());
+  }
+  const v1::InferRequest& request() const override { return request_; }
+  v1::InferResponse* response() override { return &response_; }
+  void Answer(const absl::Status& s) override {
+    ++answers;
+    status = s;
+  }
+  v1::InferRequest request_;
+  v1::InferResponse response_;
+  int answers = 0;
+  absl::Status status;
+};
+
+class FakeConnection : public WorkerConnection {
+ public:
+  void Send(std::unique_ptr<v1::RouterMessage> m) override { sent.push_back(std::move(m)); }
+  void Close(const absl::Status& why) override { closed = true; }
+  // Pops the next batch sent (skipping acks); nullptr when none.
+  std::unique_ptr<v1::RouterMessage> NextBatch() {
+    while (!sent.empty()) {
+      auto m = std::move(sent.front());
+      sent.pop_front();
+      if (m->has_batch()) return m;
+    }
+    return nullptr;
+  }
+  std::deque<std::unique_ptr<v1::RouterMessage>> sent;
+  bool closed = false;
+};
+
+v1::BatchResult OkResult(const v1::Batch& b, int64_t exec_us = 1000) {
+  v1::BatchResult r;
+  r.set_batch_id(b.batch_id());
+  r.set_exec_us(exec_us);
+  for (const auto& q : b.queries()) {
+    auto* qr = r.add_results();
+    qr->set_query_id(q.query_id());
+    EncodeTensor(MakeFloatTensor({3}, std::vector<float>{0, 1, 0}), qr->mutable_output());
+  }
+  return r;
+}
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  void Make(const std::string& policy, int lookahead = 1, size_t max_queue = 1000) {
+    DispatcherOptions o;
+    o.policy = policy;
+    o.lookahead = lookahead;
+    o.max_queue = max_queue;
+    o.run_timer_thread = false;
+    o.heartbeat_interval = Millis(100);
+    o.missed_heartbeats = 3;
+    d_ = std::make_unique<Dispatcher>(o, &clock_, &metrics_);
+    ASSERT_TRUE(d_->AddModel(TestProfile()).ok());
+  }
+  int32_t AddWorker(FakeConnection** conn_out) {
+    auto conn = std::make_shared<FakeConnection>();
+    v1::RegisterWorker hello;
+    hello.set_worker_id("w");
+    hello.add_models("m");
+    auto id = d_->RegisterWorker(hello, conn);
+    EXPECT_TRUE(id.ok());
+    EXPECT_FALSE(conn->sent.empty());
+    EXPECT_TRUE(conn->sent.front()->has_ack()) << "the ack must precede any batch";
+    conns_.push_back(conn);
+    *conn_out = conn.get();
+    return *id;
+  }
+
+  // A query that outlives the dispatcher (which answers what is pending when
+  // it is destroyed).
+  FakeQuery& Q(std::string model = "m", std::vector<int64_t> shape = {2}) {
+    queries_.push_back(std::make_unique<FakeQuery>(model, shape));
+    return *queries_.back();
+  }
+
+  SimulatedClock clock_{Seconds(1)};
+  RouterMetrics metrics_;
+  std::vector<std::unique_ptr<FakeQuery>> queries_;  // declared before d_: destroyed after it
+  std::unique_ptr<Dispatcher> d_;
+  std::vector<std::shared_ptr<FakeConnection>> conns_;
+};
+
+TEST_F(DispatcherTest, RejectsUnknownModelBadShapeAndNoWorker) {
+  Make("slackfit");
+  FakeQuery &unknown = Q("nope"), &bad_shape = Q("m", {3}), &no_worker = Q();
+  d_->Submit(&unknown, clock_.Now() + Millis(50));
+  d_->Submit(&bad_shape, clock_.Now() + Millis(50));
+  d_->Submit(&no_worker, clock_.Now() + Millis(50));
+  EXPECT_EQ(unknown.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad_shape.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad_shape.status.message()), ::testing::HasSubstr("shape"));
+  EXPECT_EQ(no_worker.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(unknown.answers + bad_shape.answers + no_worker.answers, 3);
+}
+
+TEST_F(DispatcherTest, DispatchesWithControlTupleAndAnswersWithServingSubnet) {
+  Make("clipper+");  // fixed_subnet_id -1: the most accurate subnet (id 11)
+  FakeConnection* conn;
+  int32_t w = AddWorker(&conn);
+  FakeQuery& q = Q();
+  d_->Submit(&q, clock_.Now() + Millis(50));
+  auto batch = conn->NextBatch();
+  ASSERT_NE(batch, nullptr);
+  EXPECT_EQ(batch->batch().model(), "m");
+  EXPECT_EQ(batch->batch().control().subnet_id(), 11);
+  ASSERT_EQ(batch->batch().queries_size(), 1);
+  EXPECT_EQ(batch->batch().queries(0).input().data(), q.request().input().data());
+  EXPECT_EQ(q.answers, 0);
+  ASSERT_TRUE(clock_.Advance(Millis(3)).ok());
+  d_->OnBatchResult(w, OkResult(batch->batch(), 2500));
+  ASSERT_EQ(q.answers, 1);
+  EXPECT_TRUE(q.status.ok()) << q.status;
+  EXPECT_EQ(q.response_.served_by().subnet_id(), 11);
+  EXPECT_DOUBLE_EQ(q.response_.served_by().accuracy(), 80);
+  EXPECT_EQ(q.response_.batch_size(), 1);
+  EXPECT_EQ(q.response_.exec_us(), 2500);
+  EXPECT_EQ(q.response_.output().data().size(), 12u);
+  // A duplicate result (e.g. after a re-queue) must not answer twice.
+  d_->OnBatchResult(w, OkResult(batch->batch()));
+  EXPECT_EQ(q.answers, 1);
+}
+
+TEST_F(DispatcherTest, QueueFullIsResourceExhausted) {
+  Make("clipper+", /*lookahead=*/1, /*max_queue=*/2);
+  FakeConnection* conn;
+  AddWorker(&conn);
+  std::vector<FakeQuery*> qs;
+  for (int i = 0; i < 4; ++i) {
+    qs.push_back(&Q());
+    d_->Submit(qs.back(), clock_.Now() + Millis(500));
+  }
+  // The first goes to the worker, two wait, the fourth finds the queue full.
+  EXPECT_EQ(qs[0]->answers + qs[1]->answers + qs[2]->answers, 0);
+  EXPECT_EQ(qs[3]->answers, 1);
+  EXPECT_EQ(qs[3]->status.code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(DispatcherTest, WorkerLossRequeuesFeasibleAndFailsTheRest) {
+  Make("clipper+");
+  FakeConnection *c0, *c1;
+  int32_t w0 = AddWorker(&c0);
+  FakeQuery &far = Q(), &near = Q();
+  d_->Submit(&far, clock_.Now() + Millis(500));
+  auto b0 = c0->NextBatch();
+  ASSERT_NE(b0, nullptr);
+  d_->Submit(&near, clock_.Now() + Millis(3));  // worker busy: waits in the queue
+  int32_t w1 = AddWorker(&c1);                   // takes `near` at once
+  auto b1 = c1->NextBatch();
+  ASSERT_NE(b1, nullptr);
+  EXPECT_EQ(b1->batch().queries(0).query_id(), 2u);
+  // w0 dies with `far` in flight: re-queued, and w1 gets it when it frees up.
+  d_->OnWorkerGone(w0, absl::UnavailableError("test"));
+  EXPECT_TRUE(c0->closed);
+  EXPECT_EQ(far.answers, 0);
+  ASSERT_TRUE(clock_.Advance(Millis(2)).ok());
+  d_->OnBatchResult(w1, OkResult(b1->batch()));
+  EXPECT_EQ(near.answers, 1);
+  auto again = c1->NextBatch();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->batch().queries(0).query_id(), 1u);
+  // Now w1 dies too while `far` is in flight: nobody is left.
+  d_->OnWorkerGone(w1, absl::UnavailableError("test"));
+  ASSERT_EQ(far.answers, 1);
+  EXPECT_EQ(far.status.code(), absl::StatusCode::kUnavailable);
+  auto stats = d_->Stats();
+  EXPECT_EQ(stats.accepted, stats.answered);
+  EXPECT_EQ(stats.requeued, 1);
+}
+
+TEST_F(DispatcherTest, InflightQueryPastItsDeadlineIsDeadlineExceededOnWorkerLoss) {
+  Make("clipper+");
+  FakeConnection *c0, *c1;
+  int32_t w0 = AddWorker(&c0);
+  AddWorker(&c1);
+  FakeQuery& q = Q();
+  d_->Submit(&q, clock_.Now() + Millis(5));
+  ASSERT_NE(c0->NextBatch(), nullptr);
+  ASSERT_TRUE(clock_.Advance(Millis(4)).ok());  // 1 ms left < fastest subnet (2 ms)
+  d_->OnWorkerGone(w0, absl::UnavailableError("test"));
+  ASSERT_EQ(q.answers, 1);
+  EXPECT_EQ(q.status.code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(DispatcherTest, MissedHeartbeatsMarkAWorkerDead) {
+  Make("slackfit");
+  FakeConnection *c0, *c1;
+  int32_t w0 = AddWorker(&c0);
+  int32_t w1 = AddWorker(&c1);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(clock_.Advance(Millis(100)).ok());
+    d_->OnHeartbeat(w1);  // only w1 keeps talking
+    d_->Tick();
+  }
+  EXPECT_TRUE(c0->closed);
+  EXPECT_FALSE(c1->closed);
+  EXPECT_EQ(d_->Stats().workers_alive, 1);
+  (void)w0;
+}
+
+TEST_F(DispatcherTest, LookaheadKeepsKBatchesInFlight) {
+  Make("clipper+", /*lookahead=*/2);
+  FakeConnection* c;
+  AddWorker(&c);
+  FakeQuery &a = Q(), &b = Q(), &x = Q();
+  d_->Submit(&a, clock_.Now() + Millis(100));
+  d_->Submit(&b, clock_.Now() + Millis(100));
+  d_->Submit(&x, clock_.Now() + Millis(100));
+  int batches = 0;
+  while (c->NextBatch() != nullptr) ++batches;
+  EXPECT_EQ(batches, 2);  // the third waits for a free slot
+  EXPECT_EQ(d_->Stats().pending, 3);
+}
+
+TEST_F(DispatcherTest, WorkerErrorIsForwardedAndWorkerStaysUsable) {
+  Make("clipper+");
+  FakeConnection* c;
+  int32_t w = AddWorker(&c);
+  FakeQuery &q1 = Q(), &q2 = Q();
+  d_->Submit(&q1, clock_.Now() + Millis(100));
+  auto b = c->NextBatch();
+  v1::BatchResult bad;
+  bad.set_batch_id(b->batch().batch_id());
+  bad.set_error("boom");
+  bad.set_error_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
+  d_->OnBatchResult(w, bad);
+  ASSERT_EQ(q1.answers, 1);
+  EXPECT_EQ(q1.status.code(), absl::StatusCode::kInvalidArgument);
+  d_->Submit(&q2, clock_.Now() + Millis(100));
+  auto b2 = c->NextBatch();
+  ASSERT_NE(b2, nullptr);
+  d_->OnBatchResult(w, OkResult(b2->batch()));
+  EXPECT_TRUE(q2.status.ok());
+}
+
+TEST_F(DispatcherTest, InfeasibleQueriesAreDroppedByThePolicy) {
+  Make("slackfit");
+  FakeConnection* c;
+  int32_t w = AddWorker(&c);
+  FakeQuery &busy = Q(), &hopeless = Q();
+  d_->Submit(&busy, clock_.Now() + Millis(100));
+  auto b = c->NextBatch();
+  d_->Submit(&hopeless, clock_.Now() + Millis(2));  // waits: the only worker is busy
+  ASSERT_TRUE(clock_.Advance(Millis(2)).ok());
+  d_->OnBatchResult(w, OkResult(b->batch()));
+  ASSERT_EQ(hopeless.answers, 1);
+  EXPECT_EQ(hopeless.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(metrics_.Scrape(),
+              ::testing::HasSubstr("superserve_queries_total{model=\"m\",status=\"deadline_exceeded\"} 1"));
+}
+
+TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
+  Make("clipper+");
+  FakeConnection* c;
+  AddWorker(&c);
+  FakeQuery &a = Q(), &b = Q();
+  d_->Submit(&a, clock_.Now() + Millis(100));
+  d_->Submit(&b, clock_.Now() + Millis(100));
+  d_->Shutdown();
+  EXPECT_EQ(a.answers, 1);
+  EXPECT_EQ(b.answers, 1);
+  EXPECT_EQ(b.status.code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(PolicyFactoryTest, KnowsThePoliciesAndRejectsUnknownNames) {
+  auto names = PolicyFactory::Global().Names();
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"slackfit", "clipper+", "maxacc", "infaas"}));
+  EXPECT_FALSE(PolicyFactory::Global().Create("nope", TestProfile(), {}).ok());
+  auto p = PolicyFactory::Global().Create("clipper+", TestProfile(), {});
+  ASSERT_TRUE(p.ok()) << p.status();
+}
+
+}  // namespace
+}  // namespace superserve
