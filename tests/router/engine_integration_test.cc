@@ -1,0 +1,291 @@
+// The live engine as real processes on 127.0.0.1 (ports chosen at run time):
+// superserve-router + emulated superserve-worker processes + the client
+// library. Every test stops what it started (LocalCluster's destructor; the
+// children also die with the test process).
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/model_repository.h"
+#include "common/tensor_codec.h"
+#include "router/client/inference_client.h"
+#include "router/client/load_generator.h"
+#include "router/client/local_cluster.h"
+#include "tests/router/engine_test_util.h"
+
+namespace superserve {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::BinDir;
+using testing::EmulatedRepo;
+using testing::MakeWorkDir;
+using testing::PoissonTrace;
+
+LabelledRequests SyntheticInputs(int n) {
+  LabelledRequests in;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> v(28 * 28, static_cast<float>(i) / n);
+    auto req = std::make_shared<v1::InferRequest>();
+    req->set_model("emu");
+    EncodeTensor(MakeFloatTensor({1, 28, 28}, v), req->mutable_input());
+    in.requests.push_back(std::move(req));
+    in.labels.push_back(i % 10);
+  }
+  return in;
+}
+
+std::unique_ptr<LocalCluster> StartCluster(int workers, std::vector<std::string> router_flags = {},
+                                           std::vector<std::string> worker_flags = {}) {
+  LocalClusterOptions o;
+  o.bin_dir = BinDir();
+  o.model_repo = EmulatedRepo();
+  o.work_dir = MakeWorkDir();
+  o.workers = workers;
+  o.emulate = true;
+  o.router_flags = std::move(router_flags);
+  o.worker_flags = std::move(worker_flags);
+  o.startup_timeout = Seconds(20);
+  auto c = LocalCluster::Start(o);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *std::move(c) : nullptr;
+}
+
+TEST(EngineIntegration, EmulatedWorkersServeEveryQueryWithTheReportedSubnet) {
+  auto cluster = StartCluster(2, {"--heartbeat_ms=200"});
+  ASSERT_NE(cluster, nullptr);
+  auto profile = LoadModelDirectory(EmulatedRepo() + "/emu");
+  ASSERT_TRUE(profile.ok());
+  InferenceClient client(cluster->router_address());
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
+  ReplayOptions ro;
+  ro.default_slo = Millis(100);
+  ro.progress = false;
+  auto records = ReplayTrace(client, PoissonTrace(1500, 300), SyntheticInputs(50), ro);
+  ASSERT_TRUE(records.ok());
+  std::set<std::string> workers;
+  for (const auto& r : *records) {
+    ASSERT_TRUE(r.answered);
+    if (r.code != absl::StatusCode::kOk) continue;
+    int s = profile->profile.SubnetIndex(r.subnet_id);
+    ASSERT_GE(s, 0) << "unknown subnet " << r.subnet_id;
+    EXPECT_DOUBLE_EQ(r.accuracy, profile->profile.subnets[s].accuracy);
+    EXPECT_GE(r.batch_size, 1);
+    EXPECT_GE(r.predicted, 0);  // a 10-class output came back
+    workers.insert(r.worker);
+  }
+  ReplaySummary s = Summarize(*records);
+  EXPECT_EQ(s.queries, 1500);
+  EXPECT_GE(s.slo_attainment, 0.99) << s.ToJson();
+  EXPECT_EQ(workers.size(), 2u) << "both workers should have served";
+  // The router's own accounting agrees and every metric family is exported.
+  auto metrics = cluster->ScrapeMetrics();
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  for (const char* family :
+       {"superserve_queries_total", "superserve_slo_attainment", "superserve_query_latency_seconds",
+        "superserve_served_accuracy_percent", "superserve_subnet_queries_total",
+        "superserve_batch_size", "superserve_queue_depth", "superserve_worker_busy_fraction",
+        "superserve_workers_alive 2"}) {
+    EXPECT_THAT(*metrics, HasSubstr(family));
+  }
+}
+
+TEST(EngineIntegration, StatusCodesForBadRequestsNoWorkersAndFullQueue) {
+  auto cluster = StartCluster(0, {"--max_queue=4"});
+  ASSERT_NE(cluster, nullptr);
+  InferenceClient client(cluster->router_address());
+  auto inputs = SyntheticInputs(1);
+  // No worker yet: UNAVAILABLE.
+  auto r = client.Infer(*inputs.requests[0], Millis(500));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  // Unknown model and wrong shape: INVALID_ARGUMENT.
+  v1::InferRequest bad = *inputs.requests[0];
+  bad.set_model("nope");
+  EXPECT_EQ(client.Infer(bad, Millis(500)).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.set_model("emu");
+  EncodeTensor(MakeFloatTensor({28, 28}, std::vector<float>(28 * 28)), bad.mutable_input());
+  EXPECT_EQ(client.Infer(bad, Millis(500)).status().code(), absl::StatusCode::kInvalidArgument);
+  // One worker; a burst of 64 against a queue of 4: some RESOURCE_EXHAUSTED,
+  // and every query still gets exactly one answer.
+  ASSERT_TRUE(cluster->AddWorker().ok());
+  ASSERT_TRUE(cluster->WaitForWorkers(1, Seconds(10)).ok());
+  std::atomic<int> ok{0}, exhausted{0}, other{0}, answered{0};
+  std::promise<void> all;
+  for (int i = 0; i < 64; ++i) {
+    client.InferAsync(inputs.requests[0], Millis(2000), [&](InferenceClient::Result res) {
+      if (res.status.ok()) ok++;
+      else if (res.status.code() == absl::StatusCode::kResourceExhausted) exhausted++;
+      else other++;
+      if (++answered == 64) all.set_value();
+    });
+  }
+  ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_GT(exhausted.load(), 0);
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(other.load(), 0);
+}
+
+TEST(EngineIntegration, KilledWorkerLosesNoQuery) {
+  auto cluster = StartCluster(2, {"--heartbeat_ms=100", "--missed_heartbeats=3"});
+  ASSERT_NE(cluster, nullptr);
+  InferenceClient client(cluster->router_address());
+  ReplayOptions ro;
+  ro.default_slo = Millis(200);
+  ro.progress = false;
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    cluster->worker(0).Kill(SIGKILL);
+  });
+  auto records = ReplayTrace(client, PoissonTrace(600, 300, 11), SyntheticInputs(20), ro);
+  killer.join();
+  ASSERT_TRUE(records.ok());
+  int ok = 0, late_or_dropped = 0, other = 0;
+  for (const auto& r : *records) {
+    ASSERT_TRUE(r.answered);
+    if (r.in_slo) ok++;
+    else if (r.code == absl::StatusCode::kDeadlineExceeded || r.code == absl::StatusCode::kOk) late_or_dropped++;
+    else other++;
+  }
+  EXPECT_EQ(other, 0);
+  // The survivor has the capacity for the whole load; only queries caught in
+  // the dead worker's batch at the moment of the kill may miss.
+  EXPECT_GE(ok, 600 - 20) << "late or dropped: " << late_or_dropped;
+  auto per_model = cluster->WorkersPerModel();
+  ASSERT_TRUE(per_model.ok());
+  ASSERT_EQ(per_model->size(), 1u);
+  EXPECT_EQ(per_model->front().second, 1);
+  EXPECT_THAT(cluster->ScrapeMetrics().value_or(""), HasSubstr("superserve_workers_alive 1"));
+}
+
+// --- grpc.health.v1 and server reflection, spoken with a generic stub so the
+// test needs no generated code for them.
+
+std::string ToString(const grpc::ByteBuffer& bb) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (bb.Dump(&slices).ok()) {
+    for (const auto& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return out;
+}
+
+grpc::ByteBuffer FromString(const std::string& s) {
+  grpc::Slice slice(s);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+bool Step(grpc::CompletionQueue* cq, intptr_t want) {
+  void* tag;
+  bool ok = false;
+  return cq->Next(&tag, &ok) && ok && reinterpret_cast<intptr_t>(tag) == want;
+}
+
+TEST(EngineIntegration, HealthCheckingAndReflection) {
+  auto cluster = StartCluster(0);
+  ASSERT_NE(cluster, nullptr);
+  auto channel = grpc::CreateChannel(cluster->router_address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  {
+    grpc::CompletionQueue cq;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::ByteBuffer request = FromString(""), response;
+    auto call = stub.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", request, &cq);
+    call->StartCall();
+    grpc::Status status;
+    call->Finish(&response, &status, reinterpret_cast<void*>(1));
+    ASSERT_TRUE(Step(&cq, 1));
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(ToString(response), std::string("\x08\x01", 2)) << "status SERVING";
+  }
+  {
+    grpc::CompletionQueue cq;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    auto call = stub.PrepareCall(
+        &ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+    call->StartCall(reinterpret_cast<void*>(1));
+    ASSERT_TRUE(Step(&cq, 1));
+    call->Write(FromString(std::string("\x3a\x01*", 3)), reinterpret_cast<void*>(2));  // list_services
+    ASSERT_TRUE(Step(&cq, 2));
+    grpc::ByteBuffer response;
+    call->Read(&response, reinterpret_cast<void*>(3));
+    ASSERT_TRUE(Step(&cq, 3));
+    std::string listing = ToString(response);
+    EXPECT_THAT(listing, HasSubstr("superserve.v1.Inference"));
+    EXPECT_THAT(listing, HasSubstr("superserve.v1.WorkerLink"));
+    EXPECT_THAT(listing, HasSubstr("grpc.health.v1.Health"));
+    ctx.TryCancel();
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(4));
+    Step(&cq, 4);
+  }
+}
+
+TEST(EngineIntegration, AdminNeedsTheToken) {
+  auto cluster = StartCluster(0);
+  ASSERT_NE(cluster, nullptr);
+  auto stub = v1::Admin::NewStub(
+      grpc::CreateChannel(cluster->router_address(), grpc::InsecureChannelCredentials()));
+  v1::ListModelsResponse resp;
+  {
+    grpc::ClientContext ctx;
+    EXPECT_EQ(stub->ListModels(&ctx, {}, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer wrong");
+    EXPECT_EQ(stub->ListModels(&ctx, {}, &resp).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + cluster->admin_token());
+    v1::UnregisterModelRequest req;
+    req.set_name("emu");
+    v1::UnregisterModelResponse r;
+    ASSERT_TRUE(stub->UnregisterModel(&ctx, req, &r).ok());
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + cluster->admin_token());
+    ASSERT_TRUE(stub->ListModels(&ctx, {}, &resp).ok());
+    EXPECT_EQ(resp.models_size(), 0);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + cluster->admin_token());
+    v1::RegisterModelRequest req;
+    req.set_name("emu");
+    req.set_path("emu");
+    v1::RegisterModelResponse r;
+    grpc::Status s = stub->RegisterModel(&ctx, req, &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(r.model().num_subnets(), 4);
+    EXPECT_DOUBLE_EQ(r.model().max_accuracy(), 90);
+  }
+}
+
+TEST(EngineIntegration, EveryBinaryAnswersHelp) {
+  for (const char* bin : {"superserve-router", "superserve-worker", "superserve-loadgen"}) {
+    std::string log = MakeWorkDir() + "/help.txt";
+    auto p = Subprocess::Start({BinDir() + "/" + bin, "--help"}, log);
+    ASSERT_TRUE(p.ok());
+    auto st = p->Wait(Seconds(10));
+    ASSERT_TRUE(st.has_value()) << bin;
+    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << bin;
+    auto text = WaitForFile(log, Seconds(1));
+    ASSERT_TRUE(text.ok());
+    EXPECT_THAT(*text, HasSubstr("--")) << bin;
+  }
+}
+
+}  // namespace
+}  // namespace superserve
