@@ -5,6 +5,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/model_repository.h"
 #include "router/admin_service.h"
@@ -19,6 +20,9 @@ RouterServer::RouterServer(RouterServerOptions options) : options_(std::move(opt
 RouterServer::~RouterServer() { Shutdown(); }
 
 absl::Status RouterServer::Start() {
+  // Debian's Abseil checks lock-order cycles on every Mutex::Lock (a debug
+  // aid); on the query path that cost ~3-9% of the router's CPU.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   metrics_ = std::make_unique<RouterMetrics>();
   dispatcher_ = std::make_unique<Dispatcher>(options_.dispatcher, RealClock::Get(), metrics_.get());
   if (!options_.model_repo.empty()) {

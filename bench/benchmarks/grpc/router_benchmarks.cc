@@ -1,0 +1,393 @@
+// Router benchmarks on real processes (127.0.0.1, ports chosen at run time):
+//
+// `router-overhead`: closed-loop, one query at a time, alternating between the
+//   full path (client -> router Infer -> worker -> router -> client) and a
+//   direct worker call (this process plays the router's part of the stream:
+//   Batch down, BatchResult up) to a second worker of the same kind. The
+//   difference of the latency percentiles is what the router adds: the client
+//   RPC, queueing, the policy decision and the answer.
+// `router-throughput`: one router, 16 emulated workers (one process,
+//   --instances=16) and this process as the open-loop load generator, all on
+//   this machine; searches the highest Poisson rate served with >= 0.999 SLO
+//   attainment.
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "bench/benchmark_registry.h"
+#include "common/clock.h"
+#include "common/json_writer.h"
+#include "common/model_profile.h"
+#include "common/subprocess.h"
+#include "common/tensor_codec.h"
+#include "router/client/inference_client.h"
+#include "router/client/load_generator.h"
+#include "router/client/local_cluster.h"
+#include "superserve/v1/worker.grpc.pb.h"
+
+ABSL_FLAG(int32_t, overhead_queries, 2000, "router-overhead: queries per path.");
+ABSL_FLAG(double, throughput_trial_s, 3.0, "router-throughput: seconds per rate trial.");
+ABSL_FLAG(double, throughput_slo_ms, 100, "router-throughput: query SLO, ms.");
+ABSL_FLAG(double, throughput_start_qps, 4000, "router-throughput: first rate tried.");
+ABSL_FLAG(double, throughput_max_qps, 64000, "router-throughput: highest rate tried.");
+ABSL_FLAG(int32_t, throughput_workers, 16, "router-throughput: emulated workers.");
+ABSL_FLAG(std::string, bench_policy, "slackfit", "Policy the benchmark router runs.");
+
+namespace superserve::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string SelfDir() {
+  std::error_code ec;
+  return fs::read_symlink("/proc/self/exe", ec).parent_path().string();
+}
+
+std::string MakeTempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "superserve-bench-XXXXXX").string();
+  return mkdtemp(tmpl.data()) ? tmpl : "/tmp";
+}
+
+// A model repository with one emulated model whose subnets' latencies are
+// `scale` times the given microseconds (batch sizes 1..64).
+std::string WriteEmulatedRepo(const std::string& dir, double scale) {
+  ModelProfile p;
+  p.model = "bench";
+  p.family = "emulated";
+  p.batch_sizes = {1, 2, 4, 8, 16, 32, 64};
+  p.input_shape = {1, 28, 28};
+  p.num_classes = 10;
+  p.measured_on = "synthetic (benchmark)";
+  const double acc[] = {80, 85, 88, 90};
+  const double base_us[] = {1000, 1500, 2000, 3000};
+  const double batch_factor[] = {1, 1.1, 1.3, 1.7, 2.5, 4, 7};
+  for (int i = 0; i < 4; ++i) {
+    SubnetProfile s;
+    s.id = i;
+    s.accuracy = acc[i];
+    s.control.subnet_id = i;
+    for (double f : batch_factor) s.latency.push_back(Micros(base_us[i] * f * scale));
+    p.subnets.push_back(s);
+  }
+  fs::create_directories(dir + "/bench");
+  (void)p.SaveFile(dir + "/bench/profile.json");
+  return dir;
+}
+
+LabelledRequests BenchInputs(int n) {
+  LabelledRequests in;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> v(28 * 28, static_cast<float>(i) / n);
+    auto req = std::make_shared<v1::InferRequest>();
+    req->set_model("bench");
+    EncodeTensor(MakeFloatTensor({1, 28, 28}, v), req->mutable_input());
+    in.requests.push_back(std::move(req));
+    in.labels.push_back(i % 10);
+  }
+  return in;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+// The "direct worker call" baseline: a WorkerLink server with exactly one
+// worker, to which Call() sends one Batch and waits for its BatchResult.
+class DirectLink final : public v1::WorkerLink::CallbackService {
+ public:
+  grpc::ServerBidiReactor<v1::WorkerMessage, v1::RouterMessage>* Connect(
+      grpc::CallbackServerContext*) override {
+    return new Stream(this);
+  }
+  bool WaitForWorker(Nanos timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::nanoseconds(timeout), [&] { return ready_; });
+  }
+  // One batch round trip; false when the stream is gone.
+  bool Call(const v1::RouterMessage& batch) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stream_ == nullptr) return false;
+    got_result_ = false;
+    out_ = batch;
+    stream_->StartWrite(&out_);
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return got_result_ || stream_ == nullptr; });
+    return got_result_;
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stream_ != nullptr && !finished_) {
+      finished_ = true;
+      stream_->Finish(grpc::Status::OK);
+    }
+  }
+
+ private:
+  class Stream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::RouterMessage> {
+   public:
+    explicit Stream(DirectLink* link) : link_(link) { StartRead(&in_); }
+    void OnReadDone(bool ok) override {
+      std::lock_guard<std::mutex> lock(link_->mu_);
+      if (!ok) {
+        if (!link_->finished_) {
+          link_->finished_ = true;
+          Finish(grpc::Status::OK);
+        }
+        link_->cv_.notify_all();
+        return;
+      }
+      if (in_.has_register_()) {
+        link_->stream_ = this;
+        ack_.mutable_ack()->set_assigned_id("direct");
+        ack_.mutable_ack()->set_heartbeat_interval_ms(1000);
+        StartWrite(&ack_);
+      } else if (in_.has_result()) {
+        link_->got_result_ = true;
+        link_->cv_.notify_all();
+      }
+      StartRead(&in_);
+    }
+    void OnWriteDone(bool ok) override {
+      std::lock_guard<std::mutex> lock(link_->mu_);
+      if (!link_->ready_) {
+        link_->ready_ = true;
+        link_->cv_.notify_all();
+      }
+    }
+    void OnDone() override {
+      {
+        std::lock_guard<std::mutex> lock(link_->mu_);
+        link_->stream_ = nullptr;
+        link_->cv_.notify_all();
+      }
+      delete this;
+    }
+
+   private:
+    DirectLink* link_;
+    v1::WorkerMessage in_;
+    v1::RouterMessage ack_;
+  };
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Stream* stream_ = nullptr;
+  bool ready_ = false;
+  bool got_result_ = false;
+  bool finished_ = false;
+  v1::RouterMessage out_;
+};
+
+int RunRouterOverhead(const BenchmarkArgs& args) {
+  const std::string work = MakeTempDir();
+  // Tiny emulated latencies (subnet 0 at batch 1: 20 us) so that execution
+  // noise does not hide the router's share.
+  const std::string repo = WriteEmulatedRepo(work + "/repo", 0.02);
+  LocalClusterOptions o;
+  o.bin_dir = SelfDir();
+  o.model_repo = repo;
+  o.work_dir = work;
+  o.policy = absl::GetFlag(FLAGS_bench_policy);
+  o.workers = 1;
+  o.emulate = true;
+  auto cluster = LocalCluster::Start(o);
+  if (!cluster.ok()) {
+    std::fprintf(stderr, "router-overhead: %s\n", std::string(cluster.status().message()).c_str());
+    return 1;
+  }
+  DirectLink direct;
+  grpc::ServerBuilder builder;
+  int direct_port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &direct_port);
+  builder.RegisterService(&direct);
+  auto server = builder.BuildAndStart();
+  auto direct_worker =
+      Subprocess::Start({SelfDir() + "/superserve-worker", absl::StrCat("--router=127.0.0.1:", direct_port),
+                         "--model_repo=" + repo, "--emulate", "--name=direct"},
+                        work + "/direct-worker.log");
+  if (!direct_worker.ok() || !direct.WaitForWorker(Seconds(20))) {
+    std::fprintf(stderr, "router-overhead: direct worker did not connect\n");
+    return 1;
+  }
+  InferenceClient client((*cluster)->router_address());
+  client.WaitForConnected(Seconds(5));
+  LabelledRequests inputs = BenchInputs(16);
+  v1::RouterMessage batch;
+  batch.mutable_batch()->set_model("bench");
+  batch.mutable_batch()->mutable_control()->set_subnet_id(0);
+  auto* q = batch.mutable_batch()->add_queries();
+  *q->mutable_input() = inputs.requests[0]->input();
+
+  const int n = absl::GetFlag(FLAGS_overhead_queries);
+  std::vector<double> via_router, via_direct;
+  int failures = 0;
+  const Clock* clock = RealClock::Get();
+  for (int i = 0; i < n + 100; ++i) {  // the first 100 of each warm up
+    Nanos t0 = clock->Now();
+    auto r = client.Infer(*inputs.requests[i % inputs.requests.size()], Millis(1000));
+    Nanos t1 = clock->Now();
+    batch.mutable_batch()->set_batch_id(i + 1);
+    q->set_query_id(i + 1);
+    bool ok = direct.Call(batch);
+    Nanos t2 = clock->Now();
+    if (!r.ok() || !ok) {
+      ++failures;
+      continue;
+    }
+    if (i < 100) continue;
+    via_router.push_back(ToMicros(t1 - t0));
+    via_direct.push_back(ToMicros(t2 - t1));
+  }
+  direct.Close();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  direct_worker->Stop();
+  (*cluster)->Stop();
+  const double r50 = Percentile(via_router, 0.5), r99 = Percentile(via_router, 0.99);
+  const double d50 = Percentile(via_direct, 0.5), d99 = Percentile(via_direct, 0.99);
+  std::printf("router path p50 %.0f us p99 %.0f us; direct worker call p50 %.0f us p99 %.0f us; "
+              "%d failures\n",
+              r50, r99, d50, d99, failures);
+  if (args.json) {
+    std::printf("%s\n", JsonWriter()
+                            .Add("benchmark", "router-overhead")
+                            .Add("queries", static_cast<int64_t>(via_router.size()))
+                            .Add("router_us_p50", r50)
+                            .Add("router_us_p99", r99)
+                            .Add("direct_us_p50", d50)
+                            .Add("direct_us_p99", d99)
+                            .Add("added_us_p50", r50 - d50)
+                            .Add("added_us_p99", r99 - d99)
+                            .Add("failures", failures)
+                            .ToString()
+                            .c_str());
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+struct Trial {
+  double qps = 0;
+  ReplaySummary summary;
+};
+
+int RunRouterThroughput(const BenchmarkArgs& args) {
+  const std::string work = MakeTempDir();
+  const std::string repo = WriteEmulatedRepo(work + "/repo", 1.0);
+  const int workers = absl::GetFlag(FLAGS_throughput_workers);
+  LocalClusterOptions o;
+  o.bin_dir = SelfDir();
+  o.model_repo = repo;
+  o.work_dir = work;
+  o.policy = absl::GetFlag(FLAGS_bench_policy);
+  o.workers = 1;
+  o.instances_per_worker = workers;
+  o.emulate = true;
+  o.router_flags = {"--log_level=warning"};
+  auto cluster = LocalCluster::Start(o);
+  if (!cluster.ok()) {
+    std::fprintf(stderr, "router-throughput: %s\n", std::string(cluster.status().message()).c_str());
+    return 1;
+  }
+  InferenceClient client((*cluster)->router_address());
+  client.WaitForConnected(Seconds(5));
+  LabelledRequests inputs = BenchInputs(64);
+  const double trial_s = absl::GetFlag(FLAGS_throughput_trial_s);
+  const Nanos slo = Millis(absl::GetFlag(FLAGS_throughput_slo_ms));
+  std::vector<Trial> trials;
+  auto run = [&](double qps) {
+    std::mt19937_64 rng(static_cast<uint64_t>(qps));
+    std::exponential_distribution<double> gap(qps);
+    std::vector<TraceArrival> trace(static_cast<size_t>(qps * trial_s));
+    double t = 0;
+    for (auto& a : trace) {
+      t += gap(rng);
+      a.arrival = static_cast<Nanos>(t * 1e9);
+    }
+    ReplayOptions ro;
+    ro.default_slo = slo;
+    ro.progress = false;
+    auto records = ReplayTrace(client, trace, inputs, ro);
+    Trial tr;
+    tr.qps = qps;
+    if (records.ok()) tr.summary = Summarize(*records);
+    std::printf("  %.0f qps offered: attainment %.4f, served %.0f qps, p50 %.2f ms, p99 %.2f ms\n",
+                qps, tr.summary.slo_attainment, tr.summary.throughput_qps, tr.summary.p50_ms,
+                tr.summary.p99_ms);
+    std::fflush(stdout);
+    trials.push_back(tr);
+    // Let queues drain between trials.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    return tr.summary.slo_attainment >= 0.999;
+  };
+  // Double until a rate fails, then bisect between the last pass and the fail.
+  double lo = 0, hi = 0;
+  for (double qps = absl::GetFlag(FLAGS_throughput_start_qps);
+       qps <= absl::GetFlag(FLAGS_throughput_max_qps); qps *= 2) {
+    if (run(qps)) {
+      lo = qps;
+    } else {
+      hi = qps;
+      break;
+    }
+  }
+  if (hi == 0) hi = lo;  // never failed up to the cap
+  while (lo > 0 && hi > lo * 1.1) {
+    double mid = (lo + hi) / 2;
+    if (run(mid)) lo = mid;
+    else hi = mid;
+  }
+  if (lo == 0) {  // even the first rate failed: bisect downwards
+    hi = absl::GetFlag(FLAGS_throughput_start_qps);
+    for (double qps = hi / 2; qps >= 250; qps /= 2) {
+      if (run(qps)) {
+        lo = qps;
+        break;
+      }
+    }
+  }
+  (*cluster)->Stop();
+  std::printf("router-throughput: max %.0f qps at >= 0.999 attainment (%d emulated workers, SLO "
+              "%.0f ms, policy %s)\n",
+              lo, workers, ToMillis(slo), absl::GetFlag(FLAGS_bench_policy).c_str());
+  if (args.json) {
+    std::vector<JsonWriter> rows;
+    for (const auto& t : trials) {
+      rows.push_back(JsonWriter()
+                         .Add("offered_qps", t.qps)
+                         .Add("slo_attainment", t.summary.slo_attainment)
+                         .Add("served_qps", t.summary.throughput_qps)
+                         .Add("p99_ms", t.summary.p99_ms));
+    }
+    std::printf("%s\n", JsonWriter()
+                            .Add("benchmark", "router-throughput")
+                            .Add("max_qps", lo)
+                            .Add("workers", workers)
+                            .Add("slo_ms", ToMillis(slo))
+                            .Add("trial_s", trial_s)
+                            .AddArray("trials", rows)
+                            .ToString()
+                            .c_str());
+  }
+  return 0;
+}
+
+RegisterBenchmark reg_overhead("router-overhead",
+                               "p50/p99 latency through the router vs a direct worker call "
+                               "(router + emulated workers as processes)",
+                               RunRouterOverhead);
+RegisterBenchmark reg_throughput("router-throughput",
+                                 "highest Poisson rate one router serves at >= 0.999 attainment "
+                                 "with 16 emulated workers on this machine",
+                                 RunRouterThroughput);
+
+}  // namespace
+}  // namespace superserve::bench
