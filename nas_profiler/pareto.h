@@ -1,6 +1,7 @@
 #ifndef SUPERSERVE_NAS_PROFILER_PARETO_H_
 #define SUPERSERVE_NAS_PROFILER_PARETO_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
