@@ -16,29 +16,30 @@
 
 namespace superserve {
 
-absl::StatusOr<LabelledRequests> MakeImageRequests(const IdxImageSet& images,
+absl::StatusOr<LabelledRequests> MakeImageRequests(const LabeledImages& images,
                                                    const std::string& model,
                                                    const std::vector<int64_t>& shape, float mean,
                                                    float std_dev, int64_t limit) {
   int64_t elements = 1;
   for (int64_t d : shape) elements *= d;
-  if (elements != images.rows * images.cols) {
+  if (elements != images.images.item_size()) {
     return absl::InvalidArgumentError(absl::StrCat("input shape ", ShapeString(shape), " holds ",
                                                    elements, " values; images have ",
-                                                   images.rows * images.cols));
+                                                   images.images.item_size()));
   }
   if (std_dev <= 0) return absl::InvalidArgumentError("input std must be > 0");
-  int64_t n = limit > 0 ? std::min(limit, images.count) : images.count;
+  const int64_t count = images.images.num_items();
+  int64_t n = limit > 0 ? std::min(limit, count) : count;
   LabelledRequests out;
   std::vector<float> values(elements);
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* px = images.image(i);
+    const uint8_t* px = images.images.data.data() + i * elements;
     for (int64_t j = 0; j < elements; ++j) values[j] = (px[j] / 255.f - mean) / std_dev;
     auto req = std::make_shared<v1::InferRequest>();
     req->set_model(model);
     EncodeTensor(MakeFloatTensor(shape, values), req->mutable_input());
     out.requests.push_back(std::move(req));
-    out.labels.push_back(images.labels[i]);
+    out.labels.push_back(images.labels.data[i]);
   }
   return out;
 }

@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/idx_dataset.h"
+#include "common/idx_reader.h"
 #include "common/time.h"
 #include "router/client/inference_client.h"
 #include "router/client/trace_csv.h"
@@ -21,7 +21,7 @@ struct LabelledRequests {
   std::vector<std::shared_ptr<const v1::InferRequest>> requests;
   std::vector<int32_t> labels;
 };
-absl::StatusOr<LabelledRequests> MakeImageRequests(const IdxImageSet& images,
+absl::StatusOr<LabelledRequests> MakeImageRequests(const LabeledImages& images,
                                                    const std::string& model,
                                                    const std::vector<int64_t>& shape, float mean,
                                                    float std_dev, int64_t limit = 0);

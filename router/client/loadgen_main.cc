@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/dashed_flags.h"
-#include "common/idx_dataset.h"
+#include "common/idx_reader.h"
 #include "common/init.h"
 #include "common/logging.h"
 #include "router/client/load_generator.h"
@@ -17,8 +17,8 @@ ABSL_FLAG(double, slo_ms, 100, "Deadline of queries whose trace row has no slo_u
 ABSL_FLAG(std::string, input_shape, "1,28,28", "Per-sample input shape the model expects.");
 ABSL_FLAG(double, input_mean, 0, "Inputs are (pixel/255 - mean) / std.");
 ABSL_FLAG(double, input_std, 1, "Inputs are (pixel/255 - mean) / std.");
-ABSL_FLAG(std::string, images, superserve::kFashionMnistTestImages, "IDX images (gzip ok).");
-ABSL_FLAG(std::string, labels, superserve::kFashionMnistTestLabels, "IDX labels (gzip ok).");
+ABSL_FLAG(std::string, dataset_dir, superserve::kFashionMnistDir,
+          "Fashion-MNIST directory; inputs and labels come from its t10k (test) split.");
 ABSL_FLAG(int64_t, max_queries, 0, "Replay only the first N rows (0 = all).");
 ABSL_FLAG(double, time_scale, 1.0, "Multiply arrival times by this (0.5 = twice the rate).");
 ABSL_FLAG(std::string, out_csv, "", "Write one row per query here.");
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     SS_LOG(ERROR) << trace.status().message();
     return 1;
   }
-  auto images = ReadIdxImageSet(absl::GetFlag(FLAGS_images), absl::GetFlag(FLAGS_labels));
+  auto images = LoadFashionMnist("t10k", absl::GetFlag(FLAGS_dataset_dir));
   if (!images.ok()) {
     SS_LOG(ERROR) << images.status().message();
     return 1;
