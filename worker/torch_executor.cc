@@ -1,10 +1,118 @@
 #include "worker/torch_executor.h"
 
+#include <torch/torch.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "models/ofa_resnet.h"
+#include "superserve/v1/tensor.pb.h"
+
 namespace superserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TorchExecutor final : public Executor {
+ public:
+  std::string_view kind() const override { return "torch"; }
+
+  absl::Status Load(const ModelEntry& model) override {
+    auto path = FindCheckpoint(model.directory);
+    if (!path.ok()) return path.status();
+    auto net = models::OfaResNet::Load(*path);
+    if (!net.ok()) return net.status();
+    (*net)->Eval();
+    // Every subnet the router may ask for must actuate: fail at load time,
+    // not on the first batch.
+    for (const auto& s : model.profile.subnets) {
+      if (auto st = (*net)->Actuate(s.control); !st.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("model ", model.name, " subnet id ", s.id,
+                                                       " does not actuate on ", *path, ": ",
+                                                       st.message()));
+      }
+    }
+    Loaded l;
+    l.net = *std::move(net);
+    l.input_shape = model.profile.input_shape;
+    models_[model.name] = std::move(l);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
+                                              const ControlTuple& control,
+                                              absl::Span<const v1::Tensor* const> inputs) override {
+    auto it = models_.find(model);
+    if (it == models_.end()) return absl::NotFoundError(absl::StrCat("model ", model, " not loaded"));
+    Loaded& m = it->second;
+    try {
+      c10::InferenceMode guard;
+      std::vector<int64_t> shape = {static_cast<int64_t>(inputs.size())};
+      shape.insert(shape.end(), m.input_shape.begin(), m.input_shape.end());
+      torch::Tensor x = torch::empty(shape, torch::kFloat32);
+      const size_t sample_bytes = x.nbytes() / inputs.size();
+      char* dst = static_cast<char*>(x.data_ptr());
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i]->data().size() != sample_bytes) {
+          return absl::InvalidArgumentError(absl::StrCat("input ", i, " has ", inputs[i]->data().size(),
+                                                         " bytes, expected ", sample_bytes));
+        }
+        std::memcpy(dst + i * sample_bytes, inputs[i]->data().data(), sample_bytes);
+      }
+      // Actuation is integer bookkeeping only (SubNetAct): cheap per batch.
+      if (auto st = m.net->Actuate(control); !st.ok()) return st;
+      auto logits = m.net->Infer(x);
+      if (!logits.ok()) return logits.status();
+      torch::Tensor out = logits->contiguous().to(torch::kFloat32);
+      if (out.dim() != 2 || out.size(0) != static_cast<int64_t>(inputs.size())) {
+        return absl::InternalError(absl::StrCat("model ", model, " returned shape ",
+                                                out.sizes().vec().size(), "-d for ", inputs.size(),
+                                                " inputs"));
+      }
+      const int64_t classes = out.size(1);
+      const float* p = out.data_ptr<float>();
+      std::vector<HostTensor> result;
+      result.reserve(inputs.size());
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        result.push_back(MakeFloatTensor({classes}, absl::MakeConstSpan(p + i * classes, classes)));
+      }
+      return result;
+    } catch (const c10::Error& e) {
+      return absl::InternalError(absl::StrCat("torch: ", e.what_without_backtrace()));
+    }
+  }
+
+ private:
+  struct Loaded {
+    std::unique_ptr<models::OfaResNet> net;
+    std::vector<int64_t> input_shape;
+  };
+  std::map<std::string, Loaded> models_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> FindCheckpoint(const std::string& model_directory) {
+  for (const char* name : {"supernet.pt", "checkpoint.pt"}) {
+    fs::path p = fs::path(model_directory) / name;
+    if (fs::exists(p)) return p.string();
+  }
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(model_directory, ec)) {
+    if (e.path().extension() == ".pt") found.push_back(e.path().string());
+  }
+  if (found.size() == 1) return found.front();
+  return absl::NotFoundError(absl::StrCat(
+      "model directory ", model_directory, ": no supernet.pt / checkpoint.pt (found ",
+      found.size(), " *.pt files)"));
+}
 
 absl::StatusOr<std::unique_ptr<Executor>> MakeTorchExecutor(int intra_op_threads) {
-  // Wired to models/ (branch issue3) once the supernet API lands.
-  return absl::UnimplementedError("the torch executor needs models/ (not merged yet); use --emulate");
+  torch::set_num_threads(std::max(1, intra_op_threads));
+  return std::make_unique<TorchExecutor>();
 }
 
 }  // namespace superserve

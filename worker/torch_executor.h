@@ -2,16 +2,22 @@
 #define SUPERSERVE_WORKER_TORCH_EXECUTOR_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "worker/executor.h"
 
 namespace superserve {
 
-// The real executor: loads each model's supernet once from its model
-// directory and, per batch, actuates the requested subnet in place
-// (SubNetAct) and runs it with LibTorch. Torch stays inside the .cc file.
+// The real executor: loads each model's supernet once (models/ OfaResNet,
+// the checkpoint found by FindCheckpoint) and, per batch, actuates the
+// requested subnet in place (SubNetAct) and runs it with LibTorch on the CPU
+// with `intra_op_threads` threads. Torch stays inside the .cc file.
 absl::StatusOr<std::unique_ptr<Executor>> MakeTorchExecutor(int intra_op_threads);
+
+// The supernet checkpoint of a model directory: supernet.pt, else
+// checkpoint.pt, else its only *.pt file.
+absl::StatusOr<std::string> FindCheckpoint(const std::string& model_directory);
 
 }  // namespace superserve
 
