@@ -26,6 +26,7 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
   if (view.pending == 0 || ctx.free_workers.empty()) return Decision::Idle(view.drop);
   view.slack = next_deadline - ctx.now - overhead_;
   Choice c = Choose(ctx, view);
+  if (c.wake_at > 0) return Decision::WakeAt(c.wake_at, view.drop);
   if (c.rank < 0) return Decision::Idle(view.drop);
   Decision d;
   d.kind = Decision::Kind::kDispatch;

@@ -51,6 +51,9 @@ class ProfiledPolicy : public Policy {
   struct Choice {
     int rank = -1;         // accuracy rank, -1 = nothing fits
     int batch_index = -1;
+    // > 0: dispatch nothing now, ask again at this time (the policy waits
+    // for a fuller batch); rank and batch_index are then ignored.
+    Nanos wake_at = 0;
   };
   // The fastest latency this policy can ever pick: a head whose slack is
   // below it is dropped (DEADLINE_EXCEEDED).

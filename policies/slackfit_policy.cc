@@ -60,31 +60,52 @@ ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx,
 
 ProfiledPolicy::Choice SlackFitPolicy::RateGuard(const SchedulingContext& ctx,
                                                  const QueueView& view, Choice chosen) {
+  const double rate = arrivals_.Rate(ctx.now);
+  if (rate <= 0) return chosen;
   const int64_t workers = std::max<int64_t>(
       1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
-  const double need = options_.guard_headroom * arrivals_.Rate(ctx.now) /
-                      static_cast<double>(workers);
-  auto batch_of = [&](int bi) { return std::min<int64_t>(view.pending, table_.batch_size(bi)); };
-  // A batch that takes the whole queue is not falling behind.
-  if (view.pending <= table_.batch_size(chosen.batch_index)) return chosen;
-  if (Throughput(batch_of(chosen.batch_index), chosen.rank, chosen.batch_index) >= need) {
+  // Per-worker throughput every dispatch must sustain.
+  const double need = options_.guard_headroom * rate / static_cast<double>(workers);
+  const int64_t n = view.pending;
+  const int partial_bi = n >= table_.max_batch() ? -1 : table_.BatchIndexFor(n);
+  auto now_batch = [&](int bi) { return std::min<int64_t>(n, table_.batch_size(bi)); };
+  if (Throughput(now_batch(chosen.batch_index), chosen.rank, chosen.batch_index) >= need) {
     return chosen;
   }
-  // The most accurate subnet that keeps up within the slack.
+  // The most accurate subnet with a sustainable tuple: run now with what is
+  // queued, or (Symphony-style deferral) wait for the arrivals that fill a
+  // larger batch when the head's slack still covers the wait plus the run.
   for (int r = table_.num_subnets() - 1; r >= 0; --r) {
-    int b = table_.LargestBatchWithin(r, view.slack);
-    if (b >= 0 && Throughput(batch_of(b), r, b) >= need) return Choice{r, b};
+    Nanos best_wait = INT64_MAX;
+    Choice deferred;
+    for (int bi = table_.num_batches() - 1; bi >= 0; --bi) {
+      const Nanos l = table_.latency(r, bi);
+      const int64_t m = table_.batch_size(bi);
+      if (m <= n || bi == partial_bi) {  // runnable now
+        if (l <= view.slack && Throughput(now_batch(bi), r, bi) >= need) return Choice{r, bi};
+        continue;
+      }
+      const Nanos wait = static_cast<Nanos>(static_cast<double>(m - n) * kNanosPerSecond / rate);
+      if (wait + l <= view.slack && Throughput(m, r, bi) >= need && wait < best_wait) {
+        best_wait = wait;
+        deferred = Choice{r, bi, ctx.now + std::max<Nanos>(wait, 1)};
+      }
+    }
+    if (deferred.rank >= 0) return deferred;
   }
-  // Nothing keeps up: maximum throughput that fits (ties to accuracy).
+  // Nothing sustains the rate: the highest throughput that fits now (what
+  // INFaaS runs), ties to accuracy.
   Choice best = chosen;
-  double best_thr = Throughput(batch_of(chosen.batch_index), chosen.rank, chosen.batch_index);
+  double best_thr = Throughput(now_batch(chosen.batch_index), chosen.rank, chosen.batch_index);
   for (int r = table_.num_subnets() - 1; r >= 0; --r) {
-    int b = table_.LargestBatchWithin(r, view.slack);
-    if (b < 0) continue;
-    double thr = Throughput(batch_of(b), r, b);
-    if (thr > best_thr) {
-      best_thr = thr;
-      best = Choice{r, b};
+    for (int bi = table_.num_batches() - 1; bi >= 0; --bi) {
+      if (table_.latency(r, bi) > view.slack) continue;
+      if (table_.batch_size(bi) > n && bi != partial_bi) continue;
+      double thr = Throughput(now_batch(bi), r, bi);
+      if (thr > best_thr) {
+        best_thr = thr;
+        best = Choice{r, bi};
+      }
     }
   }
   return best;

@@ -17,14 +17,18 @@ struct SlackFitOptions {
   ProfiledPolicyOptions base;
   int num_buckets = kDefaultSlackFitBuckets;
   // The rate guard (our addition, "slackfit-rg"; off = SuperServe's SlackFit).
-  // SlackFit's bucket just below the slack can hold a tuple whose throughput,
-  // over all live workers, is below the arrival rate; under overload that
-  // tuple keeps being chosen and the queue collapses. With the guard on, such
-  // a choice is replaced by the most accurate tuple that fits the slack and
-  // keeps up with headroom x the measured arrival rate, or, when none does,
-  // by the highest-throughput tuple that fits (what INFaaS would run).
+  // SlackFit's bucket just below the slack, and its most-accurate partial
+  // batches, can run tuples whose throughput over all live workers is below
+  // the arrival rate; once every worker is tied up that way the queue grows,
+  // the head's slack shrinks to the drop threshold and stays there (EDF's
+  // overload spiral). With the guard, every dispatch must sustain
+  // guard_headroom x the measured arrival rate per worker: if SlackFit's
+  // tuple does not, take the most accurate subnet that does, either now or,
+  // when the head's slack covers it, after waiting for the arrivals that
+  // fill its batch ("wake me at t"); if nothing sustains the rate, the
+  // highest-throughput tuple that fits now (INFaaS's choice).
   bool rate_guard = false;
-  double guard_headroom = 1.1;
+  double guard_headroom = 1.0;
   Nanos rate_window = Millis(100);
 };
 

@@ -204,14 +204,14 @@ TEST(RateGuardedSlackFitTest, KeepsSlackFitChoiceUnderLightLoad) {
 TEST(RateGuardedSlackFitTest, StepsDownToMostAccurateTupleThatKeepsUp) {
   ModelProfile p = ThreeSubnetProfile();
   SlackFitPolicy rg(p, Opts(4, true));
-  Arrivals(&rg, 120);  // 1200 q/s over 2 workers: need 1.1 x 600 = 660 each
+  Arrivals(&rg, 120);  // 1200 q/s over 2 workers: need 600 each
   EdfQueue q;
   FillQueue(&q, 20, kNow + Millis(20));
   Decision d = DecideWith(&rg, q);
   EXPECT_EQ(d.subnet_index, 1);  // 75 % at 8: 889 q/s; 80 % at 8 only 444
   EXPECT_EQ(d.batch_size, 8);
   SlackFitPolicy rg2(p, Opts(4, true));
-  Arrivals(&rg2, 200);  // 2000 q/s: need 1100 each; only 70 % keeps up
+  Arrivals(&rg2, 200);  // 2000 q/s: need 1000 each; only 70 % keeps up
   d = DecideWith(&rg2, q);
   EXPECT_EQ(d.subnet_index, 0);
   EXPECT_EQ(d.batch_size, 8);
@@ -229,6 +229,25 @@ TEST(RateGuardedSlackFitTest, FallsBackToMaximumThroughputUnderOverload) {
   // Plain SlackFit on the same queue keeps the slow, accurate tuple.
   SlackFitPolicy sf(p, Opts(4));
   EXPECT_EQ(DecideWith(&sf, q).subnet_index, 2);
+}
+
+TEST(RateGuardedSlackFitTest, WaitsForAFullerBatchWhenNothingSustainsTheRateNow) {
+  ModelProfile p = ThreeSubnetProfile();
+  SlackFitPolicy rg(p, Opts(4, true));
+  Arrivals(&rg, 240);  // 2400 q/s over 2 workers: 1200 each; batch 1 gives 1000
+  EdfQueue q;
+  FillQueue(&q, 1, kNow + Millis(20));
+  Decision d = DecideWith(&rg, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
+  // (70 %, batch 2) sustains 1333 q/s; one more arrival takes 1/2400 s.
+  EXPECT_NEAR(static_cast<double>(d.wake_at - kNow), 1e9 / 2400, 1e4);
+  // With two queued, it runs that tuple at once.
+  EdfQueue q2;
+  FillQueue(&q2, 2, kNow + Millis(20));
+  d = DecideWith(&rg, q2);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 2);
 }
 
 TEST(PolicyFactoryTest, BuildsEveryPolicyAndRejectsBadNames) {
