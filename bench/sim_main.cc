@@ -26,6 +26,9 @@ ABSL_FLAG(double, guard_headroom, 1.0,
           "slackfit-rg: required capacity as a multiple of the measured arrival rate.");
 ABSL_FLAG(double, guard_window_ms, 100,
           "slackfit-rg: sliding window of the arrival-rate estimate (ms).");
+ABSL_FLAG(double, shed_load_fraction, 0.9,
+          "slackfit-rg: shed load only while the 1 s arrival rate exceeds this fraction of the "
+          "highest capacity any tuple offers.");
 ABSL_FLAG(int32_t, workers, 8, "Emulated workers.");
 ABSL_FLAG(double, slo_ms, 36, "Latency SLO per query in milliseconds.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the execution-time noise.");
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
   config.slackfit.num_buckets = absl::GetFlag(FLAGS_buckets);
   config.slackfit.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
   config.slackfit.rate_window = Millis(absl::GetFlag(FLAGS_guard_window_ms));
+  config.slackfit.shed_load_fraction = absl::GetFlag(FLAGS_shed_load_fraction);
   config.slackfit.base.initial_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
   config.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
   auto policy = MakePolicy(absl::GetFlag(FLAGS_policy), *profile, config);

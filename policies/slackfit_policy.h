@@ -30,6 +30,12 @@ struct SlackFitOptions {
   bool rate_guard = false;
   double guard_headroom = 1.0;
   Nanos rate_window = Millis(100);
+  // Under sustained overload (the arrival rate over overload_window above
+  // shed_load_fraction x the highest capacity any tuple offers), the guard
+  // may shed head queries that only a tiny batch could still serve, so that
+  // a full batch runs instead of EDF's overload spiral.
+  double shed_load_fraction = 0.9;
+  Nanos overload_window = Seconds(1);
 };
 
 // SuperServe's SlackFit (§4.2, App. A.5) with DESIGN.md's resolutions:
@@ -62,6 +68,7 @@ class SlackFitPolicy : public ProfiledPolicy {
   uint64_t buckets_version_;
   Nanos last_rebuild_ = 0;
   ArrivalRateEstimator arrivals_;
+  ArrivalRateEstimator long_arrivals_;
 };
 
 }  // namespace superserve

@@ -250,6 +250,37 @@ TEST(RateGuardedSlackFitTest, WaitsForAFullerBatchWhenNothingSustainsTheRateNow)
   EXPECT_EQ(d.batch_size, 2);
 }
 
+TEST(RateGuardedSlackFitTest, ShedsHeadQueriesUnderSustainedOverloadToRunAFullBatch) {
+  ModelProfile p = ThreeSubnetProfile();
+  for (double fraction : {0.9, 100.0}) {
+    SlackFitOptions o = Opts(4, true);
+    o.shed_load_fraction = fraction;
+    SlackFitPolicy rg(p, o);
+    // 5000 q/s for a whole second: above 0.9 x the best capacity of two
+    // workers (2 x 8 / 4.5 ms = 3556 q/s).
+    for (int i = 0; i < 5000; ++i) {
+      Nanos t = kNow - Seconds(1) + Micros(200) * (i + 1);
+      rg.OnArrival({static_cast<QueryId>(10000 + i), 0, t, t + Millis(36)}, t);
+    }
+    EdfQueue q;
+    for (QueryId id = 1; id <= 5; ++id) q.Push({id, 0, 0, kNow + Millis(2)});
+    for (QueryId id = 6; id <= 25; ++id) q.Push({id, 0, 0, kNow + Millis(20)});
+    Decision d = DecideWith(&rg, q);
+    ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+    EXPECT_EQ(d.subnet_index, 0);
+    if (fraction < 1) {
+      // Shed the five heads only a batch of <= 2 could serve; run 8.
+      EXPECT_EQ(d.drop, 5);
+      EXPECT_EQ(d.batch_size, 8);
+      EXPECT_EQ(d.take, 8);
+    } else {
+      // Shedding disabled: the highest throughput that fits 2 ms.
+      EXPECT_EQ(d.drop, 0);
+      EXPECT_EQ(d.batch_size, 2);
+    }
+  }
+}
+
 TEST(PolicyFactoryTest, BuildsEveryPolicyAndRejectsBadNames) {
   ModelProfile p = ThreeSubnetProfile();
   PolicyConfig c;
