@@ -18,7 +18,7 @@
 ABSL_FLAG(std::string, profile, "", "ModelProfile JSON file (required).");
 ABSL_FLAG(std::string, trace, "", "Trace CSV with header arrival_us (required).");
 ABSL_FLAG(std::string, policy, "slackfit",
-          "slackfit | slackfit-rg | maxbatch | maxacc | clipper+ | infaas");
+          "slackfit | slackfit-bp | slackfit-rg | maxbatch | maxacc | clipper+ | infaas");
 ABSL_FLAG(int32_t, fixed_subnet, -1, "clipper+: the subnet id to serve.");
 ABSL_FLAG(int32_t, buckets, superserve::kDefaultSlackFitBuckets,
           "SlackFit: number of latency buckets K.");

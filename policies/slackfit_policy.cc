@@ -11,13 +11,19 @@ namespace {
 constexpr Nanos kRebuildInterval = Millis(50);
 }  // namespace
 
+SlackFitOptions SlackFitPolicy::Resolve(SlackFitOptions o) {
+  if (o.rate_guard) o.base.latency.unmeasured_margin = o.guard_unmeasured_margin;
+  return o;
+}
+
 std::string SlackFitPolicy::NameFor(const SlackFitOptions& o) {
-  return o.rate_guard ? "slackfit-rg" : "slackfit";
+  if (o.rate_guard) return "slackfit-rg";
+  return o.partial_most_accurate ? "slackfit" : "slackfit-bp";
 }
 
 SlackFitPolicy::SlackFitPolicy(const ModelProfile& profile, SlackFitOptions options)
-    : ProfiledPolicy(NameFor(options), profile, options.base),
-      options_(options),
+    : ProfiledPolicy(NameFor(options), profile, Resolve(options).base),
+      options_(Resolve(options)),
       buckets_(table_, options.num_buckets),
       buckets_version_(table_.version()),
       arrivals_(options.rate_window),
@@ -57,7 +63,11 @@ ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx,
     int r = table_.HighestRankWithin(b, view.slack);
     c = Choice{r < 0 ? 0 : r, b};
   }
-  c = PartialBatch(view.pending, view.slack, c);
+  if (options_.partial_most_accurate) {
+    c = PartialBatch(view.pending, view.slack, c);
+  } else if (view.pending < table_.batch_size(c.batch_index)) {
+    c.batch_index = table_.BatchIndexFor(view.pending);
+  }
   if (options_.rate_guard) c = RateGuard(ctx, view, c);
   return c;
 }

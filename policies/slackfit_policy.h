@@ -16,6 +16,11 @@ inline constexpr int kDefaultSlackFitBuckets = 16;
 struct SlackFitOptions {
   ProfiledPolicyOptions base;
   int num_buckets = kDefaultSlackFitBuckets;
+  // Partial batches (fewer queued than the bucket's batch): true = DESIGN.md's
+  // rule, the most accurate subnet that fits at the smallest batch >= n;
+  // false = the bucket's own subnet at that batch (the paper's SlackFit
+  // keeps the bucket's tuple), "slackfit-bp".
+  bool partial_most_accurate = true;
   // The rate guard (our addition, "slackfit-rg"; off = SuperServe's SlackFit).
   // SlackFit's bucket just below the slack, and its most-accurate partial
   // batches, can run tuples whose throughput over all live workers is below
@@ -35,6 +40,10 @@ struct SlackFitOptions {
   // may shed head queries that only a tiny batch could still serve, so that
   // a full batch runs instead of EDF's overload spiral.
   double shed_load_fraction = 0.9;
+  // The guard treats tuples without telemetry yet as this much slower than
+  // profiled (LatencyTable::Options::unmeasured_margin): it spreads work
+  // over more tuples than SlackFit, many rarely measured.
+  double guard_unmeasured_margin = 0.06;
   Nanos overload_window = Seconds(1);
 };
 
@@ -59,6 +68,7 @@ class SlackFitPolicy : public ProfiledPolicy {
 
  private:
   static std::string NameFor(const SlackFitOptions& o);
+  static SlackFitOptions Resolve(SlackFitOptions o);
   // Per-worker throughput (queries/s) of running `batch` queries as (rank, b).
   double Throughput(int64_t batch, int rank, int batch_index) const;
   Choice RateGuard(const SchedulingContext& ctx, const QueueView& view, Choice chosen);

@@ -123,13 +123,15 @@ absl::StatusOr<std::vector<double>> ReadMafMinuteCounts(const std::string& path)
 
 std::vector<double> SyntheticMafMinuteCounts(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::lognormal_distribution<double> noise(0.0, 0.15);
+  std::lognormal_distribution<double> noise(0.0, 0.08);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<double> counts(1440);
   for (int m = 0; m < 1440; ++m) {
-    // Diurnal swing: trough at 04:00, peak at 16:00, peak/trough = 3.
-    double diurnal = 1.0 + 0.5 * std::sin(2 * M_PI * (m - 600) / 1440.0);
-    double spike = u(rng) < 0.04 ? 1.6 + 0.8 * u(rng) : 1.0;  // per-minute spikes
+    // Diurnal swing: trough at 04:00, peak at 16:00, peak/trough = 1.5;
+    // short spikes in ~5 % of the minutes up to ~1.4x (the paper's MAF
+    // trace peaks at 8750 q/s for a 6400 q/s mean).
+    double diurnal = 1.0 + 0.2 * std::sin(2 * M_PI * (m - 600) / 1440.0);
+    double spike = u(rng) < 0.05 ? 1.15 + 0.25 * u(rng) : 1.0;
     counts[m] = diurnal * noise(rng) * spike;
   }
   return counts;

@@ -83,6 +83,20 @@ TEST(SlackFitPolicyTest, PartialBatchTakesMostAccurateSubnetThatFits) {
   EXPECT_EQ(d.batch_size, 4);
 }
 
+TEST(SlackFitPolicyTest, PaperStylePartialBatchKeepsTheBucketsSubnet) {
+  ModelProfile p = ThreeSubnetProfile();
+  SlackFitOptions o = Opts(4);
+  o.partial_most_accurate = false;
+  SlackFitPolicy sf(p, o);
+  EXPECT_EQ(sf.name(), "slackfit-bp");
+  EdfQueue q;
+  FillQueue(&q, 3, kNow + Millis(12));  // bucket 1: (75 %, 8) -> (75 %, 4)
+  Decision d = DecideWith(&sf, q);
+  EXPECT_EQ(d.subnet_index, 1);
+  EXPECT_EQ(d.batch_size, 4);
+  EXPECT_EQ(d.take, 3);
+}
+
 TEST(SlackFitPolicyTest, DropsInfeasibleHeadThenServesTheRest) {
   ModelProfile p = ThreeSubnetProfile();
   SlackFitPolicy sf(p, Opts(4));
