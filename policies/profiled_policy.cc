@@ -10,7 +10,7 @@ ProfiledPolicy::ProfiledPolicy(std::string name, const ModelProfile& profile,
     : table_(profile, options.latency),
       name_(std::move(name)),
       options_(options),
-      overhead_samples_(options.overhead_window, options.overhead_quantile),
+      overhead_samples_(options.overhead_window, options.overhead_quantile, /*stride=*/16),
       overhead_(options.initial_overhead) {}
 
 Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
