@@ -35,13 +35,16 @@ ABSL_FLAG(uint64_t, seed, 1, "Seed of the execution-time noise.");
 ABSL_FLAG(double, noise_cv, 0, "Execution-time noise: lognormal, mean 1, this CV (0 = none).");
 ABSL_FLAG(double, dispatch_overhead_us, 500, "RPC + transfer time added to every batch.");
 ABSL_FLAG(std::vector<std::string>, fail_worker_at, {},
-          "Comma-separated times in seconds; at each, one more worker fails.");
+          "Times in seconds (comma-separated or the flag repeated); at each, one more worker "
+          "fails (the highest live id; its batch is re-queued).");
 ABSL_FLAG(std::string, timeline, "", "Write a per-second timeline CSV here.");
 ABSL_FLAG(double, timeline_bin_s, 1.0, "Timeline bin width in seconds.");
 ABSL_FLAG(bool, json, false, "End with one JSON object on the last line.");
 
 int main(int argc, char** argv) {
   superserve::AcceptDashedFlagNames(argc, argv);
+  std::vector<std::string> merged_args;
+  superserve::MergeRepeatedListFlag("fail_worker_at", &argc, &argv, &merged_args);
   superserve::InitMain(argc, argv,
                        "superserve-sim --profile FILE --trace FILE --policy NAME [--fixed-subnet "
                        "ID] [--buckets K] --workers N --slo-ms X --seed S [--fail-worker-at "
