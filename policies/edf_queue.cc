@@ -51,7 +51,10 @@ size_t EdfQueue::CountDeadlinesBefore(Nanos t, Nanos* next_deadline) const {
   }
   // Iterative DFS over the nodes before t; the boundary nodes (first node
   // >= t on each path) hold the candidates for the next deadline.
-  std::vector<size_t> stack{0};
+  // Reused across calls: the simulator drops millions of queries through
+  // here and must not allocate per decision.
+  thread_local std::vector<size_t> stack;
+  stack.assign(1, 0);
   while (!stack.empty()) {
     size_t i = stack.back();
     stack.pop_back();

@@ -35,6 +35,9 @@ LatencyTable::LatencyTable(const ModelProfile& profile, Options options) : optio
     for (size_t b = 0; b < nb; ++b) profiled_[r * nb + b] = s.latency[b];
   }
   estimate_ = profiled_;
+  for (Nanos& e : estimate_) {
+    e = static_cast<Nanos>(static_cast<double>(e) * (1.0 + options_.unmeasured_margin));
+  }
   measured_.assign(num_subnets_ * nb, RollingPercentile(options_.window, options_.quantile));
   RebuildDerived();
 }

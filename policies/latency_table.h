@@ -26,6 +26,10 @@ class LatencyTable {
     // The estimate moves only when the percentile moved by more than this
     // fraction: every move rebuilds derived tables (O(subnets x batches)).
     double min_relative_change = 0.02;
+    // Until a tuple has min_samples measurements its estimate is the
+    // profiled latency times (1 + this): a profile is a mean, the high
+    // percentile it stands in for is larger.
+    double unmeasured_margin = 0.0;
   };
 
   LatencyTable(const ModelProfile& profile, Options options);

@@ -7,7 +7,7 @@
 namespace superserve {
 
 std::vector<std::string> PolicyNames() {
-  return {"slackfit", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas"};
+  return {"slackfit", "slackfit-bp", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas"};
 }
 
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
@@ -18,9 +18,10 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
         absl::StrCat("profile \"", profile.model, "\" has no subnets to schedule"));
   }
   const ProfiledPolicyOptions& base = config.slackfit.base;
-  if (name == "slackfit" || name == "slackfit-rg") {
+  if (name == "slackfit" || name == "slackfit-rg" || name == "slackfit-bp") {
     SlackFitOptions o = config.slackfit;
     o.rate_guard = name == "slackfit-rg";
+    o.partial_most_accurate = name != "slackfit-bp";
     if (o.num_buckets < 1) return absl::InvalidArgumentError("--buckets must be >= 1");
     return std::make_unique<SlackFitPolicy>(profile, o);
   }

@@ -10,7 +10,7 @@ ProfiledPolicy::ProfiledPolicy(std::string name, const ModelProfile& profile,
     : table_(profile, options.latency),
       name_(std::move(name)),
       options_(options),
-      overhead_samples_(options.overhead_window, options.overhead_quantile),
+      overhead_samples_(options.overhead_window, options.overhead_quantile, /*stride=*/16),
       overhead_(options.initial_overhead) {}
 
 Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
@@ -26,7 +26,13 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
   if (view.pending == 0 || ctx.free_workers.empty()) return Decision::Idle(view.drop);
   view.slack = next_deadline - ctx.now - overhead_;
   Choice c = Choose(ctx, view);
+  if (c.wake_at > 0) return Decision::WakeAt(c.wake_at, view.drop);
   if (c.rank < 0) return Decision::Idle(view.drop);
+  const int32_t shed = static_cast<int32_t>(std::min<int64_t>(c.shed, view.pending - 1));
+  if (shed > 0) {
+    view.drop += shed;
+    view.pending -= shed;
+  }
   Decision d;
   d.kind = Decision::Kind::kDispatch;
   d.drop = view.drop;

@@ -16,8 +16,10 @@ namespace superserve {
 // value is read on every scheduling decision, which must stay O(1).
 class RollingPercentile {
  public:
-  RollingPercentile(size_t window, double quantile)
-      : window_(window == 0 ? 1 : window), quantile_(quantile) {
+  // `stride`: recompute the percentile every stride-th sample once the
+  // window is full (a cheaper, slightly lagging value for busy streams).
+  RollingPercentile(size_t window, double quantile, size_t stride = 1)
+      : window_(window == 0 ? 1 : window), quantile_(quantile), stride_(stride == 0 ? 1 : stride) {
     samples_.reserve(window_);
   }
 
@@ -28,6 +30,8 @@ class RollingPercentile {
       samples_[next_] = v;
     }
     next_ = (next_ + 1) % window_;
+    if (samples_.size() == window_ && ++since_ < stride_) return;
+    since_ = 0;
     scratch_ = samples_;
     size_t k = static_cast<size_t>(quantile_ * static_cast<double>(scratch_.size() - 1) + 0.5);
     std::nth_element(scratch_.begin(), scratch_.begin() + k, scratch_.end());
@@ -40,6 +44,8 @@ class RollingPercentile {
  private:
   size_t window_;
   double quantile_;
+  size_t stride_;
+  size_t since_ = 0;
   size_t next_ = 0;
   Nanos value_ = 0;
   std::vector<Nanos> samples_;

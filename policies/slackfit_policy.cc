@@ -11,19 +11,29 @@ namespace {
 constexpr Nanos kRebuildInterval = Millis(50);
 }  // namespace
 
+SlackFitOptions SlackFitPolicy::Resolve(SlackFitOptions o) {
+  if (o.rate_guard) o.base.latency.unmeasured_margin = o.guard_unmeasured_margin;
+  return o;
+}
+
 std::string SlackFitPolicy::NameFor(const SlackFitOptions& o) {
-  return o.rate_guard ? "slackfit-rg" : "slackfit";
+  if (o.rate_guard) return "slackfit-rg";
+  return o.partial_most_accurate ? "slackfit" : "slackfit-bp";
 }
 
 SlackFitPolicy::SlackFitPolicy(const ModelProfile& profile, SlackFitOptions options)
-    : ProfiledPolicy(NameFor(options), profile, options.base),
-      options_(options),
+    : ProfiledPolicy(NameFor(options), profile, Resolve(options).base),
+      options_(Resolve(options)),
       buckets_(table_, options.num_buckets),
       buckets_version_(table_.version()),
-      arrivals_(options.rate_window) {}
+      arrivals_(options.rate_window),
+      long_arrivals_(options.overload_window) {}
 
 void SlackFitPolicy::OnArrival(const Query& q, Nanos now) {
-  if (options_.rate_guard) arrivals_.Add(now);
+  if (options_.rate_guard) {
+    arrivals_.Add(now);
+    long_arrivals_.Add(now);
+  }
 }
 
 void SlackFitPolicy::OnCompletion(const CompletionTelemetry& t) {
@@ -53,38 +63,90 @@ ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx,
     int r = table_.HighestRankWithin(b, view.slack);
     c = Choice{r < 0 ? 0 : r, b};
   }
-  c = PartialBatch(view.pending, view.slack, c);
+  if (options_.partial_most_accurate) {
+    c = PartialBatch(view.pending, view.slack, c);
+  } else if (view.pending < table_.batch_size(c.batch_index)) {
+    c.batch_index = table_.BatchIndexFor(view.pending);
+  }
   if (options_.rate_guard) c = RateGuard(ctx, view, c);
   return c;
 }
 
 ProfiledPolicy::Choice SlackFitPolicy::RateGuard(const SchedulingContext& ctx,
                                                  const QueueView& view, Choice chosen) {
+  const double rate = arrivals_.Rate(ctx.now);
+  if (rate <= 0) return chosen;
   const int64_t workers = std::max<int64_t>(
       1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
-  const double need = options_.guard_headroom * arrivals_.Rate(ctx.now) /
-                      static_cast<double>(workers);
-  auto batch_of = [&](int bi) { return std::min<int64_t>(view.pending, table_.batch_size(bi)); };
-  // A batch that takes the whole queue is not falling behind.
-  if (view.pending <= table_.batch_size(chosen.batch_index)) return chosen;
-  if (Throughput(batch_of(chosen.batch_index), chosen.rank, chosen.batch_index) >= need) {
+  // Per-worker throughput every dispatch must sustain.
+  const double need = options_.guard_headroom * rate / static_cast<double>(workers);
+  const int64_t n = view.pending;
+  const int partial_bi = n >= table_.max_batch() ? -1 : table_.BatchIndexFor(n);
+  auto now_batch = [&](int bi) { return std::min<int64_t>(n, table_.batch_size(bi)); };
+  if (Throughput(now_batch(chosen.batch_index), chosen.rank, chosen.batch_index) >= need) {
     return chosen;
   }
-  // The most accurate subnet that keeps up within the slack.
+  // The most accurate subnet with a sustainable tuple: run now with what is
+  // queued, or (Symphony-style deferral) wait for the arrivals that fill a
+  // larger batch when the head's slack still covers the wait plus the run.
   for (int r = table_.num_subnets() - 1; r >= 0; --r) {
-    int b = table_.LargestBatchWithin(r, view.slack);
-    if (b >= 0 && Throughput(batch_of(b), r, b) >= need) return Choice{r, b};
+    Nanos best_wait = INT64_MAX;
+    Choice deferred;
+    for (int bi = table_.num_batches() - 1; bi >= 0; --bi) {
+      const Nanos l = table_.latency(r, bi);
+      const int64_t m = table_.batch_size(bi);
+      if (m <= n || bi == partial_bi) {  // runnable now
+        if (l <= view.slack && Throughput(now_batch(bi), r, bi) >= need) return Choice{r, bi};
+        continue;
+      }
+      const Nanos wait = static_cast<Nanos>(static_cast<double>(m - n) * kNanosPerSecond / rate);
+      if (wait + l <= view.slack && Throughput(m, r, bi) >= need && wait < best_wait) {
+        best_wait = wait;
+        deferred = Choice{r, bi, ctx.now + std::max<Nanos>(wait, 1)};
+      }
+    }
+    if (deferred.rank >= 0) return deferred;
   }
-  // Nothing keeps up: maximum throughput that fits (ties to accuracy).
+  // Nothing sustains the rate (overload). Serving the head with whatever
+  // fits its small slack is EDF's overload spiral: tiny batches, capacity
+  // collapses, every later head is just as late. Instead pick the tuple with
+  // the highest goodput, counting that a slower, fuller batch sheds the head
+  // queries whose deadlines it would miss. Shedding = 0 is among the options
+  // (the highest throughput that fits now, INFaaS's choice).
   Choice best = chosen;
-  double best_thr = Throughput(batch_of(chosen.batch_index), chosen.rank, chosen.batch_index);
-  for (int r = table_.num_subnets() - 1; r >= 0; --r) {
-    int b = table_.LargestBatchWithin(r, view.slack);
-    if (b < 0) continue;
-    double thr = Throughput(batch_of(b), r, b);
-    if (thr > best_thr) {
-      best_thr = thr;
-      best = Choice{r, b};
+  double best_goodput = Throughput(now_batch(chosen.batch_index), chosen.rank, chosen.batch_index);
+  double peak = 0;  // highest per-worker throughput of any tuple
+  for (int r = 0; r < table_.num_subnets(); ++r) {
+    for (int bi = 0; bi < table_.num_batches(); ++bi) {
+      peak = std::max(peak, Throughput(table_.batch_size(bi), r, bi));
+    }
+  }
+  const bool overloaded = long_arrivals_.Rate(ctx.now) >
+                          options_.shed_load_fraction * peak * static_cast<double>(workers);
+  // Ascending latency: the first tuple that sustains the rate sheds the
+  // fewest queries; without one, the highest goodput.
+  for (int bi = 0; bi < table_.num_batches(); ++bi) {
+    // The subnet with the highest throughput at this batch (ties: accuracy).
+    int r_best = -1;
+    for (int r = table_.num_subnets() - 1; r >= 0; --r) {
+      if (r_best < 0 || table_.latency(r, bi) < table_.latency(r_best, bi)) r_best = r;
+    }
+    const Nanos l = table_.latency(r_best, bi);
+    int64_t shed = 0;
+    if (l > view.slack) {
+      if (!overloaded) continue;
+      Nanos next = 0;
+      const Nanos cutoff = ctx.now + overhead_estimate() + l;
+      shed = static_cast<int64_t>(ctx.queue.CountDeadlinesBefore(cutoff, &next)) - view.drop;
+    }
+    const int64_t left = n - shed;
+    if (left <= 0) continue;
+    if (table_.batch_size(bi) > left && bi != table_.BatchIndexFor(left)) continue;
+    const double goodput = Throughput(std::min<int64_t>(left, table_.batch_size(bi)), r_best, bi);
+    if (goodput >= need) return Choice{r_best, bi, 0, static_cast<int32_t>(shed)};
+    if (goodput > best_goodput) {
+      best_goodput = goodput;
+      best = Choice{r_best, bi, 0, static_cast<int32_t>(shed)};
     }
   }
   return best;

@@ -83,6 +83,20 @@ TEST(SlackFitPolicyTest, PartialBatchTakesMostAccurateSubnetThatFits) {
   EXPECT_EQ(d.batch_size, 4);
 }
 
+TEST(SlackFitPolicyTest, PaperStylePartialBatchKeepsTheBucketsSubnet) {
+  ModelProfile p = ThreeSubnetProfile();
+  SlackFitOptions o = Opts(4);
+  o.partial_most_accurate = false;
+  SlackFitPolicy sf(p, o);
+  EXPECT_EQ(sf.name(), "slackfit-bp");
+  EdfQueue q;
+  FillQueue(&q, 3, kNow + Millis(12));  // bucket 1: (75 %, 8) -> (75 %, 4)
+  Decision d = DecideWith(&sf, q);
+  EXPECT_EQ(d.subnet_index, 1);
+  EXPECT_EQ(d.batch_size, 4);
+  EXPECT_EQ(d.take, 3);
+}
+
 TEST(SlackFitPolicyTest, DropsInfeasibleHeadThenServesTheRest) {
   ModelProfile p = ThreeSubnetProfile();
   SlackFitPolicy sf(p, Opts(4));
@@ -204,14 +218,14 @@ TEST(RateGuardedSlackFitTest, KeepsSlackFitChoiceUnderLightLoad) {
 TEST(RateGuardedSlackFitTest, StepsDownToMostAccurateTupleThatKeepsUp) {
   ModelProfile p = ThreeSubnetProfile();
   SlackFitPolicy rg(p, Opts(4, true));
-  Arrivals(&rg, 120);  // 1200 q/s over 2 workers: need 1.1 x 600 = 660 each
+  Arrivals(&rg, 120);  // 1200 q/s over 2 workers: need 600 each
   EdfQueue q;
   FillQueue(&q, 20, kNow + Millis(20));
   Decision d = DecideWith(&rg, q);
   EXPECT_EQ(d.subnet_index, 1);  // 75 % at 8: 889 q/s; 80 % at 8 only 444
   EXPECT_EQ(d.batch_size, 8);
   SlackFitPolicy rg2(p, Opts(4, true));
-  Arrivals(&rg2, 200);  // 2000 q/s: need 1100 each; only 70 % keeps up
+  Arrivals(&rg2, 200);  // 2000 q/s: need 1000 each; only 70 % keeps up
   d = DecideWith(&rg2, q);
   EXPECT_EQ(d.subnet_index, 0);
   EXPECT_EQ(d.batch_size, 8);
@@ -229,6 +243,56 @@ TEST(RateGuardedSlackFitTest, FallsBackToMaximumThroughputUnderOverload) {
   // Plain SlackFit on the same queue keeps the slow, accurate tuple.
   SlackFitPolicy sf(p, Opts(4));
   EXPECT_EQ(DecideWith(&sf, q).subnet_index, 2);
+}
+
+TEST(RateGuardedSlackFitTest, WaitsForAFullerBatchWhenNothingSustainsTheRateNow) {
+  ModelProfile p = ThreeSubnetProfile();
+  SlackFitPolicy rg(p, Opts(4, true));
+  Arrivals(&rg, 240);  // 2400 q/s over 2 workers: 1200 each; batch 1 gives 1000
+  EdfQueue q;
+  FillQueue(&q, 1, kNow + Millis(20));
+  Decision d = DecideWith(&rg, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
+  // (70 %, batch 2) sustains 1333 q/s; one more arrival takes 1/2400 s.
+  EXPECT_NEAR(static_cast<double>(d.wake_at - kNow), 1e9 / 2400, 1e4);
+  // With two queued, it runs that tuple at once.
+  EdfQueue q2;
+  FillQueue(&q2, 2, kNow + Millis(20));
+  d = DecideWith(&rg, q2);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 2);
+}
+
+TEST(RateGuardedSlackFitTest, ShedsHeadQueriesUnderSustainedOverloadToRunAFullBatch) {
+  ModelProfile p = ThreeSubnetProfile();
+  for (double fraction : {0.9, 100.0}) {
+    SlackFitOptions o = Opts(4, true);
+    o.shed_load_fraction = fraction;
+    SlackFitPolicy rg(p, o);
+    // 5000 q/s for a whole second: above 0.9 x the best capacity of two
+    // workers (2 x 8 / 4.5 ms = 3556 q/s).
+    for (int i = 0; i < 5000; ++i) {
+      Nanos t = kNow - Seconds(1) + Micros(200) * (i + 1);
+      rg.OnArrival({static_cast<QueryId>(10000 + i), 0, t, t + Millis(36)}, t);
+    }
+    EdfQueue q;
+    for (QueryId id = 1; id <= 5; ++id) q.Push({id, 0, 0, kNow + Millis(2)});
+    for (QueryId id = 6; id <= 25; ++id) q.Push({id, 0, 0, kNow + Millis(20)});
+    Decision d = DecideWith(&rg, q);
+    ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+    EXPECT_EQ(d.subnet_index, 0);
+    if (fraction < 1) {
+      // Shed the five heads only a batch of <= 2 could serve; run 8.
+      EXPECT_EQ(d.drop, 5);
+      EXPECT_EQ(d.batch_size, 8);
+      EXPECT_EQ(d.take, 8);
+    } else {
+      // Shedding disabled: the highest throughput that fits 2 ms.
+      EXPECT_EQ(d.drop, 0);
+      EXPECT_EQ(d.batch_size, 2);
+    }
+  }
 }
 
 TEST(PolicyFactoryTest, BuildsEveryPolicyAndRejectsBadNames) {
