@@ -40,6 +40,8 @@ ABSL_FLAG(std::string, batch_sizes, "1,2,4,8,16,32", "Profiled batch sizes.");
 ABSL_FLAG(int32_t, latency_reps, 7, "Timed runs per (subnet, batch); the median is kept.");
 ABSL_FLAG(int32_t, threads, 1, "Intra-op threads (match the workers' --threads).");
 ABSL_FLAG(uint64_t, seed, 1, "Seed for initialisation, sampling and batches.");
+ABSL_FLAG(int32_t, calibration_batches, 8, "Training batches of 256 per subnet's SubnetNorm calibration.");
+ABSL_FLAG(bool, reuse, false, "Do nothing when OUT/NAME already has profile.json and supernet.pt.");
 
 namespace superserve {
 namespace {
@@ -73,6 +75,12 @@ int Main() {
     int32_t b;
     if (!absl::SimpleAtoi(s, &b)) return 2;
     batch_sizes.push_back(b);
+  }
+  const std::filesystem::path dir = std::filesystem::path(out) / absl::GetFlag(FLAGS_name);
+  if (absl::GetFlag(FLAGS_reuse) && std::filesystem::exists(dir / "profile.json") &&
+      std::filesystem::exists(dir / "supernet.pt")) {
+    std::printf("reusing %s\n", dir.string().c_str());
+    return 0;
   }
   torch::set_num_threads(std::max(1, absl::GetFlag(FLAGS_threads)));
   auto train = LoadFashionMnist("train");
@@ -149,7 +157,7 @@ int Main() {
         SS_LOG(ERROR) << st.message();
         return 1;
       }
-      for (int b = 0; b < 8; ++b) {
+      for (int b = 0; b < absl::GetFlag(FLAGS_calibration_batches); ++b) {
         std::vector<int64_t> idx(256);
         for (auto& i : idx) i = pick(rng);
         net->Forward(Images(*train, idx));
@@ -161,7 +169,6 @@ int Main() {
     }
   }
   net->Eval();
-  const std::filesystem::path dir = std::filesystem::path(out) / absl::GetFlag(FLAGS_name);
   std::filesystem::create_directories(dir);
   if (auto s = net->Save((dir / "supernet.pt").string()); !s.ok()) {
     SS_LOG(ERROR) << s.message();
