@@ -2,6 +2,7 @@
 #define SUPERSERVE_TESTS_ROUTER_ENGINE_TEST_UTIL_H_
 
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,8 +16,15 @@ inline std::string EnvOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : fallback;
 }
-inline std::string BinDir() { return EnvOr("SUPERSERVE_BIN_DIR", "build/bin"); }
-inline std::string SourceDir() { return EnvOr("SUPERSERVE_SOURCE_DIR", "."); }
+// Test binaries live in <build>/tests, the programs in <build>/bin. (The
+// environment variables win when set; ctest's list-valued ENVIRONMENT does not
+// always carry both.)
+inline std::string BinDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return EnvOr("SUPERSERVE_BIN_DIR", (exe.parent_path().parent_path() / "bin").string());
+}
+inline std::string SourceDir() { return EnvOr("SUPERSERVE_SOURCE_DIR", SUPERSERVE_TEST_SOURCE_DIR); }
 inline std::string EmulatedRepo() { return SourceDir() + "/tests/router/testdata/emulated_repo"; }
 
 // A fresh directory under $TMPDIR for logs and port files.
