@@ -117,15 +117,20 @@ class DirectLink final : public v1::WorkerLink::CallbackService {
   // One batch round trip; false when the stream is gone.
   bool Call(const v1::RouterMessage& batch) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (stream_ == nullptr) return false;
+    // gRPC allows one write in flight: the previous one may still be
+    // completing after its result arrived.
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return !writing_ || stream_ == nullptr; });
+    if (stream_ == nullptr || writing_) return false;
     got_result_ = false;
+    writing_ = true;
     out_ = batch;
     stream_->StartWrite(&out_);
     cv_.wait_for(lock, std::chrono::seconds(5), [&] { return got_result_ || stream_ == nullptr; });
     return got_result_;
   }
   void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return !writing_ || stream_ == nullptr; });
     if (stream_ != nullptr && !finished_) {
       finished_ = true;
       stream_->Finish(grpc::Status::OK);
@@ -148,6 +153,7 @@ class DirectLink final : public v1::WorkerLink::CallbackService {
       }
       if (in_.has_register_()) {
         link_->stream_ = this;
+        link_->writing_ = true;
         ack_.mutable_ack()->set_assigned_id("direct");
         ack_.mutable_ack()->set_heartbeat_interval_ms(1000);
         StartWrite(&ack_);
@@ -159,10 +165,9 @@ class DirectLink final : public v1::WorkerLink::CallbackService {
     }
     void OnWriteDone(bool ok) override {
       std::lock_guard<std::mutex> lock(link_->mu_);
-      if (!link_->ready_) {
-        link_->ready_ = true;
-        link_->cv_.notify_all();
-      }
+      link_->writing_ = false;
+      link_->ready_ = true;
+      link_->cv_.notify_all();
     }
     void OnDone() override {
       {
@@ -184,6 +189,7 @@ class DirectLink final : public v1::WorkerLink::CallbackService {
   Stream* stream_ = nullptr;
   bool ready_ = false;
   bool got_result_ = false;
+  bool writing_ = false;  // a StartWrite has not completed yet
   bool finished_ = false;
   v1::RouterMessage out_;
 };
