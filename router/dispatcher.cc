@@ -165,6 +165,7 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
         p.query.deadline = deadline;
         p.responder = query;
         p.model = model;
+        query->query_id = p.query.id;
         m.queue.Push(p.query);
         m.policy->OnArrival(p.query, now);
         pending_.emplace(p.query.id, p);
@@ -180,6 +181,14 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
     return;
   }
   Run(&a);
+}
+
+void Dispatcher::OnCancelled(QueryResponder* query) {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(query->query_id);
+  if (it != pending_.end() && it->second.responder == query && !it->second.on_worker) {
+    it->second.cancelled = true;
+  }
 }
 
 void Dispatcher::AnswerLocked(QueryId id, const absl::Status& status, QueryOutcome outcome,
@@ -212,6 +221,7 @@ void Dispatcher::RequeueOrDropLocked(QueryId id, Nanos now, Actions* a) {
   Pending& p = it->second;
   ModelState& m = *models_[p.model];
   if (!m.removed && !m.workers.empty() && p.query.deadline - now >= m.fastest) {
+    p.on_worker = false;
     m.queue.Push(p.query);
     ++stats_.requeued;
     return;
@@ -314,7 +324,13 @@ void Dispatcher::DispatchLocked(int32_t model, const Decision& d, Nanos now, Act
     Query q = m.queue.Pop();
     auto it = pending_.find(q.id);
     if (it == pending_.end()) continue;
+    if (it->second.cancelled) {
+      AnswerLocked(q.id, absl::DeadlineExceededError("cancelled by the client"),
+                   QueryOutcome::kDeadlineExceeded, now, a);
+      continue;
+    }
     it->second.dispatched_at = now;
+    it->second.on_worker = true;
     v1::BatchQuery* bq = batch->add_queries();
     bq->set_query_id(q.id);
     *bq->mutable_input() = it->second.responder->request().input();

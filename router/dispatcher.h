@@ -79,6 +79,13 @@ class Dispatcher {
   // --- client queries. Always answers, now or later. `deadline` is absolute
   // on the dispatcher's clock.
   void Submit(QueryResponder* query, Nanos deadline);
+  // The client gave up (deadline passed or call cancelled). A query still
+  // waiting in the queue is marked so that it is answered instead of being
+  // dispatched when its turn comes: under overload this keeps workers off
+  // queries nobody waits for. (It is not answered here: gRPC's OnCancel is
+  // no place to Finish the call.) One already on a worker is answered when
+  // its batch returns.
+  void OnCancelled(QueryResponder* query);
 
   // --- workers. RegisterWorker sends the RegisterAck itself (before any
   // batch) and returns the worker's index.
@@ -105,6 +112,8 @@ class Dispatcher {
     QueryResponder* responder = nullptr;
     int32_t model = -1;  // index into models_
     Nanos dispatched_at = 0;
+    bool on_worker = false;  // false while it waits in the EDF queue
+    bool cancelled = false;  // the client gave up while it was queued
   };
   struct InflightBatch {
     int32_t model = -1;

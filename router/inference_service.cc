@@ -7,19 +7,22 @@ namespace {
 
 class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponder {
  public:
-  InferReactor(const v1::InferRequest* request, v1::InferResponse* response)
-      : request_(request), response_(response) {}
+  InferReactor(Dispatcher* dispatcher, const v1::InferRequest* request,
+               v1::InferResponse* response)
+      : dispatcher_(dispatcher), request_(request), response_(response) {}
 
   const v1::InferRequest& request() const override { return *request_; }
   v1::InferResponse* response() override { return response_; }
   void Answer(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
 
-  // A cancelled or expired call stays in the queue until the policy drops or
-  // serves it; Answer then finishes a call nobody waits for, which gRPC allows.
-  void OnCancel() override {}
+  // gRPC calls OnCancel before OnDone, so `this` is alive here. A call
+  // already on a worker is answered when its batch returns; finishing a
+  // cancelled call is allowed.
+  void OnCancel() override { dispatcher_->OnCancelled(this); }
   void OnDone() override { delete this; }
 
  private:
+  Dispatcher* const dispatcher_;
   const v1::InferRequest* const request_;
   v1::InferResponse* const response_;
 };
@@ -34,7 +37,7 @@ grpc::Status ToGrpcStatus(const absl::Status& s) {
 grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* context,
                                                   const v1::InferRequest* request,
                                                   v1::InferResponse* response) {
-  auto* reactor = new InferReactor(request, response);
+  auto* reactor = new InferReactor(dispatcher_, request, response);
   const Nanos now = dispatcher_->clock()->Now();
   Nanos deadline = now + default_slo_;
   const auto client_deadline = context->deadline();

@@ -15,6 +15,10 @@ class QueryResponder {
   virtual const v1::InferRequest& request() const = 0;
   virtual v1::InferResponse* response() = 0;
   virtual void Answer(const absl::Status& status) = 0;
+
+  // Set by the Dispatcher (under its lock) when it accepts the query; lets a
+  // cancelled call find its queue entry. 0 = not accepted.
+  uint64_t query_id = 0;
 };
 
 }  // namespace superserve

@@ -290,6 +290,29 @@ TEST_F(DispatcherTest, InfeasibleQueriesAreDroppedByThePolicy) {
               ::testing::HasSubstr("superserve_queries_total{model=\"m\",status=\"deadline_exceeded\"} 1"));
 }
 
+TEST_F(DispatcherTest, CancelledQueuedQueryIsAnsweredAndNeverDispatched) {
+  Make("clipper+");
+  FakeConnection* c;
+  int32_t w = AddWorker(&c);
+  FakeQuery &running = Q(), &gone = Q(), &next = Q();
+  d_->Submit(&running, clock_.Now() + Millis(100));
+  auto b = c->NextBatch();
+  d_->Submit(&gone, clock_.Now() + Millis(100));
+  d_->Submit(&next, clock_.Now() + Millis(100));
+  d_->OnCancelled(&gone);
+  EXPECT_EQ(gone.answers, 0) << "answered when its turn comes, not inside OnCancel";
+  d_->OnCancelled(&running);  // on a worker: answered when its batch returns
+  EXPECT_EQ(running.answers, 0);
+  d_->OnBatchResult(w, OkResult(b->batch()));
+  EXPECT_EQ(running.answers, 1);
+  auto b2 = c->NextBatch();
+  ASSERT_NE(b2, nullptr);
+  ASSERT_EQ(b2->batch().queries_size(), 1);
+  EXPECT_EQ(b2->batch().queries(0).query_id(), next.query_id) << "the cancelled query was skipped";
+  ASSERT_EQ(gone.answers, 1);
+  EXPECT_EQ(gone.status.code(), absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
   Make("clipper+");
   FakeConnection* c;
