@@ -1,6 +1,4 @@
 // superserve-router: the serving front end. See docs/engine.md.
-#include <signal.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +8,7 @@
 #include "common/dashed_flags.h"
 #include "common/init.h"
 #include "common/logging.h"
+#include "common/shutdown_signal.h"
 #include "router/policy_factory.h"
 #include "router/router_server.h"
 
@@ -43,12 +42,7 @@ int main(int argc, char** argv) {
   AcceptDashedFlagNames(argc, argv);
   InitMain(argc, argv, usage);
 
-  // Handle SIGINT/SIGTERM synchronously in main: block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  InstallShutdownSignalHandlers();
 
   RouterServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
@@ -87,8 +81,7 @@ int main(int argc, char** argv) {
     std::ofstream(tmp) << "grpc=" << server.port() << "\nmetrics=" << server.metrics_port() << "\n";
     std::rename(tmp.c_str(), path.c_str());
   }
-  int sig = 0;
-  sigwait(&signals, &sig);
+  int sig = WaitForShutdownSignal();
   SS_LOG(INFO) << "router: signal " << sig << ", shutting down";
   auto stats = server.dispatcher()->Stats();
   server.Shutdown();

@@ -1,6 +1,4 @@
 // superserve-worker: hosts supernets and runs the batches the router sends.
-#include <signal.h>
-
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -12,6 +10,7 @@
 #include "common/dashed_flags.h"
 #include "common/init.h"
 #include "common/logging.h"
+#include "common/shutdown_signal.h"
 #include "common/model_repository.h"
 #include "worker/emulated_executor.h"
 #include "worker/router_link.h"
@@ -35,11 +34,7 @@ int main(int argc, char** argv) {
            "superserve-worker --router ADDR --model-repo DIR [--threads N] [--emulate]\n\n"
            "Dials the router, registers, heartbeats, loads each supernet once and runs every\n"
            "batch with the subnet the router chose; replies with outputs and exec time.");
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  InstallShutdownSignalHandlers();
 
   const std::string repo = absl::GetFlag(FLAGS_model_repo);
   if (repo.empty()) {
@@ -115,12 +110,11 @@ int main(int argc, char** argv) {
         SS_LOG(WARNING) << "worker link: " << s.message();
         failures++;
       }
-      // The last link to end wakes main's sigwait.
-      if (--running == 0) kill(getpid(), SIGTERM);
+      // The last link to end wakes main.
+      if (--running == 0) RequestShutdown();
     });
   }
-  int sig = 0;
-  sigwait(&signals, &sig);
+  WaitForShutdownSignal();
   for (auto& link : links) link->Stop();
   for (auto& t : threads) t.join();
   int64_t batches = 0;
