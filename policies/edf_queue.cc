@@ -1,5 +1,6 @@
 #include "policies/edf_queue.h"
 
+#include <cstdint>
 #include <queue>
 #include <utility>
 
@@ -38,6 +39,35 @@ void EdfQueue::PeekFront(size_t k, std::vector<Query>* out) const {
     if (2 * i + 1 < heap_.size()) frontier.push(2 * i + 1);
     if (2 * i + 2 < heap_.size()) frontier.push(2 * i + 2);
   }
+}
+
+size_t EdfQueue::CountDeadlinesBefore(Nanos t, Nanos* next_deadline) const {
+  Nanos next = INT64_MAX;
+  size_t count = 0;
+  if (heap_.empty() || heap_.front().deadline >= t) {
+    if (!heap_.empty()) next = heap_.front().deadline;
+    *next_deadline = next;
+    return 0;
+  }
+  // Iterative DFS over the nodes before t; the boundary nodes (first node
+  // >= t on each path) hold the candidates for the next deadline.
+  // Reused across calls: the simulator drops millions of queries through
+  // here and must not allocate per decision.
+  thread_local std::vector<size_t> stack;
+  stack.assign(1, 0);
+  while (!stack.empty()) {
+    size_t i = stack.back();
+    stack.pop_back();
+    if (heap_[i].deadline >= t) {
+      if (heap_[i].deadline < next) next = heap_[i].deadline;
+      continue;
+    }
+    ++count;
+    if (2 * i + 1 < heap_.size()) stack.push_back(2 * i + 1);
+    if (2 * i + 2 < heap_.size()) stack.push_back(2 * i + 2);
+  }
+  *next_deadline = next;
+  return count;
 }
 
 void EdfQueue::SiftUp(size_t i) {

@@ -27,6 +27,13 @@ class EdfQueue {
   // O(k log k) via a frontier walk of the heap).
   void PeekFront(size_t k, std::vector<Query>* out) const;
   void Clear() { heap_.clear(); }
+  // Number of queries whose deadline is strictly before `t` (they form a
+  // prefix of the EDF order), and in *next_deadline the deadline of the first
+  // query not counted (INT64_MAX when none). O(count + 1): the walk prunes at
+  // every node whose deadline is >= t, because a heap's subtree never holds
+  // an earlier deadline than its root. Policies use it to size the drop of
+  // infeasible queries without popping from a read-only snapshot.
+  size_t CountDeadlinesBefore(Nanos t, Nanos* next_deadline) const;
 
  private:
   static bool Before(const Query& a, const Query& b) {

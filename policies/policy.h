@@ -16,6 +16,9 @@ struct SchedulingContext {
   const EdfQueue& queue;               // pending queries of this model
   Nanos now;                           // router (or simulated) clock
   absl::Span<const int32_t> free_workers;  // ids of workers able to take a batch, ascending
+  // Workers alive (free or busy); 0 = unknown. Rate-aware policies use it to
+  // turn a tuple's per-worker throughput into the system's capacity.
+  int32_t live_workers = 0;
 };
 
 // Answers "what next?" for one model. A policy is constructed with the

@@ -51,5 +51,33 @@ TEST(EdfQueueTest, MatchesSortOnRandomWorkloadAndPeekDoesNotRemove) {
   for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i].id, all[i].id) << i;
 }
 
+TEST(EdfQueueTest, CountDeadlinesBeforeMatchesSortedPrefix) {
+  std::mt19937_64 rng(11);
+  EdfQueue q;
+  std::vector<Nanos> deadlines;
+  for (QueryId i = 0; i < 3000; ++i) {
+    Nanos d = static_cast<Nanos>(rng() % 5000);
+    deadlines.push_back(d);
+    q.Push({i, 0, 0, d});
+  }
+  std::sort(deadlines.begin(), deadlines.end());
+  for (Nanos t : {Nanos{-1}, Nanos{0}, Nanos{1}, Nanos{777}, Nanos{2500}, Nanos{4999},
+                  Nanos{6000}}) {
+    Nanos next = 0;
+    size_t n = q.CountDeadlinesBefore(t, &next);
+    size_t expect = std::lower_bound(deadlines.begin(), deadlines.end(), t) - deadlines.begin();
+    EXPECT_EQ(n, expect) << t;
+    if (expect < deadlines.size()) {
+      EXPECT_EQ(next, deadlines[expect]) << t;
+    } else {
+      EXPECT_EQ(next, INT64_MAX);
+    }
+  }
+  EdfQueue empty;
+  Nanos next = 0;
+  EXPECT_EQ(empty.CountDeadlinesBefore(10, &next), 0u);
+  EXPECT_EQ(next, INT64_MAX);
+}
+
 }  // namespace
 }  // namespace superserve

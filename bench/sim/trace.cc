@@ -1,0 +1,151 @@
+#include "bench/sim/trace.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace superserve {
+
+double Trace::mean_rate() const {
+  if (arrivals.size() < 2 || duration() <= 0) return 0;
+  return static_cast<double>(arrivals.size()) / ToSeconds(duration());
+}
+
+double InterArrivalCv2(const std::vector<Nanos>& a) {
+  if (a.size() < 3) return 0;
+  double sum = 0, sum2 = 0;
+  const double n = static_cast<double>(a.size() - 1);
+  for (size_t i = 1; i < a.size(); ++i) {
+    double d = static_cast<double>(a[i] - a[i - 1]);
+    sum += d;
+    sum2 += d * d;
+  }
+  double mean = sum / n;
+  double var = sum2 / n - mean * mean;
+  return mean > 0 ? var / (mean * mean) : 0;
+}
+
+namespace {
+
+std::string_view Strip(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Plain comma split (trace files carry no quoted fields).
+void SplitCsv(std::string_view line, std::vector<std::string_view>* cells) {
+  cells->clear();
+  size_t start = 0;
+  while (true) {
+    size_t comma = line.find(',', start);
+    if (comma == std::string_view::npos) {
+      cells->push_back(line.substr(start));
+      return;
+    }
+    cells->push_back(line.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
+int32_t Intern(std::string_view name, std::vector<std::string>* names,
+               std::map<std::string, int32_t, std::less<>>* index) {
+  auto it = index->find(name);
+  if (it != index->end()) return it->second;
+  int32_t id = static_cast<int32_t>(names->size());
+  names->emplace_back(name);
+  index->emplace(std::string(name), id);
+  return id;
+}
+
+}  // namespace
+
+absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("trace ", path, ": cannot open"));
+  std::string line;
+  if (!std::getline(in, line)) {
+    return absl::InvalidArgumentError(absl::StrCat("trace ", path, ": empty file"));
+  }
+  std::vector<std::string_view> header;
+  SplitCsv(Strip(line), &header);
+  const std::string header_line = line;
+  int col_arrival = -1, col_app = -1, col_model = -1;
+  for (int i = 0; i < static_cast<int>(header.size()); ++i) {
+    std::string_view h = Strip(header[i]);
+    if (h == "arrival_us") col_arrival = i;
+    if (h == "app") col_app = i;
+    if (h == "model") col_model = i;
+  }
+  if (col_arrival < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trace ", path, ": header has no arrival_us column: \"", header_line, "\""));
+  }
+  Trace t;
+  std::map<std::string, int32_t, std::less<>> apps, models;
+  int64_t row = 1;
+  const size_t num_columns = header.size();
+  std::vector<std::string_view> cells;
+  while (std::getline(in, line)) {
+    ++row;
+    if (line.empty() || line == "\r") continue;
+    SplitCsv(line, &cells);
+    if (static_cast<int>(cells.size()) <= std::max({col_arrival, col_app, col_model})) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trace ", path, " line ", row, ": expected ", num_columns, " columns"));
+    }
+    std::string cell(Strip(cells[col_arrival]));
+    char* end = nullptr;
+    errno = 0;
+    double us = std::strtod(cell.c_str(), &end);
+    if (errno != 0 || end == cell.c_str() || *end != '\0' || !std::isfinite(us) || us < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("trace ", path, " line ", row,
+                                                     ": bad arrival_us \"", cell, "\""));
+    }
+    Nanos ns = static_cast<Nanos>(std::llround(us * kNanosPerMicro));
+    if (!t.arrivals.empty() && ns < t.arrivals.back()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "trace ", path, " line ", row, ": arrival_us goes back in time (rows must be sorted)"));
+    }
+    t.arrivals.push_back(ns);
+    if (col_app >= 0) {
+      t.app.push_back(Intern(Strip(cells[col_app]), &t.app_names, &apps));
+    }
+    if (col_model >= 0) {
+      t.model.push_back(
+          Intern(Strip(cells[col_model]), &t.model_names, &models));
+    }
+  }
+  return t;
+}
+
+absl::Status Trace::WriteCsv(const std::string& path) const {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return absl::InternalError(absl::StrCat("trace ", path, ": cannot write"));
+  std::fputs("arrival_us", f);
+  if (!app.empty()) std::fputs(",app", f);
+  if (!model.empty()) std::fputs(",model", f);
+  std::fputc('\n', f);
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    // Microseconds with nanosecond precision.
+    std::fprintf(f, "%lld.%03lld", static_cast<long long>(arrivals[i] / kNanosPerMicro),
+                 static_cast<long long>(arrivals[i] % kNanosPerMicro));
+    if (!app.empty()) std::fprintf(f, ",%s", app_names[app[i]].c_str());
+    if (!model.empty()) std::fprintf(f, ",%s", model_names[model[i]].c_str());
+    std::fputc('\n', f);
+  }
+  if (std::fclose(f) != 0) {
+    return absl::InternalError(absl::StrCat("trace ", path, ": write failed"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace superserve

@@ -1,0 +1,57 @@
+#ifndef SUPERSERVE_BENCH_SIM_TRACE_GENERATORS_H_
+#define SUPERSERVE_BENCH_SIM_TRACE_GENERATORS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/time.h"
+
+namespace superserve {
+
+// Seeded arrival-trace generators (SuperServe §6.1/§6.2, InferLine's
+// method). Every generator returns ascending arrival times in [0, duration).
+
+// Poisson process of `rate` q/s.
+std::vector<Nanos> PoissonArrivals(double rate, Nanos duration, uint64_t seed);
+
+// Renewal process with gamma inter-arrival times: mean 1/rate, squared
+// coefficient of variation cv2 (cv2 = 1 is Poisson).
+std::vector<Nanos> GammaArrivals(double rate, double cv2, Nanos duration, uint64_t seed);
+
+// Bursty (§6.2.1): a deterministic base stream at base_rate (CV² = 0) merged
+// with a gamma stream at variant_rate with CV² = cv2.
+std::vector<Nanos> BurstyArrivals(double base_rate, double variant_rate, double cv2,
+                                  Nanos duration, uint64_t seed);
+
+// Time-varying (§6.2.2): gamma arrivals with CV² = cv2 whose mean rate holds
+// at rate1 for `hold`, then moves linearly towards rate2 at `accel` q/s²
+// and holds rate2 until `duration`.
+std::vector<Nanos> TimeVaryingArrivals(double rate1, double rate2, double accel, double cv2,
+                                       Nanos hold, Nanos duration, uint64_t seed);
+// The instantaneous mean rate of that trace at time t.
+double TimeVaryingRate(double rate1, double rate2, double accel, Nanos hold, Nanos t);
+
+// Azure Functions (MAF) shaped: per-minute invocation counts of one day
+// (1440 minutes), either summed over all functions of an
+// `invocations_per_function_md.anon.dNN.csv` file or, without a file,
+// synthetic (diurnal swing, per-minute noise and spikes). The day is
+// compressed into `duration`, rescaled to `mean_rate`, and each minute's
+// share is a Poisson process at that minute's rate.
+struct MafOptions {
+  std::string file;  // empty: synthetic
+  double mean_rate = 4000;
+  Nanos duration = Seconds(120);
+  uint64_t seed = 1;
+};
+absl::StatusOr<std::vector<double>> ReadMafMinuteCounts(const std::string& path);
+std::vector<double> SyntheticMafMinuteCounts(uint64_t seed);
+absl::StatusOr<std::vector<Nanos>> MafArrivals(const MafOptions& options);
+// Arrivals from per-bin counts: bin i covers [i, i+1) * duration / bins.
+std::vector<Nanos> ArrivalsFromBinCounts(const std::vector<double>& counts, double mean_rate,
+                                         Nanos duration, uint64_t seed);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_BENCH_SIM_TRACE_GENERATORS_H_

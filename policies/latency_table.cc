@@ -1,0 +1,103 @@
+#include "policies/latency_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace superserve {
+
+LatencyTable::LatencyTable(const ModelProfile& profile, Options options) : options_(options) {
+  num_subnets_ = static_cast<int>(profile.subnets.size());
+  batch_sizes_ = profile.batch_sizes;
+  batch_index_for_.assign(static_cast<size_t>(max_batch()) + 1, 0);
+  for (int64_t n = 1, bi = 0; n <= max_batch(); ++n) {
+    while (batch_sizes_[bi] < n) ++bi;
+    batch_index_for_[n] = static_cast<uint8_t>(bi);
+  }
+  subnet_index_.resize(num_subnets_);
+  std::iota(subnet_index_.begin(), subnet_index_.end(), 0);
+  // Ascending accuracy; ties by profiled latency at batch 1, then by index,
+  // so that the order (and every decision) is deterministic.
+  std::stable_sort(subnet_index_.begin(), subnet_index_.end(), [&](int a, int b) {
+    const auto& x = profile.subnets[a];
+    const auto& y = profile.subnets[b];
+    if (x.accuracy != y.accuracy) return x.accuracy < y.accuracy;
+    return x.latency[0] > y.latency[0];
+  });
+  rank_of_subnet_.resize(num_subnets_);
+  const size_t nb = batch_sizes_.size();
+  accuracy_.resize(num_subnets_);
+  profiled_.resize(num_subnets_ * nb);
+  for (int r = 0; r < num_subnets_; ++r) {
+    const auto& s = profile.subnets[subnet_index_[r]];
+    rank_of_subnet_[subnet_index_[r]] = r;
+    accuracy_[r] = s.accuracy;
+    for (size_t b = 0; b < nb; ++b) profiled_[r * nb + b] = s.latency[b];
+  }
+  estimate_ = profiled_;
+  for (Nanos& e : estimate_) {
+    e = static_cast<Nanos>(static_cast<double>(e) * (1.0 + options_.unmeasured_margin));
+  }
+  measured_.assign(num_subnets_ * nb, RollingPercentile(options_.window, options_.quantile));
+  RebuildDerived();
+}
+
+void LatencyTable::RebuildDerived() {
+  const size_t nb = batch_sizes_.size();
+  min_latency_ = *std::min_element(estimate_.begin(), estimate_.end());
+  max_latency_ = *std::max_element(estimate_.begin(), estimate_.end());
+  suffix_min_.assign(nb * num_subnets_, 0);
+  for (size_t b = 0; b < nb; ++b) {
+    Nanos m = INT64_MAX;
+    for (int r = num_subnets_ - 1; r >= 0; --r) {
+      m = std::min(m, estimate_[r * nb + b]);
+      suffix_min_[b * num_subnets_ + r] = m;
+    }
+  }
+  ++version_;
+}
+
+int LatencyTable::HighestRankWithin(int batch_index, Nanos budget) const {
+  const Nanos* sm = &suffix_min_[static_cast<size_t>(batch_index) * num_subnets_];
+  if (sm[0] > budget) return -1;
+  // sm is non-decreasing in rank: the last rank with sm <= budget has its own
+  // latency equal to sm (the rank above it does not fit).
+  int lo = 0, hi = num_subnets_ - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (sm[mid] <= budget) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+int LatencyTable::LargestBatchWithin(int rank, Nanos budget) const {
+  for (int b = num_batches() - 1; b >= 0; --b) {
+    if (latency(rank, b) <= budget) return b;
+  }
+  return -1;
+}
+
+bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {
+  if (subnet_index < 0 || subnet_index >= num_subnets_ || batch_index < 0 ||
+      batch_index >= num_batches()) {
+    return false;
+  }
+  const size_t cell = static_cast<size_t>(rank_of_subnet_[subnet_index]) * batch_sizes_.size() +
+                      batch_index;
+  RollingPercentile& m = measured_[cell];
+  m.Add(measured);
+  if (m.count() < options_.min_samples) return false;
+  const double moved = static_cast<double>(m.value() - estimate_[cell]);
+  if (std::abs(moved) <= options_.min_relative_change * static_cast<double>(estimate_[cell])) {
+    return false;
+  }
+  estimate_[cell] = m.value();
+  RebuildDerived();
+  return true;
+}
+
+}  // namespace superserve

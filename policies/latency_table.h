@@ -1,0 +1,92 @@
+#ifndef SUPERSERVE_POLICIES_LATENCY_TABLE_H_
+#define SUPERSERVE_POLICIES_LATENCY_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/model_profile.h"
+#include "common/time.h"
+#include "policies/rolling_percentile.h"
+
+namespace superserve {
+
+// The latency estimate of every (subnet, batch size) tuple of one model: the
+// profiled latency until enough telemetry arrived for the tuple, then a
+// rolling high percentile of its recent measured execution times (profiles
+// drift: thermal state, co-located load, a different GPU). Subnets are
+// addressed by *accuracy rank* (0 = least accurate) because every policy
+// searches along accuracy; subnet_index(rank) maps back to the profile.
+class LatencyTable {
+ public:
+  struct Options {
+    size_t window = 64;        // measurements kept per tuple
+    double quantile = 0.99;    // the "high percentile"
+    size_t min_samples = 16;   // below this the profiled latency stands
+    // The estimate moves only when the percentile moved by more than this
+    // fraction: every move rebuilds derived tables (O(subnets x batches)).
+    double min_relative_change = 0.02;
+    // Until a tuple has min_samples measurements its estimate is the
+    // profiled latency times (1 + this): a profile is a mean, the high
+    // percentile it stands in for is larger.
+    double unmeasured_margin = 0.0;
+  };
+
+  LatencyTable(const ModelProfile& profile, Options options);
+  explicit LatencyTable(const ModelProfile& profile) : LatencyTable(profile, Options()) {}
+
+  int num_subnets() const { return num_subnets_; }
+  int num_batches() const { return static_cast<int>(batch_sizes_.size()); }
+  int32_t batch_size(int batch_index) const { return batch_sizes_[batch_index]; }
+  int32_t max_batch() const { return batch_sizes_.back(); }
+  // Smallest batch index whose size is >= n (n <= max_batch()).
+  int BatchIndexFor(int64_t n) const {
+    return n <= 1 ? 0 : static_cast<int>(batch_index_for_[n]);
+  }
+  int subnet_index(int rank) const { return subnet_index_[rank]; }
+  int rank_of_subnet(int subnet_index) const { return rank_of_subnet_[subnet_index]; }
+  double accuracy(int rank) const { return accuracy_[rank]; }
+
+  Nanos latency(int rank, int batch_index) const {
+    return estimate_[static_cast<size_t>(rank) * batch_sizes_.size() + batch_index];
+  }
+  // Fastest tuple overall (the drop threshold of accuracy-adaptive policies).
+  Nanos min_latency() const { return min_latency_; }
+  Nanos max_latency() const { return max_latency_; }
+
+  // Highest accuracy rank whose latency at batch_index is <= budget, or -1.
+  // O(log S) through a suffix minimum, exact even where corrected latencies
+  // are not monotonic in accuracy.
+  int HighestRankWithin(int batch_index, Nanos budget) const;
+  // Largest batch index whose latency for `rank` is <= budget, or -1.
+  int LargestBatchWithin(int rank, Nanos budget) const;
+
+  // Feeds one measured execution time of (subnet_index, batch_index).
+  // Returns true when the tuple's estimate changed.
+  bool Record(int subnet_index, int batch_index, Nanos measured);
+  // Bumped whenever an estimate changes, so that derived structures (buckets)
+  // know when to rebuild.
+  uint64_t version() const { return version_; }
+
+ private:
+  void RebuildDerived();
+
+  Options options_;
+  int num_subnets_ = 0;
+  std::vector<int32_t> batch_sizes_;
+  std::vector<uint8_t> batch_index_for_;  // n -> smallest batch index >= n
+  std::vector<int> subnet_index_;
+  std::vector<int> rank_of_subnet_;
+  std::vector<double> accuracy_;
+  std::vector<Nanos> profiled_;
+  std::vector<Nanos> estimate_;
+  std::vector<Nanos> suffix_min_;  // [batch][rank]: min latency over ranks >= rank
+  std::vector<RollingPercentile> measured_;
+  Nanos min_latency_ = 0;
+  Nanos max_latency_ = 0;
+  uint64_t version_ = 0;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_LATENCY_TABLE_H_

@@ -1,0 +1,67 @@
+#include "policies/profiled_policy.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace superserve {
+
+ProfiledPolicy::ProfiledPolicy(std::string name, const ModelProfile& profile,
+                               ProfiledPolicyOptions options)
+    : table_(profile, options.latency),
+      name_(std::move(name)),
+      options_(options),
+      overhead_samples_(options.overhead_window, options.overhead_quantile, /*stride=*/16),
+      overhead_(options.initial_overhead) {}
+
+Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
+  const EdfQueue& q = ctx.queue;
+  if (q.empty()) return Decision::Idle();
+  QueueView view;
+  // Drop rule: a query whose deadline falls before now + overhead + the
+  // fastest tuple cannot be served in time by anything this policy runs.
+  Nanos next_deadline = 0;
+  view.drop = static_cast<int32_t>(
+      q.CountDeadlinesBefore(ctx.now + overhead_ + FastestLatency(), &next_deadline));
+  view.pending = static_cast<int64_t>(q.size()) - view.drop;
+  if (view.pending == 0 || ctx.free_workers.empty()) return Decision::Idle(view.drop);
+  view.slack = next_deadline - ctx.now - overhead_;
+  Choice c = Choose(ctx, view);
+  if (c.wake_at > 0) return Decision::WakeAt(c.wake_at, view.drop);
+  if (c.rank < 0) return Decision::Idle(view.drop);
+  const int32_t shed = static_cast<int32_t>(std::min<int64_t>(c.shed, view.pending - 1));
+  if (shed > 0) {
+    view.drop += shed;
+    view.pending -= shed;
+  }
+  Decision d;
+  d.kind = Decision::Kind::kDispatch;
+  d.drop = view.drop;
+  d.batch_size = table_.batch_size(c.batch_index);
+  d.take = static_cast<int32_t>(std::min<int64_t>(view.pending, d.batch_size));
+  d.subnet_index = table_.subnet_index(c.rank);
+  d.worker = ctx.free_workers.front();  // lowest id: idle workers stay idle
+  return d;
+}
+
+ProfiledPolicy::Choice ProfiledPolicy::PartialBatch(int64_t n, Nanos slack,
+                                                    Choice fallback) const {
+  if (n >= table_.batch_size(fallback.batch_index)) return fallback;
+  Choice c;
+  c.batch_index = table_.BatchIndexFor(n);
+  c.rank = table_.HighestRankWithin(c.batch_index, slack);
+  return c.rank < 0 ? fallback : c;
+}
+
+void ProfiledPolicy::OnCompletion(const CompletionTelemetry& t) {
+  int bi = -1;
+  for (int b = 0; b < table_.num_batches(); ++b) {
+    if (table_.batch_size(b) == t.batch_size) bi = b;
+  }
+  if (bi >= 0 && t.exec > 0) table_.Record(t.subnet_index, bi, t.exec);
+  if (t.overhead >= 0 && t.subnet_index >= 0) {
+    overhead_samples_.Add(t.overhead);
+    overhead_ = overhead_samples_.value();
+  }
+}
+
+}  // namespace superserve

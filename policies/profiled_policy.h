@@ -1,0 +1,84 @@
+#ifndef SUPERSERVE_POLICIES_PROFILED_POLICY_H_
+#define SUPERSERVE_POLICIES_PROFILED_POLICY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/model_profile.h"
+#include "common/time.h"
+#include "policies/decision.h"
+#include "policies/latency_table.h"
+#include "policies/policy.h"
+#include "policies/rolling_percentile.h"
+
+namespace superserve {
+
+// Options every profile-driven policy shares.
+struct ProfiledPolicyOptions {
+  LatencyTable::Options latency;
+  // Dispatch overhead (RPC + transfer) assumed until telemetry reports it;
+  // afterwards a rolling high percentile of the measured overheads.
+  Nanos initial_overhead = Micros(500);
+  size_t overhead_window = 256;
+  double overhead_quantile = 0.99;
+};
+
+// What a profile-driven policy knows about the queue after the infeasible
+// head has been accounted for.
+struct QueueView {
+  int32_t drop = 0;      // head queries no tuple of this policy can save
+  int64_t pending = 0;   // queries left after the drop
+  Nanos slack = 0;       // first kept query's deadline - now - overhead
+};
+
+// The common half of SlackFit and the baselines: the latency table with its
+// online correction, the dispatch overhead estimate, the drop rule and the
+// decision's bookkeeping. Subclasses answer one question: which (subnet rank,
+// batch index) for `pending` queries with `slack` left.
+class ProfiledPolicy : public Policy {
+ public:
+  ProfiledPolicy(std::string name, const ModelProfile& profile, ProfiledPolicyOptions options);
+
+  std::string_view name() const override { return name_; }
+  Decision Decide(const SchedulingContext& ctx) override;
+  void OnCompletion(const CompletionTelemetry& t) override;
+
+  const LatencyTable& latencies() const { return table_; }
+  Nanos overhead_estimate() const { return overhead_; }
+
+ protected:
+  struct Choice {
+    int rank = -1;         // accuracy rank, -1 = nothing fits
+    int batch_index = -1;
+    // > 0: dispatch nothing now, ask again at this time (the policy waits
+    // for a fuller batch); rank and batch_index are then ignored.
+    Nanos wake_at = 0;
+    // Extra head queries to shed (answered DEADLINE_EXCEEDED) before taking
+    // the batch: an overload policy gives up queries only a tiny batch could
+    // still save, so that a full batch runs (see SlackFitOptions.rate_guard).
+    int32_t shed = 0;
+  };
+  // The fastest latency this policy can ever pick: a head whose slack is
+  // below it is dropped (DEADLINE_EXCEEDED).
+  virtual Nanos FastestLatency() const { return table_.min_latency(); }
+  // The tuple to run; `view.slack` >= FastestLatency(), view.pending >= 1.
+  virtual Choice Choose(const SchedulingContext& ctx, const QueueView& view) = 0;
+
+  // DESIGN.md's partial-batch rule: n queries pending, fewer than the chosen
+  // batch: the smallest profiled batch >= n with the most accurate subnet
+  // that still fits the slack; `fallback` when none does.
+  Choice PartialBatch(int64_t n, Nanos slack, Choice fallback) const;
+
+  LatencyTable table_;
+
+ private:
+  std::string name_;
+  ProfiledPolicyOptions options_;
+  RollingPercentile overhead_samples_;
+  Nanos overhead_;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_PROFILED_POLICY_H_

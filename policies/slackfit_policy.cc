@@ -1,0 +1,155 @@
+#include "policies/slackfit_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace superserve {
+
+namespace {
+// Bucket rebuilds cost O(subnets x batches); corrections arrive per batch.
+constexpr Nanos kRebuildInterval = Millis(50);
+}  // namespace
+
+SlackFitOptions SlackFitPolicy::Resolve(SlackFitOptions o) {
+  if (o.rate_guard) o.base.latency.unmeasured_margin = o.guard_unmeasured_margin;
+  return o;
+}
+
+std::string SlackFitPolicy::NameFor(const SlackFitOptions& o) {
+  if (o.rate_guard) return "slackfit-rg";
+  return o.partial_most_accurate ? "slackfit" : "slackfit-bp";
+}
+
+SlackFitPolicy::SlackFitPolicy(const ModelProfile& profile, SlackFitOptions options)
+    : ProfiledPolicy(NameFor(options), profile, Resolve(options).base),
+      options_(Resolve(options)),
+      buckets_(table_, options.num_buckets),
+      buckets_version_(table_.version()),
+      arrivals_(options.rate_window),
+      long_arrivals_(options.overload_window) {}
+
+void SlackFitPolicy::OnArrival(const Query& q, Nanos now) {
+  if (options_.rate_guard) {
+    arrivals_.Add(now);
+    long_arrivals_.Add(now);
+  }
+}
+
+void SlackFitPolicy::OnCompletion(const CompletionTelemetry& t) {
+  ProfiledPolicy::OnCompletion(t);
+  if (table_.version() != buckets_version_ && t.now - last_rebuild_ >= kRebuildInterval) {
+    buckets_.Build(table_, options_.num_buckets);
+    buckets_version_ = table_.version();
+    last_rebuild_ = t.now;
+  }
+}
+
+double SlackFitPolicy::Throughput(int64_t batch, int rank, int batch_index) const {
+  return static_cast<double>(batch) * kNanosPerSecond /
+         static_cast<double>(table_.latency(rank, batch_index));
+}
+
+ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx,
+                                              const QueueView& view) {
+  LatencyBuckets::Tuple t = buckets_.Lookup(view.slack);
+  Choice c{t.rank, t.batch_index};
+  if (c.rank < 0 || table_.latency(c.rank, c.batch_index) > view.slack) {
+    // Slack below the first bucket's upper bound (or a stale bucket after a
+    // correction): the largest batch of the fastest subnet that fits, then
+    // the most accurate subnet at that batch (MaxBatch's rule).
+    int b = table_.LargestBatchWithin(0, view.slack);
+    if (b < 0) b = 0;
+    int r = table_.HighestRankWithin(b, view.slack);
+    c = Choice{r < 0 ? 0 : r, b};
+  }
+  if (options_.partial_most_accurate) {
+    c = PartialBatch(view.pending, view.slack, c);
+  } else if (view.pending < table_.batch_size(c.batch_index)) {
+    c.batch_index = table_.BatchIndexFor(view.pending);
+  }
+  if (options_.rate_guard) c = RateGuard(ctx, view, c);
+  return c;
+}
+
+ProfiledPolicy::Choice SlackFitPolicy::RateGuard(const SchedulingContext& ctx,
+                                                 const QueueView& view, Choice chosen) {
+  const double rate = arrivals_.Rate(ctx.now);
+  if (rate <= 0) return chosen;
+  const int64_t workers = std::max<int64_t>(
+      1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
+  // Per-worker throughput every dispatch must sustain.
+  const double need = options_.guard_headroom * rate / static_cast<double>(workers);
+  const int64_t n = view.pending;
+  const int partial_bi = n >= table_.max_batch() ? -1 : table_.BatchIndexFor(n);
+  auto now_batch = [&](int bi) { return std::min<int64_t>(n, table_.batch_size(bi)); };
+  if (Throughput(now_batch(chosen.batch_index), chosen.rank, chosen.batch_index) >= need) {
+    return chosen;
+  }
+  // The most accurate subnet with a sustainable tuple: run now with what is
+  // queued, or (Symphony-style deferral) wait for the arrivals that fill a
+  // larger batch when the head's slack still covers the wait plus the run.
+  for (int r = table_.num_subnets() - 1; r >= 0; --r) {
+    Nanos best_wait = INT64_MAX;
+    Choice deferred;
+    for (int bi = table_.num_batches() - 1; bi >= 0; --bi) {
+      const Nanos l = table_.latency(r, bi);
+      const int64_t m = table_.batch_size(bi);
+      if (m <= n || bi == partial_bi) {  // runnable now
+        if (l <= view.slack && Throughput(now_batch(bi), r, bi) >= need) return Choice{r, bi};
+        continue;
+      }
+      const Nanos wait = static_cast<Nanos>(static_cast<double>(m - n) * kNanosPerSecond / rate);
+      if (wait + l <= view.slack && Throughput(m, r, bi) >= need && wait < best_wait) {
+        best_wait = wait;
+        deferred = Choice{r, bi, ctx.now + std::max<Nanos>(wait, 1)};
+      }
+    }
+    if (deferred.rank >= 0) return deferred;
+  }
+  // Nothing sustains the rate (overload). Serving the head with whatever
+  // fits its small slack is EDF's overload spiral: tiny batches, capacity
+  // collapses, every later head is just as late. Instead pick the tuple with
+  // the highest goodput, counting that a slower, fuller batch sheds the head
+  // queries whose deadlines it would miss. Shedding = 0 is among the options
+  // (the highest throughput that fits now, INFaaS's choice).
+  Choice best = chosen;
+  double best_goodput = Throughput(now_batch(chosen.batch_index), chosen.rank, chosen.batch_index);
+  double peak = 0;  // highest per-worker throughput of any tuple
+  for (int r = 0; r < table_.num_subnets(); ++r) {
+    for (int bi = 0; bi < table_.num_batches(); ++bi) {
+      peak = std::max(peak, Throughput(table_.batch_size(bi), r, bi));
+    }
+  }
+  const bool overloaded = long_arrivals_.Rate(ctx.now) >
+                          options_.shed_load_fraction * peak * static_cast<double>(workers);
+  // Ascending latency: the first tuple that sustains the rate sheds the
+  // fewest queries; without one, the highest goodput.
+  for (int bi = 0; bi < table_.num_batches(); ++bi) {
+    // The subnet with the highest throughput at this batch (ties: accuracy).
+    int r_best = -1;
+    for (int r = table_.num_subnets() - 1; r >= 0; --r) {
+      if (r_best < 0 || table_.latency(r, bi) < table_.latency(r_best, bi)) r_best = r;
+    }
+    const Nanos l = table_.latency(r_best, bi);
+    int64_t shed = 0;
+    if (l > view.slack) {
+      if (!overloaded) continue;
+      Nanos next = 0;
+      const Nanos cutoff = ctx.now + overhead_estimate() + l;
+      shed = static_cast<int64_t>(ctx.queue.CountDeadlinesBefore(cutoff, &next)) - view.drop;
+    }
+    const int64_t left = n - shed;
+    if (left <= 0) continue;
+    if (table_.batch_size(bi) > left && bi != table_.BatchIndexFor(left)) continue;
+    const double goodput = Throughput(std::min<int64_t>(left, table_.batch_size(bi)), r_best, bi);
+    if (goodput >= need) return Choice{r_best, bi, 0, static_cast<int32_t>(shed)};
+    if (goodput > best_goodput) {
+      best_goodput = goodput;
+      best = Choice{r_best, bi, 0, static_cast<int32_t>(shed)};
+    }
+  }
+  return best;
+}
+
+}  // namespace superserve

@@ -1,0 +1,125 @@
+#include "bench/sim/simulator.h"
+
+#include <string>
+
+#include "bench/sim/trace_generators.h"
+#include "gtest/gtest.h"
+#include "policies/policy_factory.h"
+#include "tests/policies/policy_test_util.h"
+
+namespace superserve {
+namespace {
+
+ModelProfile Profile() { return testing::ThreeSubnetProfile(); }
+
+std::unique_ptr<Policy> Make(const std::string& name, const ModelProfile& p) {
+  PolicyConfig c;
+  c.fixed_subnet_id = 102;
+  c.slackfit.num_buckets = 4;
+  auto policy = MakePolicy(name, p, c);
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return *std::move(policy);
+}
+
+TEST(SimulatorTest, SingleQueryRunsAtBatchOneOnTheMostAccurateSubnet) {
+  ModelProfile p = Profile();
+  auto policy = Make("slackfit", p);
+  SimulatorOptions o;
+  o.workers = 1;
+  o.slo = Millis(20);
+  o.dispatch_overhead = Micros(500);
+  std::vector<Nanos> arrivals = {Millis(1)};
+  auto r = Simulate(p, arrivals, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 1);
+  EXPECT_EQ(r->batches, 1);
+  EXPECT_DOUBLE_EQ(r->mean_accuracy(), 80);  // 4 ms + 0.5 ms fits 20 ms
+  EXPECT_EQ(r->p99_latency, Millis(4.5));
+}
+
+TEST(SimulatorTest, EveryQueryEndsExactlyOnceForEveryPolicy) {
+  ModelProfile p = Profile();
+  // Bursty overload for 3 workers, with two failures on the way.
+  auto arrivals = BurstyArrivals(500, 2500, 8, Seconds(5), 3);
+  for (const std::string& name : PolicyNames()) {
+    auto policy = Make(name, p);
+    SimulatorOptions o;
+    o.workers = 3;
+    o.slo = Millis(20);
+    o.noise_cv = 0.1;
+    o.worker_failures = {Seconds(1), Seconds(3)};
+    auto r = Simulate(p, arrivals, policy.get(), o);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status();
+    EXPECT_EQ(r->queries, static_cast<int64_t>(arrivals.size())) << name;
+    EXPECT_EQ(r->met + r->late + r->dropped, r->queries) << name;
+    int64_t met = 0, late = 0, dropped = 0, arrived = 0;
+    for (const auto& b : r->timeline) {
+      met += b.met;
+      late += b.late;
+      dropped += b.dropped;
+      arrived += b.arrivals;
+    }
+    EXPECT_EQ(met, r->met) << name;
+    EXPECT_EQ(late, r->late) << name;
+    EXPECT_EQ(dropped, r->dropped) << name;
+    EXPECT_EQ(arrived, r->queries) << name;
+    EXPECT_GT(r->met, 0) << name;
+    EXPECT_EQ(r->timeline.back().live_workers, 1) << name;
+  }
+}
+
+TEST(SimulatorTest, AllWorkersFailingDropsWhatIsLeft) {
+  ModelProfile p = Profile();
+  auto policy = Make("infaas", p);
+  SimulatorOptions o;
+  o.workers = 2;
+  o.worker_failures = {Seconds(1), Seconds(1)};
+  auto arrivals = PoissonArrivals(1000, Seconds(2), 5);
+  auto r = Simulate(p, arrivals, policy.get(), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->met + r->late + r->dropped, r->queries);
+  EXPECT_GT(r->dropped, r->queries / 3);  // the second half had no workers
+  EXPECT_LT(r->met, r->queries * 2 / 3);
+}
+
+TEST(SimulatorTest, SloBelowFastestTupleDropsEverything) {
+  ModelProfile p = Profile();
+  auto policy = Make("slackfit", p);
+  SimulatorOptions o;
+  o.slo = Micros(1200);  // < 0.5 ms overhead + 1 ms fastest tuple
+  auto arrivals = PoissonArrivals(100, Seconds(1), 2);
+  auto r = Simulate(p, arrivals, policy.get(), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->dropped, r->queries);
+  EXPECT_EQ(r->met, 0);
+}
+
+TEST(SimulatorTest, DeterministicForASeedAndNoiseDependsOnIt) {
+  ModelProfile p = Profile();
+  auto arrivals = BurstyArrivals(500, 1500, 4, Seconds(3), 8);
+  SimulatorOptions o;
+  o.workers = 2;
+  o.slo = Millis(15);
+  o.noise_cv = 0.3;
+  auto run = [&](uint64_t seed) {
+    auto policy = Make("slackfit", p);
+    o.seed = seed;
+    return *Simulate(p, arrivals, policy.get(), o);
+  };
+  SimulationResult a = run(1), b = run(1), c = run(2);
+  EXPECT_EQ(a.met, b.met);
+  EXPECT_EQ(a.late, b.late);
+  EXPECT_DOUBLE_EQ(a.accuracy_sum, b.accuracy_sum);
+  EXPECT_NE(a.accuracy_sum, c.accuracy_sum);
+}
+
+TEST(SimulatorTest, RejectsBadOptions) {
+  ModelProfile p = Profile();
+  auto policy = Make("slackfit", p);
+  SimulatorOptions o;
+  o.workers = 0;
+  EXPECT_FALSE(Simulate(p, {}, policy.get(), o).ok());
+}
+
+}  // namespace
+}  // namespace superserve

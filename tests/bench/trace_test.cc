@@ -1,0 +1,150 @@
+#include "bench/sim/trace.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "bench/sim/trace_generators.h"
+#include "gtest/gtest.h"
+
+namespace superserve {
+namespace {
+
+// Arrivals in [from, to) and their inter-arrival CV².
+std::vector<Nanos> Window(const std::vector<Nanos>& a, Nanos from, Nanos to) {
+  std::vector<Nanos> w;
+  for (Nanos t : a) {
+    if (t >= from && t < to) w.push_back(t);
+  }
+  return w;
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + name;
+}
+
+TEST(TraceGeneratorsTest, PoissonHasRateAndUnitCv2) {
+  auto a = PoissonArrivals(5000, Seconds(60), 3);
+  EXPECT_NEAR(a.size() / 60.0, 5000, 5000 * 0.01);
+  EXPECT_NEAR(InterArrivalCv2(a), 1.0, 0.03);
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  EXPECT_EQ(a, PoissonArrivals(5000, Seconds(60), 3));  // seeded
+  EXPECT_NE(a, PoissonArrivals(5000, Seconds(60), 4));
+}
+
+TEST(TraceGeneratorsTest, GammaHasRequestedCv2) {
+  for (double cv2 : {2.0, 4.0, 8.0}) {
+    auto a = GammaArrivals(4000, cv2, Seconds(100), 5);
+    EXPECT_NEAR(a.size() / 100.0, 4000, 4000 * 0.02) << cv2;
+    EXPECT_NEAR(InterArrivalCv2(a), cv2, cv2 * 0.08) << cv2;
+  }
+}
+
+TEST(TraceGeneratorsTest, BurstyIsBasePlusVariant) {
+  auto a = BurstyArrivals(1500, 5550, 8, Seconds(100), 9);
+  EXPECT_NEAR(a.size() / 100.0, 7050, 7050 * 0.02);
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  // The deterministic base alone has CV² 0; the gamma variant alone CV² 8.
+  auto base = BurstyArrivals(1500, 0, 8, Seconds(10), 9);
+  EXPECT_EQ(base.size(), 15000u);
+  EXPECT_NEAR(InterArrivalCv2(base), 0.0, 1e-6);
+  auto variant = BurstyArrivals(0, 5550, 8, Seconds(100), 9);
+  EXPECT_NEAR(InterArrivalCv2(variant), 8.0, 8 * 0.08);
+}
+
+TEST(TraceGeneratorsTest, TimeVaryingHoldsRampsAndHolds) {
+  // 2500 for 20 s, +500 q/s² for 8.6 s, then 6800 until 100 s.
+  auto a = TimeVaryingArrivals(2500, 6800, 500, 4, Seconds(20), Seconds(100), 11);
+  auto start = Window(a, 0, Seconds(20));
+  auto end = Window(a, Seconds(40), Seconds(100));
+  EXPECT_NEAR(start.size() / 20.0, 2500, 2500 * 0.05);
+  EXPECT_NEAR(end.size() / 60.0, 6800, 6800 * 0.03);
+  EXPECT_NEAR(InterArrivalCv2(end), 4.0, 4 * 0.12);
+  EXPECT_DOUBLE_EQ(TimeVaryingRate(2500, 6800, 500, Seconds(20), Seconds(24)), 4500);
+  EXPECT_DOUBLE_EQ(TimeVaryingRate(2500, 6800, 500, Seconds(20), Seconds(90)), 6800);
+}
+
+TEST(TraceGeneratorsTest, SyntheticMafHitsTargetMeanWithDiurnalSwing) {
+  MafOptions o;
+  o.mean_rate = 4000;
+  o.duration = Seconds(120);
+  auto a = MafArrivals(o);
+  ASSERT_TRUE(a.ok());
+  EXPECT_NEAR(a->size() / 120.0, 4000, 4000 * 0.08);
+  // Afternoon peak (minute ~960 -> 80 s) busier than the night (minute ~240 -> 20 s).
+  auto night = Window(*a, Seconds(15), Seconds(25));
+  auto peak = Window(*a, Seconds(75), Seconds(85));
+  EXPECT_GT(peak.size(), 1.3 * night.size());
+}
+
+TEST(TraceGeneratorsTest, ReplaysAzureFunctionsMinuteCounts) {
+  std::string path = TempPath("maf_d01.csv");
+  {
+    std::ofstream f(path);
+    f << "HashOwner,HashApp,HashFunction,Trigger";
+    for (int m = 1; m <= 1440; ++m) f << "," << m;
+    f << "\n";
+    for (int fn = 0; fn < 2; ++fn) {
+      f << "o,a,f" << fn << ",http";
+      // First half of the day 1 invocation/min per function, second half 3.
+      for (int m = 0; m < 1440; ++m) f << "," << (m < 720 ? 1 : 3);
+      f << "\n";
+    }
+  }
+  auto counts = ReadMafMinuteCounts(path);
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ((*counts)[0], 2);
+  EXPECT_EQ((*counts)[1439], 6);
+  MafOptions o;
+  o.file = path;
+  o.mean_rate = 2000;
+  o.duration = Seconds(60);
+  auto a = MafArrivals(o);
+  ASSERT_TRUE(a.ok());
+  EXPECT_NEAR(a->size() / 60.0, 2000, 2000 * 0.03);
+  auto first = Window(*a, 0, Seconds(30)), second = Window(*a, Seconds(30), Seconds(60));
+  EXPECT_NEAR(static_cast<double>(second.size()) / first.size(), 3.0, 0.2);
+  o.file = TempPath("missing.csv");
+  EXPECT_FALSE(MafArrivals(o).ok());
+}
+
+TEST(TraceTest, CsvRoundTripWithOptionalColumns) {
+  Trace t;
+  t.arrivals = {0, 1500, 1500, Micros(2000) + 7};
+  t.app_names = {"cam", "bot"};
+  t.app = {0, 1, 0, 1};
+  std::string path = TempPath("trace.csv");
+  ASSERT_TRUE(t.WriteCsv(path).ok());
+  auto r = Trace::ReadCsv(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->arrivals, t.arrivals);
+  ASSERT_EQ(r->app.size(), 4u);
+  EXPECT_EQ(r->app_names[r->app[3]], "bot");
+  EXPECT_TRUE(r->model.empty());
+}
+
+TEST(TraceTest, RejectsBadFiles) {
+  std::string path = TempPath("bad.csv");
+  {
+    std::ofstream f(path);
+    f << "time\n1\n";
+  }
+  auto r = Trace::ReadCsv(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("arrival_us"), std::string::npos);
+  {
+    std::ofstream f(path);
+    f << "arrival_us\n10\n5\n";
+  }
+  r = Trace::ReadCsv(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("line 3"), std::string::npos);
+  {
+    std::ofstream f(path);
+    f << "arrival_us\nabc\n";
+  }
+  EXPECT_FALSE(Trace::ReadCsv(path).ok());
+}
+
+}  // namespace
+}  // namespace superserve

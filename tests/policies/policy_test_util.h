@@ -1,0 +1,44 @@
+#ifndef SUPERSERVE_TESTS_POLICIES_POLICY_TEST_UTIL_H_
+#define SUPERSERVE_TESTS_POLICIES_POLICY_TEST_UTIL_H_
+
+#include <vector>
+
+#include "common/model_profile.h"
+#include "policies/edf_queue.h"
+
+namespace superserve::testing {
+
+// A profile built by hand: one subnet per row of latencies in milliseconds
+// (one per batch size), accuracy from `accuracies`. Subnet ids are 100 + i.
+inline ModelProfile HandProfile(const std::vector<int32_t>& batches,
+                                const std::vector<double>& accuracies,
+                                const std::vector<std::vector<double>>& latency_ms) {
+  ModelProfile p;
+  p.model = "hand";
+  p.batch_sizes = batches;
+  for (size_t i = 0; i < accuracies.size(); ++i) {
+    SubnetProfile s;
+    s.id = 100 + static_cast<int32_t>(i);
+    s.accuracy = accuracies[i];
+    for (double ms : latency_ms[i]) s.latency.push_back(Millis(ms));
+    p.subnets.push_back(s);
+  }
+  return p;
+}
+
+// Three subnets (70, 75, 80 %), batches 1..8. With K = 4 buckets the width is
+// 4.25 ms over [1, 18] ms and the buckets' best tuples are
+// (70 %, 8) | (75 %, 8) | (80 %, 4) | (80 %, 8).
+inline ModelProfile ThreeSubnetProfile() {
+  return HandProfile({1, 2, 4, 8}, {70, 75, 80},
+                     {{1, 1.5, 2.5, 4.5}, {2, 3, 5, 9}, {4, 6, 10, 18}});
+}
+
+// Queue of n queries, all with deadline `deadline` (ids 1..n).
+inline void FillQueue(EdfQueue* q, int n, Nanos deadline) {
+  for (int i = 1; i <= n; ++i) q->Push({static_cast<QueryId>(i), 0, 0, deadline});
+}
+
+}  // namespace superserve::testing
+
+#endif  // SUPERSERVE_TESTS_POLICIES_POLICY_TEST_UTIL_H_
