@@ -1,5 +1,6 @@
 #include "models/ofa_resnet.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -15,6 +16,16 @@ using ::testing::HasSubstr;
 
 std::string TempPath(const std::string& name) {
   return testing::TempDir() + "/" + name + "_" + std::to_string(getpid()) + ".pt";
+}
+
+// fp32 agreement of two computations of the same network that differ only in
+// rounding order (a fused multiply-add in ATen's batch norm, our SubnetNorm
+// kernel without): rtol 1e-4 plus an absolute slack of 1e-5 of the output's
+// scale, since deep random-weight nets reach logits in the hundreds. A wrong
+// weight slice or statistics slot changes outputs by O(1) relative.
+bool CloseFp32(const torch::Tensor& got, const torch::Tensor& want) {
+  const double scale = std::max(1.0, want.abs().max().item<double>());
+  return torch::allclose(got, want, 1e-4, 1e-5 * scale);
 }
 
 // Calibrates every slot on its own random batches so that statistics are
@@ -44,8 +55,8 @@ void ExpectActuatedEqualsExtracted(OfaResNet& model, int64_t batch, int64_t size
     torch::Tensor dense = (*extracted)->Forward(x);
     ASSERT_EQ(actuated.sizes(), dense.sizes());
     EXPECT_EQ(actuated.size(1), model.config().num_classes);
-    EXPECT_TRUE(torch::allclose(actuated, dense, 1e-4, 1e-4))
-        << "slot " << s << " " << arch->DebugString() << " max diff "
+    EXPECT_TRUE(CloseFp32(actuated, dense))
+        << "slot " << s << " " << arch->DebugString() << " max abs " << dense.abs().max().item<float>() << " max diff "
         << (actuated - dense).abs().max().item<float>();
   }
 }
@@ -107,8 +118,8 @@ TEST(OfaResNetTest, TwoSlotsKeepTheirOwnStatistics) {
   ASSERT_TRUE(model.Actuate(t1).ok());
   torch::Tensor y1 = model.Forward(x);
   EXPECT_FALSE(torch::allclose(y0, y1, 1e-3, 1e-3));  // statistics differ
-  EXPECT_TRUE(torch::allclose(y0, (*model.Extract(t0))->Forward(x), 1e-4, 1e-4));
-  EXPECT_TRUE(torch::allclose(y1, (*model.Extract(t1))->Forward(x), 1e-4, 1e-4));
+  EXPECT_TRUE(CloseFp32(y0, (*model.Extract(t0))->Forward(x)));
+  EXPECT_TRUE(CloseFp32(y1, (*model.Extract(t1))->Forward(x)));
   ASSERT_TRUE(model.Actuate(t0).ok());  // switching back restores slot 0 exactly
   EXPECT_TRUE(torch::equal(model.Forward(x), y0));
 }

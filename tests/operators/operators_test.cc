@@ -41,6 +41,20 @@ TEST(WeightSliceConv2dTest, RejectsWidthsBeyondTheWeight) {
   EXPECT_THROW(conv(torch::randn({1, 8, 4, 4}), 0), c10::Error);
 }
 
+TEST(WeightSliceConv2dTest, InferenceViewsFollowTheWeights) {
+  WeightSliceConv2d conv(8, 8, 3, 1);
+  torch::NoGradGuard g;
+  torch::Tensor x = torch::randn({1, 5, 6, 6});
+  torch::Tensor first = conv(x, 6);
+  conv(torch::randn({1, 8, 6, 6}), 8);  // a second cached width pair
+  conv->weight.mul_(2);                 // in-place update (optimizer step)
+  EXPECT_TRUE(torch::allclose(conv(x, 6), first * 2, 1e-5, 1e-5));
+  conv->weight.set_(torch::randn({8, 8, 3, 3}));  // storage replaced (checkpoint load)
+  torch::Tensor want = torch::conv2d(x, conv->weight.slice(0, 0, 6).slice(1, 0, 5).clone(), {},
+                                     1, 1);
+  EXPECT_TRUE(torch::allclose(conv(x, 6), want, 1e-5, 1e-5));
+}
+
 TEST(WeightSliceLinearTest, EqualsDenseLinearWithCopiedPrefix) {
   WeightSliceLinear fc(32, 10);
   torch::Tensor x = torch::randn({3, 20});
@@ -81,6 +95,50 @@ TEST(SubnetNormTest, EachSlotUsesItsOwnStatisticsAndSharedAffine) {
                               ManualNorm(x6, m2, v2, norm->weight.slice(0, 0, 6),
                                          norm->bias.slice(0, 0, 6)),
                               1e-5, 1e-5));
+}
+
+TEST(SubnetNormTest, HalfStorageUsesTheRoundedStatisticsInPlace) {
+  SubnetNorm norm(6, 1e-5, torch::kHalf);
+  norm->ResetSlots({6});
+  EXPECT_EQ(norm->mean_storage.scalar_type(), torch::kHalf);
+  torch::Tensor m = torch::randn({6}), v = torch::rand({6}) + 0.5;
+  norm->SetSlotStatistics(0, m, v);
+  torch::Tensor x = torch::randn({2, 6, 3, 3});
+  torch::Tensor want = ManualNorm(x, m.to(torch::kHalf).to(torch::kFloat),
+                                  v.to(torch::kHalf).to(torch::kFloat), norm->weight.detach(),
+                                  norm->bias.detach());
+  {
+    torch::NoGradGuard g;  // raw-pointer inference kernel
+    EXPECT_TRUE(torch::allclose(norm(x, 0), want, 1e-5, 1e-5));
+  }
+  // Grad mode takes the differentiable ATen path; same numbers.
+  EXPECT_TRUE(torch::allclose(norm(x, 0).detach(), want, 1e-5, 1e-5));
+  EXPECT_THROW(norm->SetSlotStatistics(0, m, v * 1e5), c10::Error);  // beyond float16
+  EXPECT_THROW(norm->SetSlotStatistics(0, m, -v), c10::Error);       // negative variance
+}
+
+TEST(SubnetNormTest, InferenceKernelMatchesDenseBatchNormToRounding) {
+  SubnetNorm norm(32);
+  norm->ResetSlots({32});
+  norm->SetSlotStatistics(0, torch::randn({32}), torch::rand({32}) + 0.1);
+  torch::nn::BatchNorm2d dense(32);
+  torch::NoGradGuard g;
+  dense->weight.uniform_(0.5, 1.5);
+  dense->bias.uniform_(-1, 1);
+  norm->weight.copy_(dense->weight);
+  norm->bias.copy_(dense->bias);
+  dense->running_mean.copy_(norm->SlotMean(0));
+  dense->running_var.copy_(norm->SlotVar(0));
+  dense->eval();
+  for (int64_t w : {8, 9}) {  // with and without a vector tail
+    torch::Tensor x = torch::randn({3, 32, 7, w});
+    torch::Tensor a = norm(x, 0), b = dense(x);
+    // Same folded formula; ATen rounds the per-channel terms slightly
+    // differently, so allow one or two ulps.
+    EXPECT_TRUE(torch::allclose(a, b, 1e-6, 2e-6)) << "width " << w << " max diff "
+                                    << (a - b).abs().max().item<float>() << " where "
+                                    << (a != b).nonzero().size(0) << " elements differ";
+  }
 }
 
 TEST(SubnetNormTest, RejectsUnknownSlotsAndWrongWidths) {
