@@ -7,7 +7,9 @@
 //   memory:    one supernet serving 500 subnets vs six extracted subnets
 //              spanning the size (accuracy) range (ImageNet size).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -152,34 +154,42 @@ int RunOverhead(const BenchmarkArgs& args) {
         (*model)->Forward(x);
         (*extracted)->Forward(x);
       }
-      std::vector<double> actuated_us, dense_us;
+      std::vector<double> actuated_us, dense_us, paired;
       auto time = [&](auto&& fn) {
         Nanos t0 = RealClock::Get()->Now();
         for (int i = 0; i < iters; ++i) fn();
         return ToMicros(RealClock::Get()->Now() - t0) / iters;
       };
-      for (int r = 0; r < 30; ++r) {  // interleaved, alternating which goes first
-        auto run_actuated = [&] { actuated_us.push_back(time([&] { (*model)->Forward(x); })); };
-        auto run_dense = [&] { dense_us.push_back(time([&] { (*extracted)->Forward(x); })); };
+      for (int r = 0; r < 40; ++r) {  // interleaved, alternating which goes first
+        double a = 0, d = 0;
         if (r % 2 == 0) {
-          run_actuated();
-          run_dense();
+          a = time([&] { (*model)->Forward(x); });
+          d = time([&] { (*extracted)->Forward(x); });
         } else {
-          run_dense();
-          run_actuated();
+          d = time([&] { (*extracted)->Forward(x); });
+          a = time([&] { (*model)->Forward(x); });
         }
+        actuated_us.push_back(a);
+        dense_us.push_back(d);
+        paired.push_back(a / d);
       }
+      // The median of per-round ratios: each round's two timings share the
+      // machine's load at that moment, which the shared box changes a lot.
       const double a = Percentile(actuated_us, 0.5), d = Percentile(dense_us, 0.5);
-      const double ratio = a / d;
+      const double ratio = Percentile(paired, 0.5);
       worst = std::max(worst, ratio);
-      std::printf("%-8s batch %2lld: actuated %8.1f us, extracted %8.1f us, ratio %.3f\n", s.name,
-                  static_cast<long long>(batch), a, d, ratio);
+      std::printf("%-8s batch %2lld: actuated %8.1f us, extracted %8.1f us (p50), paired ratio "
+                  "p50 %.3f [p25 %.3f, p75 %.3f]\n",
+                  s.name, static_cast<long long>(batch), a, d, ratio, Percentile(paired, 0.25),
+                  Percentile(paired, 0.75));
       cases.push_back(JsonWriter()
                           .Add("subnet", s.name)
                           .Add("batch", batch)
                           .Add("actuated_us_p50", a)
                           .Add("extracted_us_p50", d)
-                          .Add("ratio", ratio));
+                          .Add("ratio", ratio)
+                          .Add("ratio_p25", Percentile(paired, 0.25))
+                          .Add("ratio_p75", Percentile(paired, 0.75)));
       json.Add(std::string("ratio_") + s.name + "_b" + std::to_string(batch), ratio);
     }
   }
@@ -189,46 +199,122 @@ int RunOverhead(const BenchmarkArgs& args) {
   return 0;
 }
 
+// Six subnets spanning the size (and so accuracy) range evenly: the smallest,
+// the largest and the four whose parameter counts are closest to the evenly
+// spaced sizes in between, found among seeded candidates whose choices are
+// biased from small to large (uniform sampling rarely yields large subnets).
+std::vector<ControlTuple> EvenlySpacedArchitectures(const OfaResNetConfig& c, uint64_t seed) {
+  const double lo = models::SubnetParameterCount(c, models::SmallestArchitecture(c));
+  const double hi = models::SubnetParameterCount(c, models::LargestArchitecture(c));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::normal_distribution<double> jitter(0, 0.25);
+  auto pick = [&](const auto& choices, double bias) {
+    double u = std::clamp(bias + jitter(rng), 0.0, 0.999);
+    return choices[static_cast<size_t>(u * choices.size())];
+  };
+  std::vector<ControlTuple> best(4);
+  std::vector<double> best_gap(4, 1e300);
+  for (int n = 0; n < 20000; ++n) {
+    const double bias = unit(rng);
+    ControlTuple t;
+    for (int64_t s = 0; s < c.num_stages(); ++s) t.depths.push_back(pick(c.depth_choices, bias));
+    for (int64_t b = 0; b < c.num_blocks(); ++b) {
+      t.expand_ratios.push_back(pick(c.expand_ratio_choices, bias));
+    }
+    for (int64_t s = 0; s <= c.num_stages(); ++s) {
+      t.width_multipliers.push_back(pick(c.width_multiplier_choices, bias));
+    }
+    t = models::Canonicalize(c, t);
+    const double p = models::SubnetParameterCount(c, t);
+    for (int k = 0; k < 4; ++k) {
+      const double gap = std::abs(p - (lo + (k + 1) * (hi - lo) / 5));
+      if (gap < best_gap[k]) {
+        best_gap[k] = gap;
+        best[k] = t;
+      }
+    }
+  }
+  std::vector<ControlTuple> six = {models::SmallestArchitecture(c)};
+  six.insert(six.end(), best.begin(), best.end());
+  six.push_back(models::LargestArchitecture(c));
+  return six;
+}
+
+struct MemoryResult {
+  double supernet_mb = 0, statistics_mb = 0, even_mb = 0, quantile_mb = 0;
+  std::vector<double> even_each, quantile_each;
+};
+
+absl::StatusOr<MemoryResult> MeasureMemory(models::StatisticsPrecision precision) {
+  OfaResNetConfig c = OfaResNetConfig::ImageNetResNet50();
+  c.statistics_precision = precision;
+  auto model = OfaResNet::Create(c, 3);
+  if (!model.ok()) return model.status();
+  // 500 slots: the six evenly spaced subnets plus 494 uniformly sampled ones.
+  std::vector<ControlTuple> archs = EvenlySpacedArchitectures(c, 3);
+  std::vector<ControlTuple> sampled = *models::SampleArchitectures(c, 494, 3);
+  archs.insert(archs.end(), sampled.begin(), sampled.end());
+  for (size_t i = 0; i < archs.size(); ++i) archs[i].subnet_id = static_cast<int32_t>(i);
+  if (auto s = (*model)->SetSlots(archs); !s.ok()) return s;
+  const double mb = 1024.0 * 1024.0;
+  MemoryResult r;
+  r.supernet_mb = (*model)->ResidentBytes() / mb;
+  r.statistics_mb = (*model)->StatisticsBytes() / mb;
+  // Alternative span: smallest, largest and the 20/40/60/80th percentiles of
+  // parameter count among the 500 slots (mostly mid-size subnets).
+  std::vector<int> by_size = SlotsBySize(c, archs);
+  std::vector<int> quantile = {by_size.front()};
+  for (double q : {0.2, 0.4, 0.6, 0.8}) quantile.push_back(by_size[static_cast<size_t>(q * 499)]);
+  quantile.push_back(by_size.back());
+  for (int slot = 0; slot < 6; ++slot) {
+    auto e = (*model)->Extract(archs[slot]);
+    if (!e.ok()) return e.status();
+    r.even_each.push_back((*e)->ResidentBytes() / mb);
+    r.even_mb += r.even_each.back();
+  }
+  for (int slot : quantile) {
+    auto e = (*model)->Extract(archs[slot]);
+    if (!e.ok()) return e.status();
+    r.quantile_each.push_back((*e)->ResidentBytes() / mb);
+    r.quantile_mb += r.quantile_each.back();
+  }
+  return r;
+}
+
 int RunMemory(const BenchmarkArgs& args) {
   torch::NoGradGuard no_grad;
-  const OfaResNetConfig c = OfaResNetConfig::ImageNetResNet50();
-  auto model = OfaResNet::Create(c, 3);
-  if (!model.ok()) return Fail("create", model.status());
-  std::vector<ControlTuple> archs = SlotArchitectures(c, 500, 3);
-  if (auto s = (*model)->SetSlots(archs); !s.ok()) return Fail("slots", s);
-  const double mb = 1024.0 * 1024.0;
-  const double supernet = (*model)->ResidentBytes() / mb;
-  const double stats = (*model)->StatisticsBytes() / mb;
-  // Six subnets spanning the range: smallest, largest, and the slots at the
-  // 20/40/60/80th percentiles of parameter count among the 500.
-  std::vector<int> by_size = SlotsBySize(c, archs);
-  std::vector<int> six = {by_size.front()};
-  for (double q : {0.2, 0.4, 0.6, 0.8}) six.push_back(by_size[static_cast<size_t>(q * 499)]);
-  six.push_back(by_size.back());
-  double separate = 0;
-  std::vector<double> each;
-  for (int slot : six) {
-    auto e = (*model)->Extract(archs[slot]);
-    if (!e.ok()) return Fail("extract", e.status());
-    each.push_back((*e)->ResidentBytes() / mb);
-    separate += each.back();
-  }
-  const double ratio = separate / supernet;
-  std::printf("supernet with 500 slots: %.1f MB (weights+affine %.1f MB, statistics %.1f MB)\n",
-              supernet, supernet - stats, stats);
-  std::printf("six extracted subnets: %.1f MB (", separate);
-  for (double e : each) std::printf(" %.1f", e);
-  std::printf(" ); ratio %.2f\n", ratio);
+  auto half = MeasureMemory(models::StatisticsPrecision::kFloat16);
+  if (!half.ok()) return Fail("float16 statistics", half.status());
+  auto full = MeasureMemory(models::StatisticsPrecision::kFloat32);
+  if (!full.ok()) return Fail("float32 statistics", full.status());
+  auto print = [](const char* name, const MemoryResult& r) {
+    std::printf("%s: supernet with 500 slots %.1f MB (weights+affine %.1f MB, statistics %.1f "
+                "MB); six evenly spaced subnets %.1f MB (",
+                name, r.supernet_mb, r.supernet_mb - r.statistics_mb, r.statistics_mb, r.even_mb);
+    for (double e : r.even_each) std::printf(" %.1f", e);
+    std::printf(" ) ratio %.2f; six quantile subnets %.1f MB (", r.even_mb / r.supernet_mb,
+                r.quantile_mb);
+    for (double e : r.quantile_each) std::printf(" %.1f", e);
+    std::printf(" ) ratio %.2f\n", r.quantile_mb / r.supernet_mb);
+  };
+  print("float16 statistics (default)", *half);
+  print("float32 statistics", *full);
   if (args.json) {
     std::printf("%s\n", JsonWriter()
                             .Add("benchmark", "memory")
-                            .Add("supernet_mb", supernet)
-                            .Add("supernet_weights_mb", supernet - stats)
-                            .Add("supernet_statistics_mb", stats)
-                            .Add("separate_mb", separate)
-                            .AddArray("separate_each_mb", each)
-                            .Add("ratio", ratio)
-                            .Add("slots", static_cast<int64_t>(archs.size()))
+                            .Add("slots", static_cast<int64_t>(500))
+                            .Add("supernet_mb", half->supernet_mb)
+                            .Add("supernet_statistics_mb", half->statistics_mb)
+                            .Add("separate_mb", half->even_mb)
+                            .AddArray("separate_each_mb", half->even_each)
+                            .Add("ratio", half->even_mb / half->supernet_mb)
+                            .Add("ratio_quantile_six", half->quantile_mb / half->supernet_mb)
+                            .Add("separate_quantile_mb", half->quantile_mb)
+                            .Add("supernet_fp32_statistics_mb", full->supernet_mb)
+                            .Add("ratio_fp32_statistics", full->even_mb / full->supernet_mb)
+                            .Add("ratio_fp32_statistics_quantile_six",
+                                 full->quantile_mb / full->supernet_mb)
                             .ToString()
                             .c_str());
   }
