@@ -1,13 +1,13 @@
 #include "models/ofa_resnet.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
 
 namespace superserve::models {
 namespace {
@@ -56,7 +56,8 @@ void ExpectActuatedEqualsExtracted(OfaResNet& model, int64_t batch, int64_t size
     ASSERT_EQ(actuated.sizes(), dense.sizes());
     EXPECT_EQ(actuated.size(1), model.config().num_classes);
     EXPECT_TRUE(CloseFp32(actuated, dense))
-        << "slot " << s << " " << arch->DebugString() << " max abs " << dense.abs().max().item<float>() << " max diff "
+        << "slot " << s << " " << arch->DebugString() << " max abs "
+        << dense.abs().max().item<float>() << " max diff "
         << (actuated - dense).abs().max().item<float>();
   }
 }
