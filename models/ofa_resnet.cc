@@ -171,14 +171,9 @@ struct OfaResNet::Impl {
         }
         for (size_t l = 0; l < net->norms.size(); ++l) net->norms[l]->ResetSlots(per_layer[l]);
         slots = canonical;
-        if (active.subnet_id != kNoSlot) {
-          active.subnet_id = kNoSlot;  // the old slot's statistics are gone
-          if (!training) {
-            training = true;  // nothing valid to infer with until the next Actuate
-            SetNormMode(NormMode::kBatchStatistics);
-            net->train();
-          }
-        }
+        // The old slot's statistics are gone; the mode stays, and inference
+        // refuses to run until the next Actuate names a new slot.
+        active.subnet_id = kNoSlot;
       } else {
         for (const ControlTuple& a : canonical) {
           auto c = net->NormChannels(ShapeOf(config, a));

@@ -166,6 +166,23 @@ TEST(OfaResNetTest, BadControlTuplesAreRejectedAndLeaveTheActiveSubnet) {
   EXPECT_FALSE(model->Infer(torch::randn({1, 3, 28, 28})).ok());  // wrong channel count
 }
 
+TEST(OfaResNetTest, ReplacingSlotsRequiresANewActuationBeforeInference) {
+  auto model = FashionMnistWithSlots(3, 51);
+  model->Eval();
+  ASSERT_TRUE(model->Actuate(*model->SlotArchitecture(2)).ok());
+  torch::Tensor x = torch::randn({1, 1, 28, 28});
+  ASSERT_TRUE(model->Infer(x).ok());
+  auto archs = SampleArchitectures(model->config(), 2, 52);
+  ASSERT_TRUE(model->SetSlots(*archs).ok());
+  EXPECT_EQ(model->NumSlots(), 2);
+  EXPECT_FALSE(model->is_training());
+  auto stale = model->Infer(x);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_THAT(std::string(stale.status().message()), HasSubstr("needs an actuated slot"));
+  ASSERT_TRUE(model->Actuate((*archs)[1]).ok());
+  EXPECT_TRUE(model->Infer(x).ok());
+}
+
 TEST(OfaResNetTest, SaveAndLoadKeepWeightsStatisticsAndSlots) {
   auto model = FashionMnistWithSlots(3, 31);
   CalibrateAll(*model, 28, 400);
