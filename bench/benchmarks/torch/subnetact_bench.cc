@@ -150,6 +150,14 @@ int RunOverhead(const BenchmarkArgs& args) {
     for (int64_t batch : {1, 16}) {
       torch::Tensor x = torch::randn({batch, 1, 28, 28});
       const int iters = batch == 1 ? 20 : 4;
+      {  // both sides must compute the same function, or the timing means nothing
+        torch::Tensor a = (*model)->Forward(x), d = (*extracted)->Forward(x);
+        const double scale = std::max(1.0, d.abs().max().item<double>());
+        if (!torch::allclose(a, d, 1e-4, 1e-5 * scale)) {
+          std::fprintf(stderr, "overhead: actuated and extracted %s subnets disagree\n", s.name);
+          return 1;
+        }
+      }
       for (int w = 0; w < 5; ++w) {
         (*model)->Forward(x);
         (*extracted)->Forward(x);
