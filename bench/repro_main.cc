@@ -13,7 +13,6 @@
 #include "absl/strings/str_format.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/trace_generators.h"
-#include "bench/dashed_flags.h"
 #include "common/init.h"
 #include "common/model_profile.h"
 #include "common/progress.h"
@@ -223,7 +222,6 @@ int Main() {
 }  // namespace superserve
 
 int main(int argc, char** argv) {
-  superserve::AcceptDashedFlagNames(argc, argv);
   superserve::InitMain(argc, argv,
                        "superserve-repro [--out DIR] [--duration-s S] [--only EXPERIMENT]\n\n"
                        "Runs SuperServe's simulated experiments and our additions; writes "

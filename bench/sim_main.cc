@@ -9,7 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/trace.h"
-#include "bench/dashed_flags.h"
+#include "common/dashed_flags.h"
 #include "common/init.h"
 #include "common/json_writer.h"
 #include "common/model_profile.h"

@@ -6,7 +6,6 @@
 #include "absl/flags/flag.h"
 #include "bench/sim/trace.h"
 #include "bench/sim/trace_generators.h"
-#include "bench/dashed_flags.h"
 #include "common/init.h"
 #include "common/json_writer.h"
 
@@ -26,7 +25,6 @@ ABSL_FLAG(std::string, maf_file, "",
 ABSL_FLAG(bool, json, false, "End with one JSON object on the last line.");
 
 int main(int argc, char** argv) {
-  superserve::AcceptDashedFlagNames(argc, argv);
   auto args = superserve::InitMain(
       argc, argv,
       "superserve-trace bursty|time-varying|poisson|maf --out FILE [flags]\n\nWrites a seeded "

@@ -8,6 +8,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "common/dashed_flags.h"
 #include "common/logging.h"
 
 ABSL_FLAG(std::string, log_level, "info", "Minimum log level: debug, info, warning, error.");
@@ -15,6 +16,7 @@ ABSL_FLAG(std::string, log_level, "info", "Minimum log level: debug, info, warni
 namespace superserve {
 
 std::vector<std::string> InitMain(int argc, char** argv, const std::string& usage) {
+  AcceptDashedFlagNames(argc, argv);
   absl::SetProgramUsageMessage(usage);
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];

@@ -5,7 +5,6 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "common/dashed_flags.h"
 #include "common/init.h"
 #include "common/logging.h"
 #include "common/shutdown_signal.h"
@@ -39,7 +38,6 @@ int main(int argc, char** argv) {
       "dispatches it to a worker (workers dial in over WorkerLink). Also serves Admin,\n"
       "grpc.health.v1, server reflection and Prometheus metrics.\nPolicies: ");
   for (const auto& name : PolicyFactory::Global().Names()) absl::StrAppend(&usage, name, " ");
-  AcceptDashedFlagNames(argc, argv);
   InitMain(argc, argv, usage);
 
   InstallShutdownSignalHandlers();

@@ -18,7 +18,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
-#include "common/dashed_flags.h"
 #include "common/idx_reader.h"
 #include "common/init.h"
 #include "common/logging.h"
@@ -268,7 +267,6 @@ int Main() {
 }  // namespace superserve
 
 int main(int argc, char** argv) {
-  superserve::AcceptDashedFlagNames(argc, argv);
   superserve::InitMain(argc, argv,
                        "superserve-demo-model --out REPO [--name NAME] [--train-seconds S]\n\n"
                        "Trains, calibrates and profiles a small Fashion-MNIST OFA-ResNet supernet\n"

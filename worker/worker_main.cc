@@ -7,7 +7,6 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/dashed_flags.h"
 #include "common/init.h"
 #include "common/logging.h"
 #include "common/shutdown_signal.h"
@@ -29,7 +28,6 @@ ABSL_FLAG(double, connect_timeout_s, 30, "How long to wait for the router at sta
 
 int main(int argc, char** argv) {
   using namespace superserve;
-  AcceptDashedFlagNames(argc, argv);
   InitMain(argc, argv,
            "superserve-worker --router ADDR --model-repo DIR [--threads N] [--emulate]\n\n"
            "Dials the router, registers, heartbeats, loads each supernet once and runs every\n"

@@ -4,7 +4,6 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "common/dashed_flags.h"
 #include "common/idx_reader.h"
 #include "common/init.h"
 #include "common/logging.h"
@@ -26,7 +25,6 @@ ABSL_FLAG(bool, progress, true, "Show a progress bar on stderr.");
 
 int main(int argc, char** argv) {
   using namespace superserve;
-  AcceptDashedFlagNames(argc, argv);
   InitMain(argc, argv,
            "superserve-loadgen --router HOST:PORT --trace T.csv --model NAME [flags]\n\n"
            "Replays the trace in real time (open loop) with Fashion-MNIST test inputs, records\n"

@@ -16,14 +16,9 @@ inline std::string EnvOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v != nullptr ? v : fallback;
 }
-// Test binaries live in <build>/tests, the programs in <build>/bin. (The
-// environment variables win when set; ctest's list-valued ENVIRONMENT does not
-// always carry both.)
-inline std::string BinDir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return EnvOr("SUPERSERVE_BIN_DIR", (exe.parent_path().parent_path() / "bin").string());
-}
+// The build compiles in where the programs and sources are
+// (tests/CMakeLists.txt); the environment variables win when set.
+inline std::string BinDir() { return EnvOr("SUPERSERVE_BIN_DIR", SUPERSERVE_TEST_BIN_DIR); }
 inline std::string SourceDir() { return EnvOr("SUPERSERVE_SOURCE_DIR", SUPERSERVE_TEST_SOURCE_DIR); }
 inline std::string EmulatedRepo() { return SourceDir() + "/tests/router/testdata/emulated_repo"; }
 
