@@ -1,0 +1,145 @@
+#include "operators/subnet_norm.h"
+
+#include <torch/torch.h>
+
+#include "operators/subnet_ops.h"
+
+namespace superserve::ops {
+
+SubnetNormImpl::SubnetNormImpl(int64_t max_channels, double eps) : eps_(eps) {
+  TORCH_CHECK(max_channels > 0, "SubnetNorm: max_channels must be > 0");
+  weight = register_parameter("weight", torch::ones({max_channels}));
+  bias = register_parameter("bias", torch::zeros({max_channels}));
+  mean_storage = register_buffer("mean_storage", torch::zeros({0}));
+  var_storage = register_buffer("var_storage", torch::ones({0}));
+  slot_offsets = register_buffer("slot_offsets", torch::zeros({0}, torch::kInt64));
+  slot_channels = register_buffer("slot_channels", torch::zeros({0}, torch::kInt64));
+}
+
+torch::Tensor SubnetNormImpl::forward(const torch::Tensor& x, int64_t slot) {
+  switch (mode_) {
+    case NormMode::kSlotStatistics: {
+      TORCH_CHECK(slot >= 0 && slot < num_slots(), "SubnetNorm: unknown slot ", slot, " (",
+                  num_slots(), " slots)");
+      TORCH_CHECK(channels_[slot] == x.size(1), "SubnetNorm: slot ", slot, " holds ",
+                  channels_[slot], " channels for this layer, input has ", x.size(1));
+      return SubnetNormWithStatistics(x, weight, bias, mean_storage, var_storage, offsets_[slot],
+                                      eps_);
+    }
+    case NormMode::kBatchStatistics:
+      return SubnetNormWithBatchStatistics(x, weight, bias, eps_);
+    case NormMode::kCalibrate: {
+      torch::NoGradGuard no_grad;
+      std::vector<int64_t> dims = {0};
+      for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+      torch::Tensor mean = x.mean(dims);
+      torch::Tensor var = x.var(dims, /*unbiased=*/false);
+      const int64_t n = x.size(0);
+      if (calib_samples_ == 0) {
+        calib_mean_sum_ = mean * n;
+        calib_var_sum_ = var * n;
+      } else {
+        TORCH_CHECK(calib_mean_sum_.size(0) == mean.size(0),
+                    "SubnetNorm: channel count changed during calibration");
+        calib_mean_sum_ += mean * n;
+        calib_var_sum_ += var * n;
+      }
+      calib_samples_ += n;
+      return SubnetNormWithBatchStatistics(x, weight, bias, eps_);
+    }
+  }
+  TORCH_CHECK(false, "SubnetNorm: bad mode");
+}
+
+void SubnetNormImpl::ResetSlots(const std::vector<int64_t>& channels_per_slot) {
+  offsets_.clear();
+  channels_.clear();
+  int64_t total = 0;
+  for (int64_t c : channels_per_slot) {
+    TORCH_CHECK(c >= 0 && c <= max_channels(), "SubnetNorm: slot with ", c,
+                " channels, layer has at most ", max_channels());
+    offsets_.push_back(c > 0 ? total : -1);
+    channels_.push_back(c);
+    total += c;
+  }
+  torch::NoGradGuard no_grad;
+  mean_storage.set_(torch::zeros({total}));
+  var_storage.set_(torch::ones({total}));
+  WriteSlotTable();
+}
+
+int64_t SubnetNormImpl::AddSlot(int64_t channels) {
+  TORCH_CHECK(channels >= 0 && channels <= max_channels(), "SubnetNorm: slot with ", channels,
+              " channels, layer has at most ", max_channels());
+  torch::NoGradGuard no_grad;
+  offsets_.push_back(channels > 0 ? mean_storage.size(0) : -1);
+  channels_.push_back(channels);
+  mean_storage.set_(torch::cat({mean_storage, torch::zeros({channels})}));
+  var_storage.set_(torch::cat({var_storage, torch::ones({channels})}));
+  WriteSlotTable();
+  return num_slots() - 1;
+}
+
+void SubnetNormImpl::WriteSlotTable() {
+  torch::NoGradGuard no_grad;
+  slot_offsets.set_(torch::tensor(offsets_, torch::kInt64));
+  slot_channels.set_(torch::tensor(channels_, torch::kInt64));
+}
+
+void SubnetNormImpl::SyncSlotTableFromBuffers() {
+  TORCH_CHECK(slot_offsets.numel() == slot_channels.numel(), "SubnetNorm: slot table mismatch");
+  auto off = slot_offsets.contiguous();
+  auto ch = slot_channels.contiguous();
+  offsets_.assign(off.data_ptr<int64_t>(), off.data_ptr<int64_t>() + off.numel());
+  channels_.assign(ch.data_ptr<int64_t>(), ch.data_ptr<int64_t>() + ch.numel());
+  for (size_t s = 0; s < offsets_.size(); ++s) {
+    TORCH_CHECK(channels_[s] == 0 || (offsets_[s] >= 0 &&
+                                      offsets_[s] + channels_[s] <= mean_storage.size(0) &&
+                                      mean_storage.size(0) == var_storage.size(0)),
+                "SubnetNorm: slot ", s, " statistics outside the storage");
+  }
+}
+
+torch::Tensor SubnetNormImpl::SlotMean(int64_t slot) const {
+  TORCH_CHECK(slot >= 0 && slot < num_slots(), "SubnetNorm: unknown slot ", slot);
+  if (channels_[slot] == 0) return torch::empty({0});
+  return mean_storage.narrow(0, offsets_[slot], channels_[slot]);
+}
+
+torch::Tensor SubnetNormImpl::SlotVar(int64_t slot) const {
+  TORCH_CHECK(slot >= 0 && slot < num_slots(), "SubnetNorm: unknown slot ", slot);
+  if (channels_[slot] == 0) return torch::empty({0});
+  return var_storage.narrow(0, offsets_[slot], channels_[slot]);
+}
+
+void SubnetNormImpl::SetSlotStatistics(int64_t slot, const torch::Tensor& mean,
+                                       const torch::Tensor& var) {
+  TORCH_CHECK(slot >= 0 && slot < num_slots(), "SubnetNorm: unknown slot ", slot);
+  TORCH_CHECK(mean.numel() == channels_[slot] && var.numel() == channels_[slot],
+              "SubnetNorm: slot ", slot, " holds ", channels_[slot], " channels, got ",
+              mean.numel(), "/", var.numel());
+  if (channels_[slot] == 0) return;
+  torch::NoGradGuard no_grad;
+  SlotMean(slot).copy_(mean.reshape({-1}));
+  SlotVar(slot).copy_(var.reshape({-1}));
+}
+
+void SubnetNormImpl::BeginCalibration() {
+  calib_samples_ = 0;
+  calib_mean_sum_ = torch::Tensor();
+  calib_var_sum_ = torch::Tensor();
+}
+
+void SubnetNormImpl::FinishCalibration(int64_t slot) {
+  TORCH_CHECK(slot >= 0 && slot < num_slots(), "SubnetNorm: unknown slot ", slot);
+  if (channels_[slot] == 0) return;
+  TORCH_CHECK(calib_samples_ > 0, "SubnetNorm: slot ", slot,
+              " uses this layer but no calibration batch reached it");
+  TORCH_CHECK(calib_mean_sum_.size(0) == channels_[slot], "SubnetNorm: calibrated ",
+              calib_mean_sum_.size(0), " channels, slot ", slot, " holds ", channels_[slot]);
+  SetSlotStatistics(slot, calib_mean_sum_ / static_cast<double>(calib_samples_),
+                    calib_var_sum_ / static_cast<double>(calib_samples_));
+  BeginCalibration();
+}
+
+}  // namespace superserve::ops
