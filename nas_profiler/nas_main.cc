@@ -53,8 +53,13 @@ ABSL_FLAG(int, mutations_per_round, 100, "search: new candidates per evolution r
 ABSL_FLAG(int, max_subnets, 160, "search: at most this many Pareto subnets (thinned evenly).");
 ABSL_FLAG(int, calibration_images, 2000,
           "Training images (the first of the training split) that calibrate SubnetNorm.");
-ABSL_FLAG(int, warmup, 3, "Latency: untimed runs per batch size.");
-ABSL_FLAG(int, repeats, 11, "Latency: timed runs per batch size (the median is kept).");
+ABSL_FLAG(int, search_calibration_images, 1000,
+          "search: training images that calibrate each candidate while screening.");
+ABSL_FLAG(int, workers, 2,
+          "search: threads measuring candidates/test accuracy in parallel (1 intra-op each).");
+ABSL_FLAG(int, warmup, 2, "Latency: untimed runs per batch size (search, reprofile, probe).");
+ABSL_FLAG(int, repeats, 7,
+          "Latency: timed runs per batch size, the median is kept (search, reprofile, probe).");
 ABSL_FLAG(bool, json, false, "Print one JSON object as the last line.");
 
 namespace superserve::nas {
@@ -167,9 +172,11 @@ int Search() {
   options.mutations_per_round = absl::GetFlag(FLAGS_mutations_per_round);
   options.max_subnets = static_cast<size_t>(absl::GetFlag(FLAGS_max_subnets));
   options.calibration_images = absl::GetFlag(FLAGS_calibration_images);
+  options.search_calibration_images = absl::GetFlag(FLAGS_search_calibration_images);
   options.profile_warmup = absl::GetFlag(FLAGS_warmup);
   options.profile_repeats = absl::GetFlag(FLAGS_repeats);
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.workers = std::max(1, absl::GetFlag(FLAGS_workers));
   options.model_name = absl::GetFlag(FLAGS_model_name);
   options.measured_on = MachineDescription();
   options.log = Log;

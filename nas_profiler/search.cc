@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
 #include <random>
+#include <thread>
 #include <set>
 #include <utility>
 
@@ -104,6 +108,47 @@ absl::StatusOr<CandidateResult> MeasureCandidate(OfaResNet& model, const Control
   return result;
 }
 
+// Runs fn(models[t], i) for i in [0, n) on one thread per model (model t
+// takes i = t, t + T, ...), so every item's result is independent of the
+// thread count. Returns the first error.
+absl::Status ParallelFor(const std::vector<OfaResNet*>& models, size_t n,
+                         const std::function<absl::Status(OfaResNet&, size_t)>& fn) {
+  std::mutex mu;
+  absl::Status first_error;
+  auto work = [&](size_t t) {
+    for (size_t i = t; i < n; i += models.size()) {
+      absl::Status s = fn(*models[t], i);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) first_error = s;
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < models.size(); ++t) threads.emplace_back(work, t);
+  work(0);
+  for (std::thread& th : threads) th.join();
+  return first_error;
+}
+
+// `count` more copies of `model` (weights and slots) through a checkpoint
+// file, for ParallelFor.
+absl::StatusOr<std::vector<std::unique_ptr<OfaResNet>>> CopiesOf(const OfaResNet& model,
+                                                                 int count,
+                                                                 const std::string& scratch) {
+  std::vector<std::unique_ptr<OfaResNet>> copies;
+  if (count <= 0) return copies;
+  if (auto s = model.Save(scratch); !s.ok()) return s;
+  for (int i = 0; i < count; ++i) {
+    auto copy = OfaResNet::Load(scratch);
+    if (!copy.ok()) return copy.status();
+    copies.push_back(*std::move(copy));
+  }
+  std::remove(scratch.c_str());
+  return copies;
+}
+
 std::vector<CandidatePoint> Points(const std::vector<CandidateResult>& candidates) {
   std::vector<CandidatePoint> points;
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -166,6 +211,7 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
                                               const std::string& checkpoint_path,
                                               const std::string& profile_path) {
   const OfaResNetConfig& config = model.config();
+  const ImageDataset search_calibration = data.train.Prefix(options.search_calibration_images);
   const ImageDataset calibration = data.train.Prefix(options.calibration_images);
   SearchResult result;
 
@@ -178,6 +224,13 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
   pending.insert(pending.end(), sampled->begin(), sampled->end());
   std::set<std::string> seen;
   std::mt19937_64 rng(options.seed);
+  // Threads each measure on their own copy of the model (one intra-op thread
+  // each): on a shared machine two processes' worth of CPU share.
+  SetTorchThreads(1);
+  auto copies = CopiesOf(model, options.workers - 1, checkpoint_path + ".scratch");
+  if (!copies.ok()) return copies.status();
+  std::vector<OfaResNet*> workers = {&model};
+  for (auto& c : *copies) workers.push_back(c.get());
   for (int round = 0; round <= options.evolution_rounds; ++round) {
     std::vector<ControlTuple> fresh;
     for (ControlTuple& c : pending) {
@@ -186,14 +239,22 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
     ProgressBar bar(round == 0 ? std::string("search: sampled")
                                : absl::StrCat("search: evolution ", round),
                     static_cast<int64_t>(fresh.size()));
-    for (const ControlTuple& architecture : fresh) {
-      auto measured = MeasureCandidate(model, architecture, data, calibration, options);
-      if (!measured.ok()) return measured.status();
-      measured->architecture.subnet_id = static_cast<int32_t>(result.candidates.size());
-      result.candidates.push_back(*std::move(measured));
-      bar.Add(1, absl::StrFormat("%.2f%%", result.candidates.back().validation_accuracy));
-    }
+    std::vector<CandidateResult> measured(fresh.size());
+    std::mutex bar_mu;
+    absl::Status s = ParallelFor(workers, fresh.size(), [&](OfaResNet& m, size_t i) {
+      auto r = MeasureCandidate(m, fresh[i], data, search_calibration, options);
+      if (!r.ok()) return r.status();
+      measured[i] = *std::move(r);
+      std::lock_guard<std::mutex> lock(bar_mu);
+      bar.Add(1, absl::StrFormat("%.2f%%", measured[i].validation_accuracy));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
     bar.Finish();
+    for (CandidateResult& c : measured) {
+      c.architecture.subnet_id = static_cast<int32_t>(result.candidates.size());
+      result.candidates.push_back(std::move(c));
+    }
     std::vector<CandidatePoint> frontier = ParetoFrontier(Points(result.candidates));
     Log(options, absl::StrFormat("round %d: %d candidates, %d on the validation frontier (%.1f s)",
                                  round, result.candidates.size(), frontier.size(),
@@ -234,15 +295,25 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
   if (auto s = model.Save(checkpoint_path); !s.ok()) return s;
   auto reloaded = OfaResNet::Load(checkpoint_path);
   if (!reloaded.ok()) return reloaded.status();
-  SetTorchThreads(options.eval_threads);
+  SetTorchThreads(1);  // what eval uses: the accuracies reproduce exactly
   {
+    auto final_copies = CopiesOf(**reloaded, options.workers - 1, checkpoint_path + ".scratch");
+    if (!final_copies.ok()) return final_copies.status();
+    std::vector<OfaResNet*> final_workers = {reloaded->get()};
+    for (auto& c : *final_copies) final_workers.push_back(c.get());
     ProgressBar bar("test accuracy", static_cast<int64_t>(profile.subnets.size()));
-    for (SubnetProfile& subnet : profile.subnets) {
-      auto test = EvaluateSubnet(**reloaded, subnet.control, data.test, kEvalBatchSize);
+    std::mutex bar_mu;
+    absl::Status s = ParallelFor(final_workers, profile.subnets.size(), [&](OfaResNet& m,
+                                                                            size_t i) {
+      SubnetProfile& subnet = profile.subnets[i];
+      auto test = EvaluateSubnet(m, subnet.control, data.test, kEvalBatchSize);
       if (!test.ok()) return test.status();
       subnet.accuracy = test->accuracy_percent;
+      std::lock_guard<std::mutex> lock(bar_mu);
       bar.Add(1, absl::StrFormat("subnet %d: %.2f%%", subnet.id, subnet.accuracy));
-    }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
     bar.Finish();
   }
   auto raised =

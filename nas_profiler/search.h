@@ -38,7 +38,10 @@ struct SearchOptions {
   int num_candidates = 400;
   int evolution_rounds = 2;
   int mutations_per_round = 100;
-  int64_t calibration_images = 2000;  // the first images of the training split
+  // The first images of the training split calibrate SubnetNorm: fewer while
+  // screening candidates, more for the final Pareto subnets' statistics.
+  int64_t search_calibration_images = 1000;
+  int64_t calibration_images = 2000;
   int search_batch = 16;
   int search_warmup = 2;
   int search_repeats = 5;
@@ -46,7 +49,10 @@ struct SearchOptions {
   std::vector<int32_t> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
   int profile_warmup = 3;
   int profile_repeats = 11;
-  int eval_threads = 1;  // test accuracy and latency: the worker's setting
+  // Threads measuring candidates and test accuracies in parallel, each on its
+  // own copy of the model with one intra-op thread (results do not depend on
+  // it; candidate latencies get noisier). Latency profiles run on one thread.
+  int workers = 2;
   uint64_t seed = 1;
   std::string model_name = "fmnist";
   std::string measured_on;

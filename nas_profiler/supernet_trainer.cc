@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "common/progress.h"
 #include "models/ofa_resnet_config.h"
+#include "operators/subnet_norm.h"
 
 namespace superserve::nas {
 
@@ -297,6 +298,26 @@ absl::Status CalibrateSlot(OfaResNet& model, int slot, const ImageDataset& data,
     return FromTorchError(e, absl::StrCat("calibrating slot ", slot));
   }
   return model.FinishCalibration();
+}
+
+absl::StatusOr<std::vector<float>> SlotStatistics(OfaResNet& model, int slot) {
+  if (slot < 0 || slot >= model.NumSlots()) {
+    return absl::NotFoundError(absl::StrCat("no slot ", slot));
+  }
+  std::vector<float> values;
+  try {
+    for (const auto& module : model.module().modules(/*include_self=*/false)) {
+      const auto* norm = dynamic_cast<const ops::SubnetNormImpl*>(module.get());
+      if (norm == nullptr || norm->ChannelsInSlot(slot) == 0) continue;
+      for (const torch::Tensor& t : {norm->SlotMean(slot), norm->SlotVar(slot)}) {
+        torch::Tensor flat = t.contiguous().to(torch::kFloat32);
+        values.insert(values.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+      }
+    }
+  } catch (const c10::Error& e) {
+    return FromTorchError(e, absl::StrCat("reading slot ", slot, " statistics"));
+  }
+  return values;
 }
 
 absl::StatusOr<EvalResult> EvaluateSubnet(OfaResNet& model, const ControlTuple& control,

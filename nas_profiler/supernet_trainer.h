@@ -96,6 +96,10 @@ absl::StatusOr<TrainReport> TrainSupernet(models::OfaResNet& model, const ImageD
 absl::Status CalibrateSlot(models::OfaResNet& model, int slot, const ImageDataset& data,
                            int batch_size = 500);
 
+// Every SubnetNorm layer's mean then var for `slot`, concatenated in layer
+// order (layers the slot skips contribute nothing). For tests and checks.
+absl::StatusOr<std::vector<float>> SlotStatistics(models::OfaResNet& model, int slot);
+
 struct EvalResult {
   int64_t correct = 0;
   int64_t total = 0;
