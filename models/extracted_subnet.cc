@@ -97,7 +97,8 @@ torch::Tensor DenseResNetImpl::forward(const torch::Tensor& x) {
 void WriteConfig(torch::serialize::OutputArchive& a, const OfaResNetConfig& c) {
   a.write("config/ints", VectorTensor(std::vector<int64_t>{
                              c.input_channels, c.input_size, c.num_classes, c.stem_width,
-                             c.stem_stride, c.stem_max_pool ? 1 : 0}));
+                             c.stem_stride, c.stem_max_pool ? 1 : 0,
+                             static_cast<int64_t>(c.statistics_precision)}));
   a.write("config/base_depths", VectorTensor(c.base_depths));
   a.write("config/stage_widths", VectorTensor(c.stage_widths));
   a.write("config/stage_strides", VectorTensor(c.stage_strides));
@@ -109,13 +110,15 @@ void WriteConfig(torch::serialize::OutputArchive& a, const OfaResNetConfig& c) {
 OfaResNetConfig ReadConfig(torch::serialize::InputArchive& a) {
   OfaResNetConfig c;
   auto ints = ReadVector<int64_t>(a, "config/ints");
-  TORCH_CHECK(ints.size() == 6, "checkpoint: bad config/ints");
+  TORCH_CHECK(ints.size() == 6 || ints.size() == 7, "checkpoint: bad config/ints");
   c.input_channels = ints[0];
   c.input_size = ints[1];
   c.num_classes = ints[2];
   c.stem_width = ints[3];
   c.stem_stride = ints[4];
   c.stem_max_pool = ints[5] != 0;
+  c.statistics_precision =
+      ints.size() > 6 && ints[6] == 1 ? StatisticsPrecision::kFloat16 : StatisticsPrecision::kFloat32;
   c.base_depths = ReadVector<int64_t>(a, "config/base_depths");
   c.stage_widths = ReadVector<int64_t>(a, "config/stage_widths");
   c.stage_strides = ReadVector<int64_t>(a, "config/stage_strides");

@@ -22,19 +22,23 @@ absl::Status FromTorchError(const c10::Error& e, const std::string& what) {
 
 // One bottleneck block at the supernet's maximum widths; forward runs the
 // widths of `active`.
+c10::ScalarType StatisticsDtype(const OfaResNetConfig& c) {
+  return c.statistics_precision == StatisticsPrecision::kFloat16 ? torch::kHalf : torch::kFloat;
+}
+
 struct BottleneckImpl : torch::nn::Module {
-  explicit BottleneckImpl(const BlockShape& max) : stride(max.stride) {
+  BottleneckImpl(const BlockShape& max, c10::ScalarType stats) : stride(max.stride) {
     conv1 = register_module("conv1", WeightSliceConv2d(max.in_channels, max.mid_channels, 1, 1));
-    norm1 = register_module("norm1", SubnetNorm(max.mid_channels));
+    norm1 = register_module("norm1", SubnetNorm(max.mid_channels, 1e-5, stats));
     conv2 = register_module("conv2",
                             WeightSliceConv2d(max.mid_channels, max.mid_channels, 3, max.stride));
-    norm2 = register_module("norm2", SubnetNorm(max.mid_channels));
+    norm2 = register_module("norm2", SubnetNorm(max.mid_channels, 1e-5, stats));
     conv3 = register_module("conv3", WeightSliceConv2d(max.mid_channels, max.out_channels, 1, 1));
-    norm3 = register_module("norm3", SubnetNorm(max.out_channels));
+    norm3 = register_module("norm3", SubnetNorm(max.out_channels, 1e-5, stats));
     if (max.has_shortcut_conv) {
       shortcut_conv = register_module(
           "shortcut_conv", WeightSliceConv2d(max.in_channels, max.out_channels, 1, 1));
-      shortcut_norm = register_module("shortcut_norm", SubnetNorm(max.out_channels));
+      shortcut_norm = register_module("shortcut_norm", SubnetNorm(max.out_channels, 1e-5, stats));
     }
   }
 
@@ -75,11 +79,13 @@ struct SupernetImpl : torch::nn::Module {
     stem_conv = register_module("stem_conv", WeightSliceConv2d(config.input_channels,
                                                                max.stem_channels, 3,
                                                                config.stem_stride));
-    stem_norm = register_module("stem_norm", SubnetNorm(max.stem_channels));
+    stem_norm = register_module(
+        "stem_norm", SubnetNorm(max.stem_channels, 1e-5, StatisticsDtype(config)));
     for (size_t i = 0; i < max.blocks.size(); ++i) {
       const BlockShape& b = max.blocks[i];
       blocks.push_back(register_module(absl::StrCat("block", i),
-                                       ops::MakeLayerSelect(b.index_in_stage, Bottleneck(b))));
+                                       ops::MakeLayerSelect(b.index_in_stage,
+                                                             Bottleneck(b, StatisticsDtype(config)))));
     }
     classifier = register_module("classifier",
                                  WeightSliceLinear(max.final_channels, config.num_classes));

@@ -36,6 +36,13 @@ namespace superserve::models {
 
 inline constexpr int32_t kNoSlot = -1;
 
+// Storage precision of the per-slot SubnetNorm mean/var. Affine parameters and
+// all arithmetic stay float32. float16 halves the statistics' memory (the
+// bulk of a 500-slot supernet's overhead); its rounding (relative 2^-11) is far
+// below the sampling error of calibration. Values outside float16 range are
+// rejected when written (choose kFloat32 then).
+enum class StatisticsPrecision { kFloat32 = 0, kFloat16 = 1 };
+
 struct OfaResNetConfig {
   int64_t input_channels = 3;
   int64_t input_size = 224;  // square inputs; any size >= 1 works, this is the nominal one
@@ -49,6 +56,7 @@ struct OfaResNetConfig {
   std::vector<int32_t> depth_choices = {0, 1, 2};
   std::vector<float> expand_ratio_choices = {0.2f, 0.25f, 0.35f};
   std::vector<float> width_multiplier_choices = {0.65f, 0.8f, 1.0f};
+  StatisticsPrecision statistics_precision = StatisticsPrecision::kFloat16;
 
   // OFA-ResNet50: 224x224x3, 1000 classes, base depths [2,2,4,2].
   static OfaResNetConfig ImageNetResNet50();

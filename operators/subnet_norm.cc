@@ -6,12 +6,15 @@
 
 namespace superserve::ops {
 
-SubnetNormImpl::SubnetNormImpl(int64_t max_channels, double eps) : eps_(eps) {
+SubnetNormImpl::SubnetNormImpl(int64_t max_channels, double eps, c10::ScalarType statistics_dtype)
+    : eps_(eps), statistics_dtype_(statistics_dtype) {
   TORCH_CHECK(max_channels > 0, "SubnetNorm: max_channels must be > 0");
+  TORCH_CHECK(statistics_dtype == torch::kFloat || statistics_dtype == torch::kHalf,
+              "SubnetNorm: statistics dtype must be float32 or float16");
   weight = register_parameter("weight", torch::ones({max_channels}));
   bias = register_parameter("bias", torch::zeros({max_channels}));
-  mean_storage = register_buffer("mean_storage", torch::zeros({0}));
-  var_storage = register_buffer("var_storage", torch::ones({0}));
+  mean_storage = register_buffer("mean_storage", torch::zeros({0}, statistics_dtype));
+  var_storage = register_buffer("var_storage", torch::ones({0}, statistics_dtype));
   slot_offsets = register_buffer("slot_offsets", torch::zeros({0}, torch::kInt64));
   slot_channels = register_buffer("slot_channels", torch::zeros({0}, torch::kInt64));
 }
@@ -63,8 +66,8 @@ void SubnetNormImpl::ResetSlots(const std::vector<int64_t>& channels_per_slot) {
     total += c;
   }
   torch::NoGradGuard no_grad;
-  mean_storage.set_(torch::zeros({total}));
-  var_storage.set_(torch::ones({total}));
+  mean_storage.set_(torch::zeros({total}, statistics_dtype_));
+  var_storage.set_(torch::ones({total}, statistics_dtype_));
   WriteSlotTable();
 }
 
@@ -74,8 +77,8 @@ int64_t SubnetNormImpl::AddSlot(int64_t channels) {
   torch::NoGradGuard no_grad;
   offsets_.push_back(channels > 0 ? mean_storage.size(0) : -1);
   channels_.push_back(channels);
-  mean_storage.set_(torch::cat({mean_storage, torch::zeros({channels})}));
-  var_storage.set_(torch::cat({var_storage, torch::ones({channels})}));
+  mean_storage.set_(torch::cat({mean_storage, torch::zeros({channels}, statistics_dtype_)}));
+  var_storage.set_(torch::cat({var_storage, torch::ones({channels}, statistics_dtype_)}));
   WriteSlotTable();
   return num_slots() - 1;
 }
@@ -102,13 +105,13 @@ void SubnetNormImpl::SyncSlotTableFromBuffers() {
 
 torch::Tensor SubnetNormImpl::SlotMean(int64_t slot) const {
   TORCH_CHECK(slot >= 0 && slot < num_slots(), "SubnetNorm: unknown slot ", slot);
-  if (channels_[slot] == 0) return torch::empty({0});
+  if (channels_[slot] == 0) return torch::empty({0}, statistics_dtype_);
   return mean_storage.narrow(0, offsets_[slot], channels_[slot]);
 }
 
 torch::Tensor SubnetNormImpl::SlotVar(int64_t slot) const {
   TORCH_CHECK(slot >= 0 && slot < num_slots(), "SubnetNorm: unknown slot ", slot);
-  if (channels_[slot] == 0) return torch::empty({0});
+  if (channels_[slot] == 0) return torch::empty({0}, statistics_dtype_);
   return var_storage.narrow(0, offsets_[slot], channels_[slot]);
 }
 
@@ -120,6 +123,14 @@ void SubnetNormImpl::SetSlotStatistics(int64_t slot, const torch::Tensor& mean,
               mean.numel(), "/", var.numel());
   if (channels_[slot] == 0) return;
   torch::NoGradGuard no_grad;
+  const double limit = statistics_dtype_ == torch::kHalf ? 65504.0 : 3.4e38;
+  TORCH_CHECK(mean.isfinite().all().item<bool>() && var.isfinite().all().item<bool>() &&
+                  mean.abs().max().item<double>() <= limit && var.min().item<double>() >= 0 &&
+                  var.max().item<double>() <= limit,
+              "SubnetNorm: slot ", slot, " statistics are not finite, negative (var) or exceed ",
+              limit, statistics_dtype_ == torch::kHalf
+                         ? " (float16 storage; build the model with float32 statistics)"
+                         : "");
   SlotMean(slot).copy_(mean.reshape({-1}));
   SlotVar(slot).copy_(var.reshape({-1}));
 }

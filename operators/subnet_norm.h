@@ -27,7 +27,10 @@ enum class NormMode {
 
 class SubnetNormImpl : public torch::nn::Module {
  public:
-  explicit SubnetNormImpl(int64_t max_channels, double eps = 1e-5);
+  // statistics_dtype: kFloat or kHalf (half the per-slot memory; values are
+  // checked to be finite and within float16 range when written).
+  explicit SubnetNormImpl(int64_t max_channels, double eps = 1e-5,
+                          c10::ScalarType statistics_dtype = c10::ScalarType::Float);
 
   // Output of x ([N, C, H, W] or [N, C]) under the current mode; `slot` is
   // read only in kSlotStatistics mode. Throws c10::Error for an unknown slot or
@@ -75,6 +78,7 @@ class SubnetNormImpl : public torch::nn::Module {
   void WriteSlotTable();
 
   double eps_;
+  c10::ScalarType statistics_dtype_;
   NormMode mode_ = NormMode::kSlotStatistics;
   std::vector<int64_t> offsets_;
   std::vector<int64_t> channels_;

@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <cmath>
+#include <vector>
+
 namespace superserve::ops {
 
 at::Tensor WeightSliceConv2dForward(const at::Tensor& x, const at::Tensor& weight,
@@ -42,21 +45,96 @@ at::Tensor WeightSliceLinearForward(const at::Tensor& x, const at::Tensor& weigh
   return at::linear(x, w, b);
 }
 
+namespace {
+
+void ScaleShift(const float* in, float* out, int64_t n, float s, float t) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] * s + t;
+}
+
+__attribute__((target("avx2,fma"))) void ScaleShiftFma(const float* in, float* out, int64_t n,
+                                                        float s, float t) {
+  for (int64_t i = 0; i < n; ++i) out[i] = __builtin_fmaf(in[i], s, t);
+}
+
+template <typename StatT>
+void NormalizeChannels(const float* x, float* out, int64_t n, int64_t c, int64_t inner,
+                       const float* weight, const float* bias, const StatT* mean,
+                       const StatT* var, double eps) {
+  // Per channel y = x * scale + shift, folded in float exactly as ATen's CPU
+  // inference batch_norm does, so a dense BatchNorm2d with the same
+  // statistics gives bit-identical results.
+  thread_local std::vector<float> scale, shift;
+  scale.resize(c);
+  shift.resize(c);
+  const float eps_f = static_cast<float>(eps);
+  for (int64_t j = 0; j < c; ++j) {
+    const float invstd = 1 / std::sqrt(static_cast<float>(var[j]) + eps_f);
+    scale[j] = invstd * weight[j];
+    shift[j] = bias[j] - static_cast<float>(mean[j]) * scale[j];
+  }
+  // ATen's AVX2 kernel evaluates x * alpha + beta as one fused multiply-add;
+  // do the same where the CPU has FMA so the results are bit-identical.
+  static const bool has_fma = __builtin_cpu_supports("fma");
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t j = 0; j < c; ++j) {
+      const float* in = x + (b * c + j) * inner;
+      float* o = out + (b * c + j) * inner;
+      if (has_fma) {
+        ScaleShiftFma(in, o, inner, scale[j], shift[j]);
+      } else {
+        ScaleShift(in, o, inner, scale[j], shift[j]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 at::Tensor SubnetNormWithStatistics(const at::Tensor& x, const at::Tensor& weight,
                                     const at::Tensor& bias, const at::Tensor& mean_storage,
                                     const at::Tensor& var_storage, int64_t offset, double eps) {
   TORCH_CHECK(x.dim() >= 2, "SubnetNorm: input must be [N, C, ...]");
   const int64_t c = x.size(1);
-  TORCH_CHECK(c <= weight.size(0), "SubnetNorm: ", c, " channels, layer has at most ",
-              weight.size(0));
+  TORCH_CHECK(c <= weight.size(0) && c <= bias.size(0), "SubnetNorm: ", c,
+              " channels, layer has at most ", weight.size(0));
   TORCH_CHECK(offset >= 0 && offset + c <= mean_storage.size(0) &&
                   offset + c <= var_storage.size(0),
               "SubnetNorm: statistics range [", offset, ", ", offset + c,
               ") outside the storage of ", mean_storage.size(0));
-  auto prefix = [c](const at::Tensor& t) { return t.size(0) == c ? t : t.narrow(0, 0, c); };
-  return at::batch_norm(x, prefix(weight), prefix(bias), mean_storage.narrow(0, offset, c),
-                        var_storage.narrow(0, offset, c), /*training=*/false, /*momentum=*/0.0,
-                        eps, /*cudnn_enabled=*/false);
+  TORCH_CHECK(mean_storage.scalar_type() == var_storage.scalar_type(),
+              "SubnetNorm: mean and var storage dtypes differ");
+  const bool differentiable =
+      at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad());
+  const bool fast = !differentiable && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
+                    x.is_contiguous() && weight.is_contiguous() && bias.is_contiguous() &&
+                    weight.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat &&
+                    mean_storage.is_contiguous() && var_storage.is_contiguous() &&
+                    (mean_storage.scalar_type() == at::kFloat ||
+                     mean_storage.scalar_type() == at::kHalf);
+  if (!fast) {  // general path: autograd, other devices/dtypes/layouts
+    auto prefix = [c](const at::Tensor& t) { return t.size(0) == c ? t : t.narrow(0, 0, c); };
+    return at::batch_norm(x, prefix(weight), prefix(bias),
+                          mean_storage.narrow(0, offset, c).to(x.scalar_type()),
+                          var_storage.narrow(0, offset, c).to(x.scalar_type()),
+                          /*training=*/false, /*momentum=*/0.0, eps, /*cudnn_enabled=*/false);
+  }
+  // Inference kernel on raw pointers: the slot's statistics are read in place
+  // (no per-layer view tensors, no dtype conversion of half storage).
+  at::Tensor out = at::empty_like(x);
+  const int64_t n = x.size(0);
+  const int64_t inner = n * c == 0 ? 0 : x.numel() / (n * c);
+  if (mean_storage.scalar_type() == at::kHalf) {
+    NormalizeChannels(x.data_ptr<float>(), out.data_ptr<float>(), n, c, inner,
+                      weight.data_ptr<float>(), bias.data_ptr<float>(),
+                      mean_storage.data_ptr<at::Half>() + offset,
+                      var_storage.data_ptr<at::Half>() + offset, eps);
+  } else {
+    NormalizeChannels(x.data_ptr<float>(), out.data_ptr<float>(), n, c, inner,
+                      weight.data_ptr<float>(), bias.data_ptr<float>(),
+                      mean_storage.data_ptr<float>() + offset,
+                      var_storage.data_ptr<float>() + offset, eps);
+  }
+  return out;
 }
 
 at::Tensor SubnetNormWithBatchStatistics(const at::Tensor& x, const at::Tensor& weight,

@@ -6,13 +6,39 @@
 // leading slice of it. OFA trains channels sorted by importance, so a subnet's
 // weights are a prefix: [:out_channels, :in_channels]. The active input width
 // is the input's own channel count; the active output width is an argument.
+//
+// Inference (grad mode off) keeps the slice views it has made, one per
+// (in, out) width pair the layer has run at, so the steady state makes no
+// view tensors and copies nothing; a view is metadata only (no weight bytes)
+// and is rebuilt if the weight's storage moves (e.g. after a checkpoint load).
+// With grad mode on, every forward slices afresh so autograd sees the slice.
 
 #include <cstdint>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
 namespace superserve::ops {
+
+// Cached [out, in] slice views of one weight (and its bias).
+class SliceViewCache {
+ public:
+  struct Entry {
+    int64_t in = 0, out = 0;
+    torch::Tensor weight, bias;
+  };
+  // The entry for (in, out), creating it on first use. Bounds are the
+  // caller's job.
+  const Entry& Get(const torch::Tensor& weight, const torch::Tensor& bias, int64_t in,
+                   int64_t out);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  const void* storage_ = nullptr;
+  std::vector<Entry> entries_;
+};
+
 
 class WeightSliceConv2dImpl : public torch::nn::Module {
  public:
@@ -32,6 +58,7 @@ class WeightSliceConv2dImpl : public torch::nn::Module {
 
  private:
   int64_t stride_;
+  SliceViewCache views_;
 };
 TORCH_MODULE(WeightSliceConv2d);
 
@@ -42,6 +69,9 @@ class WeightSliceLinearImpl : public torch::nn::Module {
 
   torch::Tensor weight;  // [max_out, max_in]
   torch::Tensor bias;    // [max_out]
+
+ private:
+  SliceViewCache views_;
 };
 TORCH_MODULE(WeightSliceLinear);
 
