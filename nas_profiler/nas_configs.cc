@@ -10,6 +10,7 @@ namespace {
 models::OfaResNetConfig Tiny() {
   models::OfaResNetConfig c = models::OfaResNetConfig::FashionMnist();
   c.stem_width = 8;
+  c.stem_stride = 2;
   c.base_depths = {1, 1};
   c.stage_widths = {16, 32};
   c.stage_strides = {2, 2};

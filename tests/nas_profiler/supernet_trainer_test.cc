@@ -61,6 +61,31 @@ std::string TempPath(const std::string& name) {
       .string();
 }
 
+// One tiny supernet trained for 3 epochs on 1024 images, shared by the
+// calibration/eval/search tests; each loads its own copy.
+const std::string& TrainedTinyCheckpoint() {
+  static const std::string* path = [] {
+    SetTorchThreads(1);
+    auto model = TinyModel();
+    TrainOptions options;
+    options.epochs = 3;
+    options.batch_size = 64;
+    options.random_subnets = 1;
+    options.augment = false;
+    auto* p = new std::string(TempPath("nas_trained_tiny.pt"));
+    EXPECT_TRUE(TrainSupernet(*model, Data().splits.train, options).ok());
+    EXPECT_TRUE(model->Save(*p).ok());
+    return p;
+  }();
+  return *path;
+}
+
+std::unique_ptr<OfaResNet> TrainedTinyModel() {
+  auto model = OfaResNet::Load(TrainedTinyCheckpoint());
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *std::move(model);
+}
+
 double Mean(const std::vector<double>& v, size_t begin, size_t end) {
   return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / (end - begin);
 }
@@ -78,7 +103,7 @@ TEST(SupernetTrainerTest, TrainingReducesLoss) {
   SetTorchThreads(1);
   auto model = TinyModel();
   TrainOptions options;
-  options.epochs = 4;
+  options.epochs = 2;
   options.batch_size = 64;
   options.learning_rate = 0.1;
   options.random_subnets = 1;
@@ -86,10 +111,10 @@ TEST(SupernetTrainerTest, TrainingReducesLoss) {
   options.seed = 5;
   auto report = TrainSupernet(*model, Data().splits.train, options);
   ASSERT_TRUE(report.ok()) << report.status();
-  ASSERT_EQ(report->steps, 64);
-  ASSERT_EQ(report->largest_losses.size(), 64u);
-  const double first = Mean(report->largest_losses, 0, 8);
-  const double last = Mean(report->largest_losses, 56, 64);
+  ASSERT_EQ(report->steps, 32);
+  ASSERT_EQ(report->largest_losses.size(), 32u);
+  const double first = Mean(report->largest_losses, 0, 6);
+  const double last = Mean(report->largest_losses, 26, 32);
   EXPECT_LT(last, 0.8 * first) << "first steps " << first << ", last steps " << last;
 }
 
@@ -99,6 +124,7 @@ TEST(SupernetTrainerTest, MaxStepsAndCheckpointEveryEpoch) {
   options.epochs = 3;
   options.batch_size = 256;
   options.max_steps = 5;  // 4 steps per epoch: stops in the second epoch
+  options.random_subnets = 0;
   options.checkpoint_path = TempPath("nas_ckpt.pt");
   auto report = TrainSupernet(*model, Data().splits.train, options);
   ASSERT_TRUE(report.ok()) << report.status();
@@ -110,12 +136,7 @@ TEST(SupernetTrainerTest, MaxStepsAndCheckpointEveryEpoch) {
 }
 
 TEST(SupernetTrainerTest, CalibrationChangesStatisticsDeterministically) {
-  auto model = TinyModel();
-  TrainOptions options;
-  options.epochs = 1;
-  options.batch_size = 128;
-  options.max_steps = 4;
-  ASSERT_TRUE(TrainSupernet(*model, Data().splits.train, options).ok());
+  auto model = TrainedTinyModel();
   ControlTuple smallest = models::SmallestArchitecture(model->config());
   ControlTuple largest = models::LargestArchitecture(model->config());
   smallest.subnet_id = 0;
@@ -150,11 +171,7 @@ TEST(SupernetTrainerTest, CalibrationChangesStatisticsDeterministically) {
 
 TEST(SupernetTrainerTest, EvaluationIsExactAfterSaveAndLoad) {
   SetTorchThreads(1);
-  auto model = TinyModel();
-  TrainOptions options;
-  options.epochs = 1;
-  options.batch_size = 64;
-  ASSERT_TRUE(TrainSupernet(*model, Data().splits.train, options).ok());
+  auto model = TrainedTinyModel();
   ControlTuple largest = models::LargestArchitecture(model->config());
   largest.subnet_id = 0;
   ASSERT_TRUE(model->SetSlots({largest}).ok());
@@ -162,7 +179,7 @@ TEST(SupernetTrainerTest, EvaluationIsExactAfterSaveAndLoad) {
   auto accuracy = EvaluateSubnet(*model, largest, Data().splits.test, 100);
   ASSERT_TRUE(accuracy.ok()) << accuracy.status();
   EXPECT_EQ(accuracy->total, 256);
-  EXPECT_GT(accuracy->accuracy_percent, 30.0) << "one epoch on 1024 images beats chance (10%)";
+  EXPECT_GT(accuracy->accuracy_percent, 30.0) << "three epochs on 1024 images beat chance (10%)";
 
   const std::string path = TempPath("nas_eval.pt");
   ASSERT_TRUE(model->Save(path).ok());
@@ -189,12 +206,7 @@ TEST(SupernetTrainerTest, LatencyIsPositivePerBatchSize) {
 
 TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
   SetTorchThreads(1);
-  auto model = TinyModel();
-  TrainOptions train;
-  train.epochs = 1;
-  train.batch_size = 64;
-  ASSERT_TRUE(TrainSupernet(*model, Data().splits.train, train).ok());
-
+  auto model = TrainedTinyModel();
   SearchOptions options;
   options.num_candidates = 10;
   options.evolution_rounds = 1;
