@@ -32,6 +32,9 @@ models::OfaResNetConfig FashionMnistStride2StemWide() {
   models::OfaResNetConfig c = FashionMnistStride2Stem();
   c.expand_ratio_choices = {0.15f, 0.25f, 0.35f};
   c.width_multiplier_choices = {0.5f, 0.75f, 1.0f};
+  // float32 statistics: what the bundled checkpoint holds (it was trained
+  // before float16 storage became the default); ~100 slots cost < 1 MB.
+  c.statistics_precision = models::StatisticsPrecision::kFloat32;
   return c;
 }
 

@@ -29,6 +29,10 @@ ABSL_FLAG(std::string, data_dir, superserve::kFashionMnistDir,
           "Folder with the Fashion-MNIST *-ubyte.gz files.");
 ABSL_FLAG(std::string, checkpoint, "", "Checkpoint to write (train) or read (other subcommands).");
 ABSL_FLAG(int, epochs, 10, "Training epochs.");
+ABSL_FLAG(double, warmup_epochs, 1.0, "Epochs of linear learning-rate warm-up (0 to fine-tune).");
+ABSL_FLAG(std::string, init_checkpoint, "",
+          "train: start from this trained supernet instead of a random initialisation "
+          "(--config is then ignored).");
 ABSL_FLAG(int, batch_size, 128, "Training batch size.");
 ABSL_FLAG(double, learning_rate, 0.1, "Peak SGD learning rate (warm-up 1 epoch, cosine decay).");
 ABSL_FLAG(double, weight_decay, 5e-5, "Weight decay of conv/linear weights.");
@@ -91,10 +95,13 @@ int Train() {
                                        absl::GetFlag(FLAGS_validation_size),
                                        absl::GetFlag(FLAGS_seed), /*load_test=*/false);
   if (!splits.ok()) return Fail(splits.status());
-  auto model = models::OfaResNet::Create(*config, absl::GetFlag(FLAGS_seed));
+  const std::string init = absl::GetFlag(FLAGS_init_checkpoint);
+  auto model = init.empty() ? models::OfaResNet::Create(*config, absl::GetFlag(FLAGS_seed))
+                            : models::OfaResNet::Load(init);
   if (!model.ok()) return Fail(model.status());
   TrainOptions options;
   options.epochs = absl::GetFlag(FLAGS_epochs);
+  options.warmup_epochs = absl::GetFlag(FLAGS_warmup_epochs);
   options.batch_size = absl::GetFlag(FLAGS_batch_size);
   options.learning_rate = absl::GetFlag(FLAGS_learning_rate);
   options.weight_decay = absl::GetFlag(FLAGS_weight_decay);

@@ -59,7 +59,7 @@ torch::Tensor Augment(const torch::Tensor& batch) {
 
 // Linear warm-up over `warmup_steps`, then cosine decay to 0 at `total_steps`.
 double LearningRateAt(int64_t step, int64_t warmup_steps, int64_t total_steps, double peak) {
-  if (step < warmup_steps) return peak * static_cast<double>(step + 1) / warmup_steps;
+  if (step < warmup_steps) return peak * static_cast<double>(step + 1) / warmup_steps;  // > 0 here
   const double progress =
       static_cast<double>(step - warmup_steps) / std::max<int64_t>(1, total_steps - warmup_steps);
   return 0.5 * peak * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
@@ -192,6 +192,8 @@ absl::StatusOr<TrainReport> TrainSupernet(OfaResNet& model, const ImageDataset& 
 
     const int64_t steps_per_epoch = (n + options.batch_size - 1) / options.batch_size;
     const int64_t total_steps = steps_per_epoch * options.epochs;
+    const int64_t warmup_steps =
+        static_cast<int64_t>(std::llround(options.warmup_epochs * steps_per_epoch));
     const int64_t last_step =
         options.max_steps >= 0 ? std::min(options.max_steps, total_steps) : total_steps;
     ControlTuple largest = models::LargestArchitecture(config);
@@ -214,7 +216,7 @@ absl::StatusOr<TrainReport> TrainSupernet(OfaResNet& model, const ImageDataset& 
         torch::Tensor x = images.index_select(0, index);
         torch::Tensor y = labels.index_select(0, index);
         if (options.augment) x = Augment(x);
-        const double lr = LearningRateAt(step, steps_per_epoch, total_steps, options.learning_rate);
+        const double lr = LearningRateAt(step, warmup_steps, total_steps, options.learning_rate);
         for (auto& group : optimizer.param_groups()) {
           static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
         }

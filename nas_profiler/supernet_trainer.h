@@ -63,7 +63,8 @@ void SetTorchThreads(int threads);
 struct TrainOptions {
   int epochs = 10;
   int batch_size = 128;
-  double learning_rate = 0.1;  // peak; linear warm-up over the first epoch then cosine to 0
+  double learning_rate = 0.1;  // peak; linear warm-up then cosine decay to 0
+  double warmup_epochs = 1.0;   // 0 for fine-tuning a trained supernet
   double momentum = 0.9;
   double weight_decay = 5e-5;  // conv/linear weights only
   // Sandwich rule: every step trains the largest, the smallest and this many
