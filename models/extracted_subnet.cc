@@ -53,7 +53,8 @@ DenseBottleneckImpl::DenseBottleneckImpl(const BlockShape& s) : stride(s.stride)
   conv3 = register_module("conv3", DenseConv(s.mid_channels, s.out_channels, 1, 1));
   norm3 = register_module("norm3", torch::nn::BatchNorm2d(s.out_channels));
   if (s.has_shortcut_conv) {
-    shortcut_conv = register_module("shortcut_conv", DenseConv(s.in_channels, s.out_channels, 1, 1));
+    shortcut_conv =
+        register_module("shortcut_conv", DenseConv(s.in_channels, s.out_channels, 1, 1));
     shortcut_norm = register_module("shortcut_norm", torch::nn::BatchNorm2d(s.out_channels));
   }
 }
@@ -64,10 +65,10 @@ torch::Tensor DenseBottleneckImpl::forward(const torch::Tensor& x) {
   h = norm3(conv3(h));
   torch::Tensor shortcut = x;
   if (shortcut_conv) {
-    torch::Tensor pooled =
-        stride > 1 ? torch::avg_pool2d(x, {stride, stride}, {stride, stride}, {0, 0},
-                                       /*ceil_mode=*/true, /*count_include_pad=*/false)
-                   : x;
+    torch::Tensor pooled = stride > 1
+                               ? torch::avg_pool2d(x, {stride, stride}, {stride, stride}, {0, 0},
+                                                   /*ceil_mode=*/true, /*count_include_pad=*/false)
+                               : x;
     shortcut = shortcut_norm(shortcut_conv(pooled));
   }
   return torch::relu(h + shortcut);
@@ -83,8 +84,8 @@ DenseResNetImpl::DenseResNetImpl(const OfaResNetConfig& config, const ControlTup
     if (!b.active) continue;
     blocks.push_back(register_module(absl::StrCat("block", blocks.size()), DenseBottleneck(b)));
   }
-  classifier = register_module("classifier",
-                               torch::nn::Linear(shape.final_channels, config.num_classes));
+  classifier =
+      register_module("classifier", torch::nn::Linear(shape.final_channels, config.num_classes));
 }
 
 torch::Tensor DenseResNetImpl::forward(const torch::Tensor& x) {
@@ -95,10 +96,10 @@ torch::Tensor DenseResNetImpl::forward(const torch::Tensor& x) {
 }
 
 void WriteConfig(torch::serialize::OutputArchive& a, const OfaResNetConfig& c) {
-  a.write("config/ints", VectorTensor(std::vector<int64_t>{
-                             c.input_channels, c.input_size, c.num_classes, c.stem_width,
-                             c.stem_stride, c.stem_max_pool ? 1 : 0,
-                             static_cast<int64_t>(c.statistics_precision)}));
+  a.write("config/ints",
+          VectorTensor(std::vector<int64_t>{c.input_channels, c.input_size, c.num_classes,
+                                            c.stem_width, c.stem_stride, c.stem_max_pool ? 1 : 0,
+                                            static_cast<int64_t>(c.statistics_precision)}));
   a.write("config/base_depths", VectorTensor(c.base_depths));
   a.write("config/stage_widths", VectorTensor(c.stage_widths));
   a.write("config/stage_strides", VectorTensor(c.stage_strides));
@@ -117,8 +118,8 @@ OfaResNetConfig ReadConfig(torch::serialize::InputArchive& a) {
   c.stem_width = ints[3];
   c.stem_stride = ints[4];
   c.stem_max_pool = ints[5] != 0;
-  c.statistics_precision =
-      ints.size() > 6 && ints[6] == 1 ? StatisticsPrecision::kFloat16 : StatisticsPrecision::kFloat32;
+  c.statistics_precision = ints.size() > 6 && ints[6] == 1 ? StatisticsPrecision::kFloat16
+                                                           : StatisticsPrecision::kFloat32;
   c.base_depths = ReadVector<int64_t>(a, "config/base_depths");
   c.stage_widths = ReadVector<int64_t>(a, "config/stage_widths");
   c.stage_strides = ReadVector<int64_t>(a, "config/stage_strides");
@@ -168,8 +169,8 @@ absl::Status ExtractedSubnet::Save(const std::string& path) const {
     archive.save_to(path);
     return absl::OkStatus();
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("saving extracted subnet to ", path, ": ",
-                                            e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat("saving extracted subnet to ", path, ": ", e.what_without_backtrace()));
   }
 }
 
@@ -188,8 +189,8 @@ absl::StatusOr<std::unique_ptr<ExtractedSubnet>> ExtractedSubnet::Load(const std
     impl->net->eval();
     return std::make_unique<ExtractedSubnet>(std::move(impl));
   } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(absl::StrCat("loading extracted subnet from ", path, ": ",
-                                                   e.what_without_backtrace()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("loading extracted subnet from ", path, ": ", e.what_without_backtrace()));
   }
 }
 

@@ -4,9 +4,9 @@
 // Internal to models/: the dense module behind ExtractedSubnet, shared by
 // extracted_subnet.cc and ofa_resnet.cc (which copies weights into it).
 
-#include <vector>
-
 #include <torch/torch.h>
+
+#include <vector>
 
 #include "models/extracted_subnet.h"
 

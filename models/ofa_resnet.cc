@@ -36,8 +36,8 @@ struct BottleneckImpl : torch::nn::Module {
     conv3 = register_module("conv3", WeightSliceConv2d(max.mid_channels, max.out_channels, 1, 1));
     norm3 = register_module("norm3", SubnetNorm(max.out_channels, 1e-5, stats));
     if (max.has_shortcut_conv) {
-      shortcut_conv = register_module(
-          "shortcut_conv", WeightSliceConv2d(max.in_channels, max.out_channels, 1, 1));
+      shortcut_conv = register_module("shortcut_conv",
+                                      WeightSliceConv2d(max.in_channels, max.out_channels, 1, 1));
       shortcut_norm = register_module("shortcut_norm", SubnetNorm(max.out_channels, 1e-5, stats));
     }
   }
@@ -76,19 +76,19 @@ using SelectedBottleneck = ops::LayerSelectImpl<Bottleneck>;
 struct SupernetImpl : torch::nn::Module {
   explicit SupernetImpl(const OfaResNetConfig& config) : stem_max_pool(config.stem_max_pool) {
     ArchitectureShape max = MaxShape(config);
-    stem_conv = register_module("stem_conv", WeightSliceConv2d(config.input_channels,
-                                                               max.stem_channels, 3,
-                                                               config.stem_stride));
-    stem_norm = register_module(
-        "stem_norm", SubnetNorm(max.stem_channels, 1e-5, StatisticsDtype(config)));
+    stem_conv = register_module(
+        "stem_conv",
+        WeightSliceConv2d(config.input_channels, max.stem_channels, 3, config.stem_stride));
+    stem_norm =
+        register_module("stem_norm", SubnetNorm(max.stem_channels, 1e-5, StatisticsDtype(config)));
     for (size_t i = 0; i < max.blocks.size(); ++i) {
       const BlockShape& b = max.blocks[i];
-      blocks.push_back(register_module(absl::StrCat("block", i),
-                                       ops::MakeLayerSelect(b.index_in_stage,
-                                                             Bottleneck(b, StatisticsDtype(config)))));
+      blocks.push_back(register_module(
+          absl::StrCat("block", i),
+          ops::MakeLayerSelect(b.index_in_stage, Bottleneck(b, StatisticsDtype(config)))));
     }
-    classifier = register_module("classifier",
-                                 WeightSliceLinear(max.final_channels, config.num_classes));
+    classifier =
+        register_module("classifier", WeightSliceLinear(max.final_channels, config.num_classes));
     norms.push_back(stem_norm);
     for (auto& b : blocks) b->block()->AppendNorms(&norms);
   }
@@ -171,14 +171,9 @@ struct OfaResNet::Impl {
         }
         for (size_t l = 0; l < net->norms.size(); ++l) net->norms[l]->ResetSlots(per_layer[l]);
         slots = canonical;
-        if (active.subnet_id != kNoSlot) {
-          active.subnet_id = kNoSlot;  // the old slot's statistics are gone
-          if (!training) {
-            training = true;  // nothing valid to infer with until the next Actuate
-            SetNormMode(NormMode::kBatchStatistics);
-            net->train();
-          }
-        }
+        // The old slot's statistics are gone; the mode stays, and inference
+        // refuses to run until the next Actuate names a new slot.
+        active.subnet_id = kNoSlot;
       } else {
         for (const ControlTuple& a : canonical) {
           auto c = net->NormChannels(ShapeOf(config, a));
@@ -243,8 +238,8 @@ absl::StatusOr<int> OfaResNet::AddSlot(const ControlTuple& architecture) {
 
 absl::StatusOr<ControlTuple> OfaResNet::SlotArchitecture(int slot) const {
   if (slot < 0 || slot >= NumSlots()) {
-    return absl::NotFoundError(absl::StrCat("subnet_id ", slot, " is not a slot (", NumSlots(),
-                                            " slots)"));
+    return absl::NotFoundError(
+        absl::StrCat("subnet_id ", slot, " is not a slot (", NumSlots(), " slots)"));
   }
   return impl_->slots[slot];
 }
@@ -263,18 +258,16 @@ absl::Status OfaResNet::Actuate(const ControlTuple& control) {
     }
   } else {
     if (control.subnet_id < 0 || control.subnet_id >= NumSlots()) {
-      return absl::InvalidArgumentError(absl::StrCat("subnet_id ", control.subnet_id,
-                                                     " is not a slot (valid: 0..",
-                                                     NumSlots() - 1, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "subnet_id ", control.subnet_id, " is not a slot (valid: 0..", NumSlots() - 1, ")"));
     }
     const ControlTuple& slot = impl_->slots[control.subnet_id];
     ControlTuple canonical = Canonicalize(c, control);
     if (canonical.depths != slot.depths || canonical.expand_ratios != slot.expand_ratios ||
         canonical.width_multipliers != slot.width_multipliers) {
       return absl::InvalidArgumentError(
-          absl::StrCat("control tuple does not match the architecture of slot ",
-                       control.subnet_id, ": got ", canonical.DebugString(), ", slot has ",
-                       slot.DebugString()));
+          absl::StrCat("control tuple does not match the architecture of slot ", control.subnet_id,
+                       ": got ", canonical.DebugString(), ", slot has ", slot.DebugString()));
     }
     impl_->SetActive(slot);
     return absl::OkStatus();
@@ -362,8 +355,8 @@ absl::StatusOr<std::unique_ptr<ExtractedSubnet>> OfaResNet::Extract(
   ControlTuple canonical = Canonicalize(c, control);
   canonical.subnet_id = control.subnet_id;
   if (canonical != *slot_arch) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "control tuple does not match the architecture of slot ", control.subnet_id));
+    return absl::InvalidArgumentError(
+        absl::StrCat("control tuple does not match the architecture of slot ", control.subnet_id));
   }
   const int64_t slot = control.subnet_id;
   try {
@@ -373,8 +366,8 @@ absl::StatusOr<std::unique_ptr<ExtractedSubnet>> OfaResNet::Extract(
     Supernet& net = impl_->net;
     ArchitectureShape shape = ShapeOf(c, canonical);
     auto copy_conv = [](torch::nn::Conv2d& to, const WeightSliceConv2d& from) {
-      to->weight.copy_(from->weight.narrow(0, 0, to->weight.size(0))
-                           .narrow(1, 0, to->weight.size(1)));
+      to->weight.copy_(
+          from->weight.narrow(0, 0, to->weight.size(0)).narrow(1, 0, to->weight.size(1)));
     };
     auto copy_norm = [slot](torch::nn::BatchNorm2d& to, const SubnetNorm& from) {
       const int64_t ch = to->weight.size(0);
@@ -425,8 +418,8 @@ absl::Status OfaResNet::Save(const std::string& path) const {
     archive.save_to(path);
     return absl::OkStatus();
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("saving OfaResNet to ", path, ": ",
-                                            e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat("saving OfaResNet to ", path, ": ", e.what_without_backtrace()));
   }
 }
 
@@ -448,10 +441,11 @@ absl::StatusOr<std::unique_ptr<OfaResNet>> OfaResNet::Load(const std::string& pa
     archive.read("net", net);
     (*model)->impl_->net->load(net);
     for (auto& n : (*model)->impl_->net->norms) n->SyncSlotTableFromBuffers();
+    (*model)->Eval();  // a checkpoint is loaded to serve; Train() to fine-tune
     return model;
   } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(absl::StrCat("loading OfaResNet from ", path, ": ",
-                                                   e.what_without_backtrace()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("loading OfaResNet from ", path, ": ", e.what_without_backtrace()));
   }
 }
 

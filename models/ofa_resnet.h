@@ -98,6 +98,7 @@ class OfaResNet {
 
   // Weights, all slots' statistics, the slot table and the config.
   absl::Status Save(const std::string& path) const;
+  // Returns the model in inference mode with no slot active: Actuate first.
   static absl::StatusOr<std::unique_ptr<OfaResNet>> Load(const std::string& path);
 
   // Bytes of all parameters and buffers (weights, affine, every slot's stats).

@@ -30,14 +30,13 @@ template <typename T>
 absl::Status CheckEntries(const char* field, const std::vector<T>& values, size_t want,
                           const std::vector<T>& choices) {
   if (values.size() != want) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " has ", values.size(),
-                                                   " entries, want ", want));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has ", values.size(), " entries, want ", want));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(static_cast<double>(values[i])) || !IsChoice(choices, values[i])) {
-      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "] = ", values[i],
-                                                     " is not one of {",
-                                                     absl::StrJoin(choices, ","), "}"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "[", i, "] = ", values[i], " is not one of {", absl::StrJoin(choices, ","), "}"));
     }
   }
   return absl::OkStatus();
@@ -78,15 +77,16 @@ int64_t OfaResNetConfig::first_block_of_stage(int64_t stage) const {
 }
 
 std::string OfaResNetConfig::DebugString() const {
-  return absl::StrCat("OfaResNet(in=", input_channels, "x", input_size, "x", input_size,
-                      " classes=", num_classes, " stem=", stem_width, "/s", stem_stride,
-                      stem_max_pool ? "+pool" : "", " base_depths=[",
-                      absl::StrJoin(base_depths, ","), "] widths=[",
-                      absl::StrJoin(stage_widths, ","), "])");
+  return absl::StrCat(
+      "OfaResNet(in=", input_channels, "x", input_size, "x", input_size, " classes=", num_classes,
+      " stem=", stem_width, "/s", stem_stride, stem_max_pool ? "+pool" : "", " base_depths=[",
+      absl::StrJoin(base_depths, ","), "] widths=[", absl::StrJoin(stage_widths, ","), "])");
 }
 
 absl::Status ValidateConfig(const OfaResNetConfig& c) {
-  auto bad = [](const std::string& m) { return absl::InvalidArgumentError("OfaResNetConfig: " + m); };
+  auto bad = [](const std::string& m) {
+    return absl::InvalidArgumentError("OfaResNetConfig: " + m);
+  };
   if (c.input_channels <= 0 || c.input_size <= 0 || c.num_classes <= 0 || c.stem_width <= 0 ||
       c.stem_stride <= 0) {
     return bad("input_channels, input_size, num_classes, stem_width, stem_stride must be > 0");
@@ -118,8 +118,8 @@ absl::Status ValidateConfig(const OfaResNetConfig& c) {
 }
 
 int64_t MakeDivisible(double value, int64_t divisor) {
-  int64_t v = std::max<int64_t>(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor *
-                                             divisor);
+  int64_t v =
+      std::max<int64_t>(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
   if (v < 0.9 * value) v += divisor;  // never round down by more than 10%
   return v;
 }
@@ -127,8 +127,8 @@ int64_t MakeDivisible(double value, int64_t divisor) {
 absl::Status ValidateArchitecture(const OfaResNetConfig& c, const ControlTuple& t) {
   const size_t stages = c.base_depths.size();
   if (auto s = CheckEntries("depths", t.depths, stages, c.depth_choices); !s.ok()) return s;
-  if (auto s = CheckEntries("expand_ratios", t.expand_ratios, c.num_blocks(),
-                            c.expand_ratio_choices);
+  if (auto s =
+          CheckEntries("expand_ratios", t.expand_ratios, c.num_blocks(), c.expand_ratio_choices);
       !s.ok()) {
     return s;
   }
@@ -138,8 +138,8 @@ absl::Status ValidateArchitecture(const OfaResNetConfig& c, const ControlTuple& 
     return s;
   }
   if (!t.kernel_sizes.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel_sizes has ", t.kernel_sizes.size(), " entries, want 0 (fixed 3x3 kernels)"));
+    return absl::InvalidArgumentError(absl::StrCat("kernel_sizes has ", t.kernel_sizes.size(),
+                                                   " entries, want 0 (fixed 3x3 kernels)"));
   }
   return absl::OkStatus();
 }

@@ -65,7 +65,9 @@ struct OfaResNetConfig {
 
   int64_t num_stages() const { return static_cast<int64_t>(base_depths.size()); }
   int64_t max_extra_depth() const;
-  int64_t max_blocks_in_stage(int64_t stage) const { return base_depths[stage] + max_extra_depth(); }
+  int64_t max_blocks_in_stage(int64_t stage) const {
+    return base_depths[stage] + max_extra_depth();
+  }
   int64_t num_blocks() const;  // B above
   int64_t first_block_of_stage(int64_t stage) const;
 

@@ -5,11 +5,11 @@
 // Given the stage's active depth it runs the block (index < depth) or passes
 // the input through unchanged, so subnets of different depth share layers.
 
+#include <torch/nn/module.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
-
-#include <torch/nn/module.h>
 
 #include "operators/subnet_ops.h"
 

@@ -96,9 +96,9 @@ void SubnetNormImpl::SyncSlotTableFromBuffers() {
   offsets_.assign(off.data_ptr<int64_t>(), off.data_ptr<int64_t>() + off.numel());
   channels_.assign(ch.data_ptr<int64_t>(), ch.data_ptr<int64_t>() + ch.numel());
   for (size_t s = 0; s < offsets_.size(); ++s) {
-    TORCH_CHECK(channels_[s] == 0 || (offsets_[s] >= 0 &&
-                                      offsets_[s] + channels_[s] <= mean_storage.size(0) &&
-                                      mean_storage.size(0) == var_storage.size(0)),
+    TORCH_CHECK(channels_[s] == 0 ||
+                    (offsets_[s] >= 0 && offsets_[s] + channels_[s] <= mean_storage.size(0) &&
+                     mean_storage.size(0) == var_storage.size(0)),
                 "SubnetNorm: slot ", s, " statistics outside the storage");
   }
 }
@@ -128,9 +128,10 @@ void SubnetNormImpl::SetSlotStatistics(int64_t slot, const torch::Tensor& mean,
                   mean.abs().max().item<double>() <= limit && var.min().item<double>() >= 0 &&
                   var.max().item<double>() <= limit,
               "SubnetNorm: slot ", slot, " statistics are not finite, negative (var) or exceed ",
-              limit, statistics_dtype_ == torch::kHalf
-                         ? " (float16 storage; build the model with float32 statistics)"
-                         : "");
+              limit,
+              statistics_dtype_ == torch::kHalf
+                  ? " (float16 storage; build the model with float32 statistics)"
+                  : "");
   SlotMean(slot).copy_(mean.reshape({-1}));
   SlotVar(slot).copy_(var.reshape({-1}));
 }

@@ -11,11 +11,11 @@
 // (offset -1) when slot s skips the layer. A slot therefore costs exactly the
 // statistics of its own subnet, not the supernet's maximum widths.
 
-#include <cstdint>
-#include <vector>
-
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
 
 namespace superserve::ops {
 

@@ -10,14 +10,16 @@ namespace superserve::ops {
 
 at::Tensor WeightSliceConv2dForward(const at::Tensor& x, const at::Tensor& weight,
                                     const c10::optional<at::Tensor>& bias, int64_t out_channels,
-                             int64_t stride) {
+                                    int64_t stride) {
   TORCH_CHECK(x.dim() == 4, "WeightSlice conv2d: input must be [N, C, H, W], got ", x.sizes());
   TORCH_CHECK(weight.dim() == 4, "WeightSlice conv2d: weight must be 4-d");
   const int64_t in_channels = x.size(1);
-  TORCH_CHECK(in_channels >= 1 && in_channels <= weight.size(1), "WeightSlice conv2d: ",
-              in_channels, " input channels, weight has at most ", weight.size(1));
-  TORCH_CHECK(out_channels >= 1 && out_channels <= weight.size(0), "WeightSlice conv2d: ",
-              out_channels, " output channels requested, weight has at most ", weight.size(0));
+  TORCH_CHECK(in_channels >= 1 && in_channels <= weight.size(1),
+              "WeightSlice conv2d: ", in_channels, " input channels, weight has at most ",
+              weight.size(1));
+  TORCH_CHECK(out_channels >= 1 && out_channels <= weight.size(0),
+              "WeightSlice conv2d: ", out_channels,
+              " output channels requested, weight has at most ", weight.size(0));
   const int64_t k = weight.size(2);
   // Leading slice along dim 0 is contiguous; along dim 1 it is a strided view.
   at::Tensor w = weight.size(0) == out_channels ? weight : weight.narrow(0, 0, out_channels);
@@ -30,13 +32,15 @@ at::Tensor WeightSliceConv2dForward(const at::Tensor& x, const at::Tensor& weigh
 }
 
 at::Tensor WeightSliceLinearForward(const at::Tensor& x, const at::Tensor& weight,
-                             const c10::optional<at::Tensor>& bias, int64_t out_features) {
+                                    const c10::optional<at::Tensor>& bias, int64_t out_features) {
   TORCH_CHECK(weight.dim() == 2, "WeightSlice linear: weight must be 2-d");
   const int64_t in_features = x.size(-1);
-  TORCH_CHECK(in_features >= 1 && in_features <= weight.size(1), "WeightSlice linear: ",
-              in_features, " input features, weight has at most ", weight.size(1));
-  TORCH_CHECK(out_features >= 1 && out_features <= weight.size(0), "WeightSlice linear: ",
-              out_features, " output features requested, weight has at most ", weight.size(0));
+  TORCH_CHECK(in_features >= 1 && in_features <= weight.size(1),
+              "WeightSlice linear: ", in_features, " input features, weight has at most ",
+              weight.size(1));
+  TORCH_CHECK(out_features >= 1 && out_features <= weight.size(0),
+              "WeightSlice linear: ", out_features,
+              " output features requested, weight has at most ", weight.size(0));
   // A [out, in] slice of a row-major [max_out, max_in] matrix has a leading
   // dimension BLAS accepts, so linear (addmm on weight^T) needs no copy.
   at::Tensor w = weight.narrow(0, 0, out_features).narrow(1, 0, in_features);
@@ -52,14 +56,14 @@ void ScaleShift(const float* in, float* out, int64_t n, float s, float t) {
 }
 
 __attribute__((target("avx2,fma"))) void ScaleShiftFma(const float* in, float* out, int64_t n,
-                                                        float s, float t) {
+                                                       float s, float t) {
   for (int64_t i = 0; i < n; ++i) out[i] = __builtin_fmaf(in[i], s, t);
 }
 
 template <typename StatT>
 void NormalizeChannels(const float* x, float* out, int64_t n, int64_t c, int64_t inner,
-                       const float* weight, const float* bias, const StatT* mean,
-                       const StatT* var, double eps) {
+                       const float* weight, const float* bias, const StatT* mean, const StatT* var,
+                       double eps) {
   // Per channel y = x * scale + shift, folded in float exactly as ATen's CPU
   // inference batch_norm does, so a dense BatchNorm2d with the same
   // statistics gives bit-identical results.
@@ -97,20 +101,20 @@ at::Tensor SubnetNormWithStatistics(const at::Tensor& x, const at::Tensor& weigh
   const int64_t c = x.size(1);
   TORCH_CHECK(c <= weight.size(0) && c <= bias.size(0), "SubnetNorm: ", c,
               " channels, layer has at most ", weight.size(0));
-  TORCH_CHECK(offset >= 0 && offset + c <= mean_storage.size(0) &&
-                  offset + c <= var_storage.size(0),
-              "SubnetNorm: statistics range [", offset, ", ", offset + c,
-              ") outside the storage of ", mean_storage.size(0));
+  TORCH_CHECK(
+      offset >= 0 && offset + c <= mean_storage.size(0) && offset + c <= var_storage.size(0),
+      "SubnetNorm: statistics range [", offset, ", ", offset + c, ") outside the storage of ",
+      mean_storage.size(0));
   TORCH_CHECK(mean_storage.scalar_type() == var_storage.scalar_type(),
               "SubnetNorm: mean and var storage dtypes differ");
   const bool differentiable =
       at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad());
-  const bool fast = !differentiable && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
-                    x.is_contiguous() && weight.is_contiguous() && bias.is_contiguous() &&
-                    weight.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat &&
-                    mean_storage.is_contiguous() && var_storage.is_contiguous() &&
-                    (mean_storage.scalar_type() == at::kFloat ||
-                     mean_storage.scalar_type() == at::kHalf);
+  const bool fast =
+      !differentiable && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
+      x.is_contiguous() && weight.is_contiguous() && bias.is_contiguous() &&
+      weight.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat &&
+      mean_storage.is_contiguous() && var_storage.is_contiguous() &&
+      (mean_storage.scalar_type() == at::kFloat || mean_storage.scalar_type() == at::kHalf);
   if (!fast) {  // general path: autograd, other devices/dtypes/layouts
     auto prefix = [c](const at::Tensor& t) { return t.size(0) == c ? t : t.narrow(0, 0, c); };
     return at::batch_norm(x, prefix(weight), prefix(bias),
@@ -157,12 +161,12 @@ at::Tensor SubnetNormOp(const at::Tensor& x, const at::Tensor& weight, const at:
                         const at::Tensor& mean_storage, const at::Tensor& var_storage,
                         const at::Tensor& slot_offsets, const at::Tensor& slot_channels,
                         int64_t slot, double eps) {
-  TORCH_CHECK(slot >= 0 && slot < slot_offsets.size(0), "SubnetNorm: unknown slot ", slot,
-              " (", slot_offsets.size(0), " slots)");
+  TORCH_CHECK(slot >= 0 && slot < slot_offsets.size(0), "SubnetNorm: unknown slot ", slot, " (",
+              slot_offsets.size(0), " slots)");
   const int64_t offset = slot_offsets[slot].item<int64_t>();
   const int64_t channels = slot_channels[slot].item<int64_t>();
-  TORCH_CHECK(offset >= 0 && channels == x.size(1), "SubnetNorm: slot ", slot, " holds ",
-              channels, " channels, input has ", x.size(1));
+  TORCH_CHECK(offset >= 0 && channels == x.size(1), "SubnetNorm: slot ", slot, " holds ", channels,
+              " channels, input has ", x.size(1));
   return SubnetNormWithStatistics(x, weight, bias, mean_storage, var_storage, offset, eps);
 }
 
@@ -171,12 +175,16 @@ at::Tensor SubnetNormOp(const at::Tensor& x, const at::Tensor& weight, const at:
 // Registered here, next to the kernels the C++ modules call, so that any
 // binary using the operators also links the registration.
 TORCH_LIBRARY(superserve, m) {
-  m.def("weight_slice_conv2d(Tensor x, Tensor weight, Tensor? bias, int out_channels, int stride) -> Tensor",
-        &WeightSliceConv2dForward);
+  m.def(
+      "weight_slice_conv2d(Tensor x, Tensor weight, Tensor? bias, int out_channels, int stride) -> "
+      "Tensor",
+      &WeightSliceConv2dForward);
   m.def("weight_slice_linear(Tensor x, Tensor weight, Tensor? bias, int out_features) -> Tensor",
         &WeightSliceLinearForward);
-  m.def("subnet_norm(Tensor x, Tensor weight, Tensor bias, Tensor mean_storage, Tensor var_storage, Tensor slot_offsets, Tensor slot_channels, int slot, float eps) -> Tensor",
-        &SubnetNormOp);
+  m.def(
+      "subnet_norm(Tensor x, Tensor weight, Tensor bias, Tensor mean_storage, Tensor var_storage, "
+      "Tensor slot_offsets, Tensor slot_channels, int slot, float eps) -> Tensor",
+      &SubnetNormOp);
   m.def("layer_select(int block_index, int active_depth) -> bool", &LayerSelectActive);
 }
 

@@ -17,10 +17,10 @@
 //               int slot, float eps) -> Tensor
 //   layer_select(int block_index, int active_depth) -> bool
 
-#include <cstdint>
-
 #include <ATen/core/Tensor.h>
 #include <c10/util/Optional.h>
+
+#include <cstdint>
 
 namespace superserve::ops {
 
@@ -30,12 +30,12 @@ namespace superserve::ops {
 // CPU backend does with it).
 at::Tensor WeightSliceConv2dForward(const at::Tensor& x, const at::Tensor& weight,
                                     const c10::optional<at::Tensor>& bias, int64_t out_channels,
-                             int64_t stride);
+                                    int64_t stride);
 
 // Linear layer with the leading [out_features, x.size(-1)] slice of `weight`
 // ([max_out, max_in]).
 at::Tensor WeightSliceLinearForward(const at::Tensor& x, const at::Tensor& weight,
-                             const c10::optional<at::Tensor>& bias, int64_t out_features);
+                                    const c10::optional<at::Tensor>& bias, int64_t out_features);
 
 // Inference normalisation of x ([N, C, ...]) with one slot's statistics:
 // mean/var are mean_storage/var_storage[offset, offset + C), affine

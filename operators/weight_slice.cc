@@ -1,9 +1,9 @@
 #include "operators/weight_slice.h"
 
-#include <cmath>
-
 #include <ATen/ATen.h>
 #include <torch/nn/init.h>
+
+#include <cmath>
 
 #include "operators/subnet_ops.h"
 
@@ -49,9 +49,9 @@ torch::Tensor WeightSliceConv2dImpl::forward(const torch::Tensor& x, int64_t out
     const int64_t pad = kernel() / 2;
     return at::conv2d(x, v.weight, v.bias, {stride_, stride_}, {pad, pad});
   }
-  return WeightSliceConv2dForward(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias)
-                                                     : c10::nullopt,
-                           out_channels, stride_);
+  return WeightSliceConv2dForward(x, weight,
+                                  bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt,
+                                  out_channels, stride_);
 }
 
 WeightSliceLinearImpl::WeightSliceLinearImpl(int64_t max_in, int64_t max_out) {
@@ -66,10 +66,10 @@ WeightSliceLinearImpl::WeightSliceLinearImpl(int64_t max_in, int64_t max_out) {
 torch::Tensor WeightSliceLinearImpl::forward(const torch::Tensor& x, int64_t out_features) {
   if (!at::GradMode::is_enabled()) {
     const int64_t in = x.size(-1);
-    TORCH_CHECK(in >= 1 && in <= weight.size(1) && out_features >= 1 &&
-                    out_features <= weight.size(0),
-                "WeightSlice linear: ", in, " -> ", out_features, " features, weight has ",
-                weight.size(1), " -> ", weight.size(0));
+    TORCH_CHECK(
+        in >= 1 && in <= weight.size(1) && out_features >= 1 && out_features <= weight.size(0),
+        "WeightSlice linear: ", in, " -> ", out_features, " features, weight has ", weight.size(1),
+        " -> ", weight.size(0));
     const SliceViewCache::Entry& v = views_.Get(weight, bias, in, out_features);
     return at::linear(x, v.weight, v.bias);
   }

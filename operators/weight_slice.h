@@ -13,11 +13,11 @@
 // and is rebuilt if the weight's storage moves (e.g. after a checkpoint load).
 // With grad mode on, every forward slices afresh so autograd sees the slice.
 
-#include <cstdint>
-#include <vector>
-
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
 
 namespace superserve::ops {
 
@@ -30,15 +30,13 @@ class SliceViewCache {
   };
   // The entry for (in, out), creating it on first use. Bounds are the
   // caller's job.
-  const Entry& Get(const torch::Tensor& weight, const torch::Tensor& bias, int64_t in,
-                   int64_t out);
+  const Entry& Get(const torch::Tensor& weight, const torch::Tensor& bias, int64_t in, int64_t out);
   size_t size() const { return entries_.size(); }
 
  private:
   const void* storage_ = nullptr;
   std::vector<Entry> entries_;
 };
-
 
 class WeightSliceConv2dImpl : public torch::nn::Module {
  public:

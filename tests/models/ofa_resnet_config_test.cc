@@ -1,9 +1,9 @@
 #include "models/ofa_resnet_config.h"
 
-#include <set>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace superserve::models {
 namespace {
@@ -18,11 +18,11 @@ TEST(OfaResNetConfigTest, ResNet50LayoutMatchesOfa) {
   ArchitectureShape max = MaxShape(c);
   EXPECT_EQ(max.stem_channels, 64);
   EXPECT_EQ(max.final_channels, 2048);
-  EXPECT_EQ(max.blocks[0].mid_channels, 88);     // make_divisible(round(256 * 0.35))
+  EXPECT_EQ(max.blocks[0].mid_channels, 88);       // make_divisible(round(256 * 0.35))
   EXPECT_EQ(max.blocks.back().mid_channels, 720);  // make_divisible(round(2048 * 0.35))
   ArchitectureShape min = ShapeOf(c, SmallestArchitecture(c));
-  EXPECT_EQ(min.stem_channels, 40);           // make_divisible(64 * 0.65)
-  EXPECT_EQ(min.stage_channels[3], 1328);     // make_divisible(2048 * 0.65)
+  EXPECT_EQ(min.stem_channels, 40);        // make_divisible(64 * 0.65)
+  EXPECT_EQ(min.stage_channels[3], 1328);  // make_divisible(2048 * 0.65)
   EXPECT_GT(SubnetParameterCount(c, LargestArchitecture(c)),
             4 * SubnetParameterCount(c, SmallestArchitecture(c)));
 }

@@ -1,13 +1,13 @@
 #include "models/ofa_resnet.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
 
 namespace superserve::models {
 namespace {
@@ -56,7 +56,8 @@ void ExpectActuatedEqualsExtracted(OfaResNet& model, int64_t batch, int64_t size
     ASSERT_EQ(actuated.sizes(), dense.sizes());
     EXPECT_EQ(actuated.size(1), model.config().num_classes);
     EXPECT_TRUE(CloseFp32(actuated, dense))
-        << "slot " << s << " " << arch->DebugString() << " max abs " << dense.abs().max().item<float>() << " max diff "
+        << "slot " << s << " " << arch->DebugString() << " max abs "
+        << dense.abs().max().item<float>() << " max diff "
         << (actuated - dense).abs().max().item<float>();
   }
 }
@@ -163,6 +164,23 @@ TEST(OfaResNetTest, BadControlTuplesAreRejectedAndLeaveTheActiveSubnet) {
   expect_rejected(t, "does not match the architecture of slot 1");
   EXPECT_FALSE(model->Extract(t).ok());
   EXPECT_FALSE(model->Infer(torch::randn({1, 3, 28, 28})).ok());  // wrong channel count
+}
+
+TEST(OfaResNetTest, ReplacingSlotsRequiresANewActuationBeforeInference) {
+  auto model = FashionMnistWithSlots(3, 51);
+  model->Eval();
+  ASSERT_TRUE(model->Actuate(*model->SlotArchitecture(2)).ok());
+  torch::Tensor x = torch::randn({1, 1, 28, 28});
+  ASSERT_TRUE(model->Infer(x).ok());
+  auto archs = SampleArchitectures(model->config(), 2, 52);
+  ASSERT_TRUE(model->SetSlots(*archs).ok());
+  EXPECT_EQ(model->NumSlots(), 2);
+  EXPECT_FALSE(model->is_training());
+  auto stale = model->Infer(x);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_THAT(std::string(stale.status().message()), HasSubstr("needs an actuated slot"));
+  ASSERT_TRUE(model->Actuate((*archs)[1]).ok());
+  EXPECT_TRUE(model->Infer(x).ok());
 }
 
 TEST(OfaResNetTest, SaveAndLoadKeepWeightsStatisticsAndSlots) {

@@ -1,6 +1,3 @@
-#include <cstdio>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/frontend/resolver.h>
@@ -8,6 +5,9 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <string>
 
 #include "operators/layer_select.h"
 #include "operators/subnet_norm.h"
@@ -50,8 +50,8 @@ TEST(WeightSliceConv2dTest, InferenceViewsFollowTheWeights) {
   conv->weight.mul_(2);                 // in-place update (optimizer step)
   EXPECT_TRUE(torch::allclose(conv(x, 6), first * 2, 1e-5, 1e-5));
   conv->weight.set_(torch::randn({8, 8, 3, 3}));  // storage replaced (checkpoint load)
-  torch::Tensor want = torch::conv2d(x, conv->weight.slice(0, 0, 6).slice(1, 0, 5).clone(), {},
-                                     1, 1);
+  torch::Tensor want =
+      torch::conv2d(x, conv->weight.slice(0, 0, 6).slice(1, 0, 5).clone(), {}, 1, 1);
   EXPECT_TRUE(torch::allclose(conv(x, 6), want, 1e-5, 1e-5));
 }
 
@@ -66,8 +66,8 @@ TEST(WeightSliceLinearTest, EqualsDenseLinearWithCopiedPrefix) {
   EXPECT_THROW(fc(torch::randn({3, 33}), 10), c10::Error);
 }
 
-torch::Tensor ManualNorm(const torch::Tensor& x, const torch::Tensor& mean, const torch::Tensor& var,
-                         const torch::Tensor& w, const torch::Tensor& b) {
+torch::Tensor ManualNorm(const torch::Tensor& x, const torch::Tensor& mean,
+                         const torch::Tensor& var, const torch::Tensor& w, const torch::Tensor& b) {
   auto v = [](const torch::Tensor& t) { return t.view({1, -1, 1, 1}); };
   return (x - v(mean)) / torch::sqrt(v(var) + 1e-5) * v(w) + v(b);
 }
@@ -87,14 +87,12 @@ TEST(SubnetNormTest, EachSlotUsesItsOwnStatisticsAndSharedAffine) {
   norm->SetSlotStatistics(2, m2, v2);
   torch::NoGradGuard g;
   torch::Tensor x4 = torch::randn({2, 4, 3, 3}), x6 = torch::randn({2, 6, 3, 3});
-  EXPECT_TRUE(torch::allclose(norm(x4, 0),
-                              ManualNorm(x4, m0, v0, norm->weight.slice(0, 0, 4),
-                                         norm->bias.slice(0, 0, 4)),
-                              1e-5, 1e-5));
-  EXPECT_TRUE(torch::allclose(norm(x6, 2),
-                              ManualNorm(x6, m2, v2, norm->weight.slice(0, 0, 6),
-                                         norm->bias.slice(0, 0, 6)),
-                              1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(
+      norm(x4, 0), ManualNorm(x4, m0, v0, norm->weight.slice(0, 0, 4), norm->bias.slice(0, 0, 4)),
+      1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(
+      norm(x6, 2), ManualNorm(x6, m2, v2, norm->weight.slice(0, 0, 6), norm->bias.slice(0, 0, 6)),
+      1e-5, 1e-5));
 }
 
 TEST(SubnetNormTest, HalfStorageUsesTheRoundedStatisticsInPlace) {
@@ -104,9 +102,9 @@ TEST(SubnetNormTest, HalfStorageUsesTheRoundedStatisticsInPlace) {
   torch::Tensor m = torch::randn({6}), v = torch::rand({6}) + 0.5;
   norm->SetSlotStatistics(0, m, v);
   torch::Tensor x = torch::randn({2, 6, 3, 3});
-  torch::Tensor want = ManualNorm(x, m.to(torch::kHalf).to(torch::kFloat),
-                                  v.to(torch::kHalf).to(torch::kFloat), norm->weight.detach(),
-                                  norm->bias.detach());
+  torch::Tensor want =
+      ManualNorm(x, m.to(torch::kHalf).to(torch::kFloat), v.to(torch::kHalf).to(torch::kFloat),
+                 norm->weight.detach(), norm->bias.detach());
   {
     torch::NoGradGuard g;  // raw-pointer inference kernel
     EXPECT_TRUE(torch::allclose(norm(x, 0), want, 1e-5, 1e-5));
@@ -135,9 +133,9 @@ TEST(SubnetNormTest, InferenceKernelMatchesDenseBatchNormToRounding) {
     torch::Tensor a = norm(x, 0), b = dense(x);
     // Same folded formula; ATen rounds the per-channel terms slightly
     // differently, so allow one or two ulps.
-    EXPECT_TRUE(torch::allclose(a, b, 1e-6, 2e-6)) << "width " << w << " max diff "
-                                    << (a - b).abs().max().item<float>() << " where "
-                                    << (a != b).nonzero().size(0) << " elements differ";
+    EXPECT_TRUE(torch::allclose(a, b, 1e-6, 2e-6))
+        << "width " << w << " max diff " << (a - b).abs().max().item<float>() << " where "
+        << (a != b).nonzero().size(0) << " elements differ";
   }
 }
 

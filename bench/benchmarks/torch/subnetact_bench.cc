@@ -6,15 +6,15 @@
 //              input, interleaved (Fashion-MNIST size, 1 intra-op thread).
 //   memory:    one supernet serving 500 subnets vs six extracted subnets
 //              spanning the size (accuracy) range (ImageNet size).
+#include <torch/torch.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "bench/benchmark_registry.h"
 #include "common/clock.h"
@@ -23,7 +23,6 @@
 
 namespace superserve::bench {
 namespace {
-
 
 using models::OfaResNet;
 using models::OfaResNetConfig;
@@ -97,9 +96,10 @@ int RunActuation(const BenchmarkArgs& args) {
   const double p50 = Percentile(actuation_us, 0.5), p99 = Percentile(actuation_us, 0.99);
   const double load_p50 = Percentile(load_ms, 0.5);
   const double speedup = load_p50 * 1000.0 / p50;
-  std::printf("actuation (500 slots, ImageNet OFA-ResNet50): p50 %.2f us, p99 %.2f us; load of "
-              "extracted median subnet from disk: p50 %.1f ms; speedup %.0fx\n",
-              p50, p99, load_p50, speedup);
+  std::printf(
+      "actuation (500 slots, ImageNet OFA-ResNet50): p50 %.2f us, p99 %.2f us; load of "
+      "extracted median subnet from disk: p50 %.1f ms; speedup %.0fx\n",
+      p50, p99, load_p50, speedup);
   if (args.json) {
     std::printf("%s\n", JsonWriter()
                             .Add("benchmark", "actuation")
@@ -150,6 +150,14 @@ int RunOverhead(const BenchmarkArgs& args) {
     for (int64_t batch : {1, 16}) {
       torch::Tensor x = torch::randn({batch, 1, 28, 28});
       const int iters = batch == 1 ? 20 : 4;
+      {  // both sides must compute the same function, or the timing means nothing
+        torch::Tensor a = (*model)->Forward(x), d = (*extracted)->Forward(x);
+        const double scale = std::max(1.0, d.abs().max().item<double>());
+        if (!torch::allclose(a, d, 1e-4, 1e-5 * scale)) {
+          std::fprintf(stderr, "overhead: actuated and extracted %s subnets disagree\n", s.name);
+          return 1;
+        }
+      }
       for (int w = 0; w < 5; ++w) {
         (*model)->Forward(x);
         (*extracted)->Forward(x);
@@ -178,10 +186,11 @@ int RunOverhead(const BenchmarkArgs& args) {
       const double a = Percentile(actuated_us, 0.5), d = Percentile(dense_us, 0.5);
       const double ratio = Percentile(paired, 0.5);
       worst = std::max(worst, ratio);
-      std::printf("%-8s batch %2lld: actuated %8.1f us, extracted %8.1f us (p50), paired ratio "
-                  "p50 %.3f [p25 %.3f, p75 %.3f]\n",
-                  s.name, static_cast<long long>(batch), a, d, ratio, Percentile(paired, 0.25),
-                  Percentile(paired, 0.75));
+      std::printf(
+          "%-8s batch %2lld: actuated %8.1f us, extracted %8.1f us (p50), paired ratio "
+          "p50 %.3f [p25 %.3f, p75 %.3f]\n",
+          s.name, static_cast<long long>(batch), a, d, ratio, Percentile(paired, 0.25),
+          Percentile(paired, 0.75));
       cases.push_back(JsonWriter()
                           .Add("subnet", s.name)
                           .Add("batch", batch)
@@ -289,9 +298,10 @@ int RunMemory(const BenchmarkArgs& args) {
   auto full = MeasureMemory(models::StatisticsPrecision::kFloat32);
   if (!full.ok()) return Fail("float32 statistics", full.status());
   auto print = [](const char* name, const MemoryResult& r) {
-    std::printf("%s: supernet with 500 slots %.1f MB (weights+affine %.1f MB, statistics %.1f "
-                "MB); six evenly spaced subnets %.1f MB (",
-                name, r.supernet_mb, r.supernet_mb - r.statistics_mb, r.statistics_mb, r.even_mb);
+    std::printf(
+        "%s: supernet with 500 slots %.1f MB (weights+affine %.1f MB, statistics %.1f "
+        "MB); six evenly spaced subnets %.1f MB (",
+        name, r.supernet_mb, r.supernet_mb - r.statistics_mb, r.statistics_mb, r.even_mb);
     for (double e : r.even_each) std::printf(" %.1f", e);
     std::printf(" ) ratio %.2f; six quantile subnets %.1f MB (", r.even_mb / r.supernet_mb,
                 r.quantile_mb);
