@@ -1,0 +1,381 @@
+// superserve-nas: trains the Fashion-MNIST supernet, calibrates SubnetNorm per
+// subnet, searches the accuracy-latency Pareto frontier, evaluates subnets and
+// re-profiles latencies. See docs/nas.md.
+#include <chrono>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/init.h"
+#include "common/json_writer.h"
+#include "models/ofa_resnet.h"
+#include "nas_profiler/nas_configs.h"
+#include "nas_profiler/search.h"
+#include "nas_profiler/supernet_trainer.h"
+
+ABSL_FLAG(std::string, config, "fmnist",
+          "Supernet configuration (train, probe): fmnist, fmnist-s2, fmnist-ss0 or tiny.");
+ABSL_FLAG(std::string, data_dir, superserve::kFashionMnistDir,
+          "Folder with the Fashion-MNIST *-ubyte.gz files.");
+ABSL_FLAG(std::string, checkpoint, "", "Checkpoint to write (train) or read (other subcommands).");
+ABSL_FLAG(int, epochs, 10, "Training epochs.");
+ABSL_FLAG(double, warmup_epochs, 1.0, "Epochs of linear learning-rate warm-up (0 to fine-tune).");
+ABSL_FLAG(std::string, init_checkpoint, "",
+          "train: start from this trained supernet instead of a random initialisation "
+          "(--config is then ignored).");
+ABSL_FLAG(int, batch_size, 128, "Training batch size.");
+ABSL_FLAG(double, learning_rate, 0.1, "Peak SGD learning rate (warm-up 1 epoch, cosine decay).");
+ABSL_FLAG(double, weight_decay, 5e-5, "Weight decay of conv/linear weights.");
+ABSL_FLAG(int, random_subnets, 2, "Random subnets per step besides the largest and smallest.");
+ABSL_FLAG(bool, distill, true, "In-place distillation from the largest subnet.");
+ABSL_FLAG(bool, augment, true, "Random crop (padding 2) and horizontal flip.");
+ABSL_FLAG(int64_t, max_steps, -1, "Stop training after this many steps (-1: all epochs).");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of the split, the initialisation, the order and the search.");
+ABSL_FLAG(int, threads, 1,
+          "Intra-op threads for training and calibration (1 is fastest on a shared 2-core box).");
+ABSL_FLAG(int, validation_size, 5000, "Training images kept aside for the search's validation.");
+ABSL_FLAG(std::string, profile, "", "ModelProfile JSON to read (eval, calibrate, reprofile).");
+ABSL_FLAG(std::string, output_dir, "",
+          "search: model folder to write (profile.json + checkpoint.pt).");
+ABSL_FLAG(std::string, output, "",
+          "calibrate: checkpoint to write; reprofile: profile to write (default: --profile).");
+ABSL_FLAG(std::string, model_name, "fmnist", "search: the profile's model name.");
+ABSL_FLAG(int, subnet, -1, "eval: the profile subnet id to measure.");
+ABSL_FLAG(int, candidates, 400, "search: random architectures sampled (plus smallest/largest).");
+ABSL_FLAG(int, evolution_rounds, 2, "search: rounds mutating the frontier.");
+ABSL_FLAG(int, mutations_per_round, 100, "search: new candidates per evolution round.");
+ABSL_FLAG(int, max_subnets, 160, "search: at most this many Pareto subnets (thinned evenly).");
+ABSL_FLAG(int, calibration_images, 2000,
+          "Training images (the first of the training split) that calibrate SubnetNorm.");
+ABSL_FLAG(int, search_calibration_images, 1000,
+          "search: training images that calibrate each candidate while screening.");
+ABSL_FLAG(int, workers, 2,
+          "search: threads measuring candidates/test accuracy in parallel (1 intra-op each).");
+ABSL_FLAG(int, warmup, 2, "Latency: untimed runs per batch size (search, reprofile, probe).");
+ABSL_FLAG(int, repeats, 7,
+          "Latency: timed runs per batch size, the median is kept (search, reprofile, probe).");
+ABSL_FLAG(bool, json, false, "Print one JSON object as the last line.");
+
+namespace superserve::nas {
+namespace {
+
+constexpr char kUsage[] =
+    "superserve-nas SUBCOMMAND [flags]\n"
+    "  train      train the supernet (sandwich rule + in-place distillation)\n"
+    "  calibrate  calibrate SubnetNorm statistics of a checkpoint's slots\n"
+    "  search     sample/evolve subnets, Pareto frontier, profile, write profile + checkpoint\n"
+    "  eval       test accuracy of one subnet: --checkpoint C --profile P --subnet ID --json\n"
+    "  reprofile  re-measure a profile's latencies on this machine (< 3 minutes)\n"
+    "  probe      seconds per training step and smallest/largest latency of --config";
+
+void Log(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "superserve-nas: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+int Train() {
+  const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
+  if (checkpoint.empty()) return Fail(absl::InvalidArgumentError("train needs --checkpoint"));
+  auto config = NamedConfig(absl::GetFlag(FLAGS_config));
+  if (!config.ok()) return Fail(config.status());
+  SetTorchThreads(absl::GetFlag(FLAGS_threads));
+  auto splits = LoadFashionMnistSplits(absl::GetFlag(FLAGS_data_dir),
+                                       absl::GetFlag(FLAGS_validation_size),
+                                       absl::GetFlag(FLAGS_seed), /*load_test=*/false);
+  if (!splits.ok()) return Fail(splits.status());
+  const std::string init = absl::GetFlag(FLAGS_init_checkpoint);
+  auto model = init.empty() ? models::OfaResNet::Create(*config, absl::GetFlag(FLAGS_seed))
+                            : models::OfaResNet::Load(init);
+  if (!model.ok()) return Fail(model.status());
+  TrainOptions options;
+  options.epochs = absl::GetFlag(FLAGS_epochs);
+  options.warmup_epochs = absl::GetFlag(FLAGS_warmup_epochs);
+  options.batch_size = absl::GetFlag(FLAGS_batch_size);
+  options.learning_rate = absl::GetFlag(FLAGS_learning_rate);
+  options.weight_decay = absl::GetFlag(FLAGS_weight_decay);
+  options.random_subnets = absl::GetFlag(FLAGS_random_subnets);
+  options.distill = absl::GetFlag(FLAGS_distill);
+  options.augment = absl::GetFlag(FLAGS_augment);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.max_steps = absl::GetFlag(FLAGS_max_steps);
+  options.checkpoint_path = checkpoint;
+  options.log = Log;
+  Log(absl::StrCat("training ", absl::GetFlag(FLAGS_config), " on ", splits->train.size(),
+                   " images (", splits->validation.size(), " kept for validation)"));
+  auto report = TrainSupernet(**model, splits->train, options);
+  if (!report.ok()) return Fail(report.status());
+  Log(absl::StrCat("trained ", report->steps, " steps in ", report->seconds, " s"));
+  if (absl::GetFlag(FLAGS_json)) {
+    JsonWriter json;
+    json.Add("steps", report->steps)
+        .Add("epochs", report->epochs_done)
+        .Add("seconds", report->seconds)
+        .Add("seconds_per_step", report->seconds / std::max<int64_t>(1, report->steps))
+        .Add("final_loss", report->largest_losses.empty() ? 0.0 : report->largest_losses.back());
+    std::cout << json.ToString() << std::endl;
+  }
+  return 0;
+}
+
+std::string MachineDescription() {
+  std::string cpu = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  char host[256] = "unknown-host";
+  gethostname(host, sizeof(host) - 1);
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return absl::StrCat(host, " (", cpu, "), 1 intra-op thread, ", date);
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+absl::StatusOr<std::unique_ptr<models::OfaResNet>> LoadCheckpoint() {
+  const std::string path = absl::GetFlag(FLAGS_checkpoint);
+  if (path.empty()) return absl::InvalidArgumentError("--checkpoint is required");
+  return models::OfaResNet::Load(path);
+}
+
+absl::StatusOr<ModelProfile> LoadProfile() {
+  const std::string path = absl::GetFlag(FLAGS_profile);
+  if (path.empty()) return absl::InvalidArgumentError("--profile is required");
+  return ModelProfile::LoadFile(path);
+}
+
+int Search() {
+  const std::string output_dir = absl::GetFlag(FLAGS_output_dir);
+  if (output_dir.empty()) return Fail(absl::InvalidArgumentError("search needs --output_dir"));
+  std::filesystem::create_directories(output_dir);
+  auto model = LoadCheckpoint();
+  if (!model.ok()) return Fail(model.status());
+  SetTorchThreads(absl::GetFlag(FLAGS_threads));
+  auto splits = LoadFashionMnistSplits(absl::GetFlag(FLAGS_data_dir),
+                                       absl::GetFlag(FLAGS_validation_size),
+                                       absl::GetFlag(FLAGS_seed));
+  if (!splits.ok()) return Fail(splits.status());
+  SearchOptions options;
+  options.num_candidates = absl::GetFlag(FLAGS_candidates);
+  options.evolution_rounds = absl::GetFlag(FLAGS_evolution_rounds);
+  options.mutations_per_round = absl::GetFlag(FLAGS_mutations_per_round);
+  options.max_subnets = static_cast<size_t>(absl::GetFlag(FLAGS_max_subnets));
+  options.calibration_images = absl::GetFlag(FLAGS_calibration_images);
+  options.search_calibration_images = absl::GetFlag(FLAGS_search_calibration_images);
+  options.profile_warmup = absl::GetFlag(FLAGS_warmup);
+  options.profile_repeats = absl::GetFlag(FLAGS_repeats);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.workers = std::max(1, absl::GetFlag(FLAGS_workers));
+  options.model_name = absl::GetFlag(FLAGS_model_name);
+  options.measured_on = MachineDescription();
+  options.log = Log;
+  const std::string checkpoint = output_dir + "/checkpoint.pt";
+  const std::string profile = output_dir + "/profile.json";
+  auto result = SearchAndProfile(**model, *splits, options, checkpoint, profile);
+  if (!result.ok()) return Fail(result.status());
+  const ModelProfile& p = result->profile;
+  const int b16 = p.BatchIndex(16);
+  Log(absl::StrCat("wrote ", profile, " and ", checkpoint, ": ", p.subnets.size(),
+                   " Pareto subnets of ", result->candidates.size(), " candidates; candidates ",
+                   result->seconds_candidates, " s, final ", result->seconds_final, " s"));
+  if (absl::GetFlag(FLAGS_json)) {
+    JsonWriter json;
+    json.Add("candidates", static_cast<int64_t>(result->candidates.size()))
+        .Add("pareto_subnets", static_cast<int64_t>(p.subnets.size()))
+        .Add("smallest_test_accuracy", p.subnets.front().accuracy)
+        .Add("largest_test_accuracy", p.subnets.back().accuracy)
+        .Add("seconds_candidates", result->seconds_candidates)
+        .Add("seconds_final", result->seconds_final);
+    if (b16 >= 0) {
+      json.Add("latency_ratio_b16", static_cast<double>(p.subnets.back().latency[b16]) /
+                                        static_cast<double>(p.subnets.front().latency[b16]));
+    }
+    std::cout << json.ToString() << std::endl;
+  }
+  return 0;
+}
+
+int Eval() {
+  auto model = LoadCheckpoint();
+  if (!model.ok()) return Fail(model.status());
+  auto profile = LoadProfile();
+  if (!profile.ok()) return Fail(profile.status());
+  const int id = absl::GetFlag(FLAGS_subnet);
+  const int index = profile->SubnetIndex(id);
+  if (index < 0) {
+    return Fail(absl::NotFoundError(absl::StrCat("subnet ", id, " is not in the profile")));
+  }
+  // The profile's accuracies were measured with one thread and this batch
+  // size; the same settings make the result reproduce exactly.
+  SetTorchThreads(1);
+  auto test = LoadFashionMnist("t10k", absl::GetFlag(FLAGS_data_dir));
+  if (!test.ok()) return Fail(test.status());
+  auto test_set = ImageDataset::FromLabeledImages(*test);
+  if (!test_set.ok()) return Fail(test_set.status());
+  ControlTuple control = profile->subnets[index].control;
+  control.subnet_id = id;
+  auto result = EvaluateSubnet(**model, control, *test_set, kEvalBatchSize);
+  if (!result.ok()) return Fail(result.status());
+  const double profiled = profile->subnets[index].accuracy;
+  Log(absl::StrFormat("subnet %d: test accuracy %.2f%% (%d/%d), profile says %.2f%%", id,
+                      result->accuracy_percent, result->correct, result->total, profiled));
+  if (absl::GetFlag(FLAGS_json)) {
+    JsonWriter json;
+    json.Add("subnet", id)
+        .Add("test_accuracy", result->accuracy_percent)
+        .Add("correct", result->correct)
+        .Add("total", result->total)
+        .Add("profile_accuracy", profiled)
+        .Add("matches_profile", result->accuracy_percent == profiled);
+    std::cout << json.ToString() << std::endl;
+  }
+  return 0;
+}
+
+int Calibrate() {
+  auto model = LoadCheckpoint();
+  if (!model.ok()) return Fail(model.status());
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (output.empty()) return Fail(absl::InvalidArgumentError("calibrate needs --output"));
+  SetTorchThreads(absl::GetFlag(FLAGS_threads));
+  auto splits = LoadFashionMnistSplits(absl::GetFlag(FLAGS_data_dir),
+                                       absl::GetFlag(FLAGS_validation_size),
+                                       absl::GetFlag(FLAGS_seed), /*load_test=*/false);
+  if (!splits.ok()) return Fail(splits.status());
+  const ImageDataset calibration = splits->train.Prefix(absl::GetFlag(FLAGS_calibration_images));
+  ModelProfile profile;
+  if (!absl::GetFlag(FLAGS_profile).empty()) {
+    auto loaded = LoadProfile();
+    if (!loaded.ok()) return Fail(loaded.status());
+    profile = *std::move(loaded);
+  } else {
+    // Recalibrate the checkpoint's own slots.
+    for (int slot = 0; slot < (*model)->NumSlots(); ++slot) {
+      SubnetProfile subnet;
+      subnet.id = slot;
+      subnet.control = *(*model)->SlotArchitecture(slot);
+      profile.subnets.push_back(std::move(subnet));
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  if (auto s = CalibrateProfileSlots(**model, profile, calibration); !s.ok()) return Fail(s);
+  if (auto s = (*model)->Save(output); !s.ok()) return Fail(s);
+  Log(absl::StrCat("calibrated ", profile.subnets.size(), " slots on ", calibration.size(),
+                   " images in ", SecondsSince(start), " s; wrote ", output));
+  if (absl::GetFlag(FLAGS_json)) {
+    JsonWriter json;
+    json.Add("slots", static_cast<int64_t>(profile.subnets.size()))
+        .Add("seconds", SecondsSince(start));
+    std::cout << json.ToString() << std::endl;
+  }
+  return 0;
+}
+
+int Reprofile() {
+  auto model = LoadCheckpoint();
+  if (!model.ok()) return Fail(model.status());
+  auto profile = LoadProfile();
+  if (!profile.ok()) return Fail(profile.status());
+  std::string output = absl::GetFlag(FLAGS_output);
+  if (output.empty()) output = absl::GetFlag(FLAGS_profile);
+  SetTorchThreads(1);  // the worker's setting
+  const auto start = std::chrono::steady_clock::now();
+  auto raised = ProfileLatencies(**model, *profile, absl::GetFlag(FLAGS_warmup),
+                                 absl::GetFlag(FLAGS_repeats));
+  if (!raised.ok()) return Fail(raised.status());
+  profile->measured_on = MachineDescription();
+  if (auto s = profile->SaveFile(output); !s.ok()) return Fail(s);
+  const double seconds = SecondsSince(start);
+  Log(absl::StrCat("re-profiled ", profile->subnets.size(), " subnets in ", seconds,
+                   " s; wrote ", output));
+  if (absl::GetFlag(FLAGS_json)) {
+    JsonWriter json;
+    json.Add("subnets", static_cast<int64_t>(profile->subnets.size()))
+        .Add("seconds", seconds)
+        .Add("raised_entries", *raised);
+    std::cout << json.ToString() << std::endl;
+  }
+  return 0;
+}
+
+// Cost of a configuration before committing to it: seconds per training
+// step and the smallest/largest latency at batch 16 (random weights).
+int Probe() {
+  auto config = NamedConfig(absl::GetFlag(FLAGS_config));
+  if (!config.ok()) return Fail(config.status());
+  SetTorchThreads(absl::GetFlag(FLAGS_threads));
+  auto splits = LoadFashionMnistSplits(absl::GetFlag(FLAGS_data_dir),
+                                       absl::GetFlag(FLAGS_validation_size),
+                                       absl::GetFlag(FLAGS_seed), /*load_test=*/false);
+  if (!splits.ok()) return Fail(splits.status());
+  auto model = models::OfaResNet::Create(*config, absl::GetFlag(FLAGS_seed));
+  if (!model.ok()) return Fail(model.status());
+  TrainOptions options;
+  options.batch_size = absl::GetFlag(FLAGS_batch_size);
+  options.random_subnets = absl::GetFlag(FLAGS_random_subnets);
+  options.max_steps = std::max<int64_t>(1, absl::GetFlag(FLAGS_max_steps));
+  auto report = TrainSupernet(**model, splits->train, options);
+  if (!report.ok()) return Fail(report.status());
+  ControlTuple smallest = models::SmallestArchitecture(*config);
+  ControlTuple largest = models::LargestArchitecture(*config);
+  smallest.subnet_id = 0;
+  largest.subnet_id = 1;
+  if (auto s = (*model)->SetSlots({smallest, largest}); !s.ok()) return Fail(s);
+  SetTorchThreads(1);
+  auto small_latency = MeasureLatency(**model, smallest, {1, 16, 64}, absl::GetFlag(FLAGS_warmup),
+                                      absl::GetFlag(FLAGS_repeats));
+  auto large_latency = MeasureLatency(**model, largest, {1, 16, 64}, absl::GetFlag(FLAGS_warmup),
+                                      absl::GetFlag(FLAGS_repeats));
+  if (!small_latency.ok()) return Fail(small_latency.status());
+  if (!large_latency.ok()) return Fail(large_latency.status());
+  JsonWriter json;
+  json.Add("config", absl::GetFlag(FLAGS_config))
+      .Add("seconds_per_step", report->seconds / report->steps)
+      .Add("smallest_us_b1", ToMicros((*small_latency)[0]))
+      .Add("largest_us_b1", ToMicros((*large_latency)[0]))
+      .Add("smallest_us_b16", ToMicros((*small_latency)[1]))
+      .Add("largest_us_b16", ToMicros((*large_latency)[1]))
+      .Add("smallest_us_b64", ToMicros((*small_latency)[2]))
+      .Add("largest_us_b64", ToMicros((*large_latency)[2]))
+      .Add("ratio_b16", static_cast<double>((*large_latency)[1]) / (*small_latency)[1]);
+  std::cout << json.ToString() << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace superserve::nas
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args = superserve::InitMain(argc, argv, superserve::nas::kUsage);
+  if (args.size() != 2) {
+    std::fprintf(stderr, "%s\n", superserve::nas::kUsage);
+    return 2;
+  }
+  const std::string& command = args[1];
+  if (command == "train") return superserve::nas::Train();
+  if (command == "search") return superserve::nas::Search();
+  if (command == "eval") return superserve::nas::Eval();
+  if (command == "calibrate") return superserve::nas::Calibrate();
+  if (command == "reprofile") return superserve::nas::Reprofile();
+  if (command == "probe") return superserve::nas::Probe();
+  std::fprintf(stderr, "unknown subcommand '%s'\n%s\n", command.c_str(), superserve::nas::kUsage);
+  return 2;
+}

@@ -1,0 +1,98 @@
+#ifndef SUPERSERVE_NAS_PROFILER_SEARCH_H_
+#define SUPERSERVE_NAS_PROFILER_SEARCH_H_
+
+// The accuracy-latency search over a trained supernet and the profiling of
+// its Pareto subnets into a ModelProfile + checkpoint. Torch-free: it drives
+// supernet_trainer.h.
+//
+//   1. Candidates: `num_candidates` seeded random architectures plus the
+//      smallest and the largest; then `evolution_rounds` rounds that mutate
+//      members of the current frontier (one choice each) into new candidates.
+//   2. Each candidate: SubnetNorm calibrated on a fixed training subset,
+//      validation accuracy, batch-`search_batch` latency (1 thread, median).
+//   3. The validation Pareto frontier, thinned to at most `max_subnets`.
+//   4. Final model: the frontier's architectures become slots 0..n-1 (sorted
+//      by latency), calibrated again on the same subset, saved; then the
+//      SAVED checkpoint is reloaded and each slot's TEST accuracy and latency
+//      per batch size measured from it, so `eval` reproduces them exactly.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/control_tuple.h"
+#include "common/model_profile.h"
+#include "models/ofa_resnet.h"
+#include "nas_profiler/supernet_trainer.h"
+
+namespace superserve::nas {
+
+// Fixed settings shared by search, eval, calibrate and reprofile so that they
+// measure the same thing.
+inline constexpr int kEvalBatchSize = 500;
+inline constexpr int kCalibrationBatchSize = 500;
+
+struct SearchOptions {
+  int num_candidates = 400;
+  int evolution_rounds = 2;
+  int mutations_per_round = 100;
+  // The first images of the training split calibrate SubnetNorm: fewer while
+  // screening candidates, more for the final Pareto subnets' statistics.
+  int64_t search_calibration_images = 1000;
+  int64_t calibration_images = 2000;
+  int search_batch = 16;
+  int search_warmup = 2;
+  int search_repeats = 5;
+  size_t max_subnets = 160;
+  std::vector<int32_t> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
+  int profile_warmup = 3;
+  int profile_repeats = 11;
+  // Threads measuring candidates and test accuracies in parallel, each on its
+  // own copy of the model with one intra-op thread (results do not depend on
+  // it; candidate latencies get noisier). Latency profiles run on one thread.
+  int workers = 2;
+  uint64_t seed = 1;
+  std::string model_name = "fmnist";
+  std::string measured_on;
+  std::function<void(const std::string&)> log;
+};
+
+struct CandidateResult {
+  ControlTuple architecture;  // subnet_id = candidate index
+  double validation_accuracy = 0;  // percent
+  Nanos search_latency = 0;        // at SearchOptions::search_batch
+};
+
+struct SearchResult {
+  std::vector<CandidateResult> candidates;
+  std::vector<int64_t> frontier;  // indices into candidates, by latency
+  ModelProfile profile;
+  double seconds_candidates = 0;
+  double seconds_final = 0;
+};
+
+// Runs steps 1-4 on `model` (trained weights; its slots are replaced) and
+// writes `checkpoint_path` and `profile_path`.
+absl::StatusOr<SearchResult> SearchAndProfile(models::OfaResNet& model,
+                                              const FashionMnistSplits& data,
+                                              const SearchOptions& options,
+                                              const std::string& checkpoint_path,
+                                              const std::string& profile_path);
+
+// Latency per batch size of every subnet of `profile` on this machine (the
+// checkpoint's slots must be the profile's ids), written into `profile`.
+// Non-decreasing in batch size is enforced by a running maximum (a timing
+// noise guard); returns how many entries it raised.
+absl::StatusOr<int> ProfileLatencies(models::OfaResNet& model, ModelProfile& profile, int warmup,
+                                     int repeats);
+
+// Replaces `model`'s slots with the profile's subnets (ids must be 0..n-1)
+// and calibrates each on `calibration`.
+absl::Status CalibrateProfileSlots(models::OfaResNet& model, const ModelProfile& profile,
+                                   const ImageDataset& calibration);
+
+}  // namespace superserve::nas
+
+#endif  // SUPERSERVE_NAS_PROFILER_SEARCH_H_
