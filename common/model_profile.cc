@@ -86,6 +86,14 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
     return absl::InvalidArgumentError(
         absl::StrCat(Where(p), "field num_classes = ", p.num_classes(), " must be >= 0"));
   }
+  if (p.has_input_normalization()) {
+    const auto& n = p.input_normalization();
+    if (!std::isfinite(n.mean()) || !std::isfinite(n.std()) || n.std() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(p), "field input_normalization = {mean ", n.mean(), ", std ", n.std(),
+          "}: mean must be finite and std finite and > 0"));
+    }
+  }
   const bool dynamic = p.has_dynamic() && p.dynamic().applications_size() > 0;
   if (p.subnets_size() == 0 && !dynamic) {
     return absl::InvalidArgumentError(
@@ -160,6 +168,10 @@ absl::StatusOr<ModelProfile> ModelProfile::FromProto(const v1::ModelProfile& p) 
   m.input_shape.assign(p.input_shape().begin(), p.input_shape().end());
   m.num_classes = p.num_classes();
   m.measured_on = p.measured_on();
+  if (p.has_input_normalization()) {
+    m.input_mean = p.input_normalization().mean();
+    m.input_std = p.input_normalization().std();
+  }
   m.subnets.reserve(p.subnets_size());
   for (const auto& sn : p.subnets()) {
     SubnetProfile s;
@@ -218,6 +230,10 @@ void ModelProfile::ToProto(v1::ModelProfile* p) const {
   for (auto d : input_shape) p->add_input_shape(d);
   p->set_num_classes(num_classes);
   p->set_measured_on(measured_on);
+  if (input_mean != 0 || input_std != 1) {
+    p->mutable_input_normalization()->set_mean(input_mean);
+    p->mutable_input_normalization()->set_std(input_std);
+  }
   for (const auto& s : subnets) {
     auto* sp = p->add_subnets();
     sp->set_id(s.id);

@@ -48,6 +48,7 @@ struct DynamicModelProfile {
 //     >= 0; accuracy finite in [0, 100] percent; exactly one latency per batch
 //     size; latencies finite, > 0 and non-decreasing in batch size;
 //   - input_shape entries > 0; num_classes >= 0;
+//   - input_normalization (if present): mean finite, std finite and > 0;
 //   - dynamic histograms: edges strictly increasing, counts >= 0 with sum > 0.
 struct ModelProfile {
   std::string model;
@@ -57,6 +58,9 @@ struct ModelProfile {
   std::vector<int64_t> input_shape;
   int32_t num_classes = 0;
   std::string measured_on;
+  // Input normalisation the worker applies: x' = (x - input_mean) / input_std.
+  float input_mean = 0;
+  float input_std = 1;
   bool is_dynamic = false;
   DynamicModelProfile dynamic;
 

@@ -283,6 +283,8 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
   profile.input_shape = {config.input_channels, config.input_size, config.input_size};
   profile.num_classes = static_cast<int32_t>(config.num_classes);
   profile.measured_on = options.measured_on;
+  profile.input_mean = kPixelMean;
+  profile.input_std = kPixelStd;
   for (size_t i = 0; i < frontier.size(); ++i) {
     SubnetProfile subnet;
     subnet.id = static_cast<int32_t>(i);

@@ -19,9 +19,6 @@ namespace superserve::nas {
 
 using models::OfaResNet;
 
-// Fashion-MNIST's training-set pixel mean and standard deviation (of x/255).
-constexpr float kPixelMean = 0.2860f;
-constexpr float kPixelStd = 0.3530f;
 
 struct ImageDataset::Impl {
   torch::Tensor images;  // float [n, 1, H, W], normalised

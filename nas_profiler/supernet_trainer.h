@@ -22,6 +22,12 @@
 
 namespace superserve::nas {
 
+// Fashion-MNIST's training-set pixel mean and standard deviation (of x/255):
+// the trainer normalises with them, and the profile records them so that the
+// worker applies the same normalisation to served inputs.
+inline constexpr float kPixelMean = 0.2860f;
+inline constexpr float kPixelStd = 0.3530f;
+
 // Images as a normalised float tensor [n, 1, H, W] plus int64 labels, in a
 // fixed order. Copies share the tensors (immutable).
 class ImageDataset {

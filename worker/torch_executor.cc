@@ -37,6 +37,8 @@ class TorchExecutor final : public Executor {
     Loaded l;
     l.net = *std::move(net);
     l.input_shape = model.profile.input_shape;
+    l.input_mean = model.profile.input_mean;
+    l.input_std = model.profile.input_std;
     models_[model.name] = std::move(l);
     // Warm-up: one run per (subnet, batch size) before registering, so that
     // first-call allocations and thread-pool start-up do not land on served
@@ -75,6 +77,9 @@ class TorchExecutor final : public Executor {
         }
         std::memcpy(dst + i * sample_bytes, inputs[i]->data().data(), sample_bytes);
       }
+      // The model's own input normalisation (from its profile): clients send
+      // plain values, the network sees what it was trained on.
+      if (m.input_mean != 0.f || m.input_std != 1.f) x.sub_(m.input_mean).div_(m.input_std);
       // Actuation is integer bookkeeping only (SubNetAct): cheap per batch.
       if (auto st = m.net->Actuate(control); !st.ok()) return st;
       auto logits = m.net->Infer(x);
@@ -102,6 +107,8 @@ class TorchExecutor final : public Executor {
   struct Loaded {
     std::unique_ptr<models::OfaResNet> net;
     std::vector<int64_t> input_shape;
+    float input_mean = 0.f;
+    float input_std = 1.f;
   };
   std::map<std::string, Loaded> models_;
 };

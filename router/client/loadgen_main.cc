@@ -14,8 +14,8 @@ ABSL_FLAG(std::string, trace, "", "Trace CSV (header with arrival_us; optional s
 ABSL_FLAG(std::string, model, "", "Model name to query.");
 ABSL_FLAG(double, slo_ms, 100, "Deadline of queries whose trace row has no slo_us, ms.");
 ABSL_FLAG(std::string, input_shape, "1,28,28", "Per-sample input shape the model expects.");
-ABSL_FLAG(double, input_mean, 0, "Inputs are (pixel/255 - mean) / std.");
-ABSL_FLAG(double, input_std, 1, "Inputs are (pixel/255 - mean) / std.");
+ABSL_FLAG(double, input_mean, 0, "Extra client-side transform: inputs are (pixel/255 - mean) / std. Leave at 0/1: the worker applies the model's own normalisation from its profile.");
+ABSL_FLAG(double, input_std, 1, "Extra client-side transform: inputs are (pixel/255 - mean) / std. Leave at 0/1: the worker applies the model's own normalisation from its profile.");
 ABSL_FLAG(std::string, dataset_dir, superserve::kFashionMnistDir,
           "Fashion-MNIST directory; inputs and labels come from its t10k (test) split.");
 ABSL_FLAG(int64_t, max_queries, 0, "Replay only the first N rows (0 = all).");

@@ -96,6 +96,21 @@ TEST(ModelProfileTest, RejectsNonPositiveLatency) {
   ExpectRejected(p, "subnet id=10", "latency_us[0]");
 }
 
+TEST(ModelProfileTest, InputNormalizationRoundTripsAndStdMustBePositive) {
+  auto p = ValidProto();
+  p.mutable_input_normalization()->set_mean(0.25f);
+  p.mutable_input_normalization()->set_std(0.5f);
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FLOAT_EQ(m->input_mean, 0.25f);
+  EXPECT_FLOAT_EQ(m->input_std, 0.5f);
+  auto back = ModelProfile::FromJson(m->ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_FLOAT_EQ(back->input_std, 0.5f);
+  p.mutable_input_normalization()->set_std(0.f);
+  ExpectRejected(p, "input_normalization", "std");
+}
+
 TEST(ModelProfileTest, RejectsEmptyBatchSizesAndSubnets) {
   auto p = ValidProto();
   p.clear_batch_sizes();

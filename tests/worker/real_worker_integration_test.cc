@@ -24,7 +24,8 @@ namespace {
 constexpr int kQueries = 2000;
 
 TEST(RealWorkerIntegration, ServedSubnetIsTheSubnetThatRan) {
-  const std::string repo = testing::EnvOr("SUPERSERVE_REAL_MODEL_REPO", "build/testdata/real_repo");
+  const std::string repo = testing::EnvOr("SUPERSERVE_REAL_MODEL_REPO",
+                                           std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/models");
   auto models = LoadModelRepository(repo);
   ASSERT_TRUE(models.ok()) << models.status();
   ASSERT_FALSE(models->empty());
