@@ -217,6 +217,48 @@ absl::StatusOr<std::unique_ptr<OfaResNet>> OfaResNet::Create(const OfaResNetConf
 }
 
 const OfaResNetConfig& OfaResNet::config() const { return impl_->config; }
+
+absl::Status OfaResNet::SetElasticChoices(const OfaResNetConfig& choices) {
+  OfaResNetConfig next = impl_->config;
+  next.depth_choices = choices.depth_choices;
+  next.expand_ratio_choices = choices.expand_ratio_choices;
+  next.width_multiplier_choices = choices.width_multiplier_choices;
+  if (auto s = ValidateConfig(next); !s.ok()) return s;
+  const OfaResNetConfig& now = impl_->config;
+  // Same fixed fields as `choices`: a config of another network is a mistake.
+  if (choices.input_channels != now.input_channels || choices.input_size != now.input_size ||
+      choices.num_classes != now.num_classes || choices.stem_width != now.stem_width ||
+      choices.stem_stride != now.stem_stride || choices.stem_max_pool != now.stem_max_pool ||
+      choices.base_depths != now.base_depths || choices.stage_widths != now.stage_widths ||
+      choices.stage_strides != now.stage_strides) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SetElasticChoices: the fixed fields differ (model ", now.DebugString(),
+                     ", given ", choices.DebugString(), ")"));
+  }
+  const ArchitectureShape max_now = MaxShape(now);
+  const ArchitectureShape max_next = MaxShape(next);
+  bool same = max_now.stem_channels == max_next.stem_channels &&
+              max_now.final_channels == max_next.final_channels &&
+              max_now.blocks.size() == max_next.blocks.size();
+  for (size_t i = 0; same && i < max_now.blocks.size(); ++i) {
+    same = max_now.blocks[i].in_channels == max_next.blocks[i].in_channels &&
+           max_now.blocks[i].mid_channels == max_next.blocks[i].mid_channels &&
+           max_now.blocks[i].out_channels == max_next.blocks[i].out_channels;
+  }
+  if (!same) {
+    return absl::InvalidArgumentError(
+        "SetElasticChoices: the largest architecture's shape would change (the weights were "
+        "allocated for the current maxima of depth, expand ratio and width)");
+  }
+  for (const ControlTuple& slot : impl_->slots) {
+    if (auto s = ValidateArchitecture(next, slot); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("SetElasticChoices: slot ", slot.subnet_id,
+                                                     " would be invalid: ", s.message()));
+    }
+  }
+  impl_->config = next;
+  return absl::OkStatus();
+}
 int OfaResNet::NumSlots() const { return static_cast<int>(impl_->slots.size()); }
 
 absl::Status OfaResNet::SetSlots(const std::vector<ControlTuple>& architectures) {

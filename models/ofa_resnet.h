@@ -60,6 +60,12 @@ class OfaResNet {
 
   const OfaResNetConfig& config() const;
 
+  // Adopts `choices`' depth/expand/width choice lists (e.g. to fine-tune a
+  // trained supernet over a wider elastic range). Everything that shapes the
+  // weights must match: the fixed fields and the largest architecture's
+  // shape. Existing slots must stay valid. On error nothing changes.
+  absl::Status SetElasticChoices(const OfaResNetConfig& choices);
+
   // --- Slots -----------------------------------------------------------
   int NumSlots() const;
   // Replaces all slots: slot i gets architectures[i] (its subnet_id must be i

@@ -23,8 +23,11 @@
 #include "nas_profiler/search.h"
 #include "nas_profiler/supernet_trainer.h"
 
-ABSL_FLAG(std::string, config, "fmnist",
-          "Supernet configuration (train, probe): fmnist, fmnist-s2, fmnist-ss0 or tiny.");
+ABSL_FLAG(std::string, config, "",
+          "Supernet configuration (train, probe): fmnist (the default), fmnist-s2, fmnist-s2w, "
+          "fmnist-s2x, fmnist-ss0 or tiny. With train --init_checkpoint: adopt this "
+          "configuration's elastic choices (same network, e.g. a wider width range); empty keeps "
+          "the checkpoint's.");
 ABSL_FLAG(std::string, data_dir, superserve::kFashionMnistDir,
           "Folder with the Fashion-MNIST *-ubyte.gz files.");
 ABSL_FLAG(std::string, checkpoint, "", "Checkpoint to write (train) or read (other subcommands).");
@@ -32,7 +35,7 @@ ABSL_FLAG(int, epochs, 10, "Training epochs.");
 ABSL_FLAG(double, warmup_epochs, 1.0, "Epochs of linear learning-rate warm-up (0 to fine-tune).");
 ABSL_FLAG(std::string, init_checkpoint, "",
           "train: start from this trained supernet instead of a random initialisation "
-          "(--config is then ignored).");
+          "(--config then only widens/narrows its elastic choices).");
 ABSL_FLAG(int, batch_size, 128, "Training batch size.");
 ABSL_FLAG(double, learning_rate, 0.1, "Peak SGD learning rate (warm-up 1 epoch, cosine decay).");
 ABSL_FLAG(double, weight_decay, 5e-5, "Weight decay of conv/linear weights.");
@@ -85,10 +88,15 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
+std::string ConfigName() {
+  const std::string name = absl::GetFlag(FLAGS_config);
+  return name.empty() ? "fmnist" : name;
+}
+
 int Train() {
   const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
   if (checkpoint.empty()) return Fail(absl::InvalidArgumentError("train needs --checkpoint"));
-  auto config = NamedConfig(absl::GetFlag(FLAGS_config));
+  auto config = NamedConfig(ConfigName());
   if (!config.ok()) return Fail(config.status());
   SetTorchThreads(absl::GetFlag(FLAGS_threads));
   auto splits = LoadFashionMnistSplits(absl::GetFlag(FLAGS_data_dir),
@@ -99,6 +107,10 @@ int Train() {
   auto model = init.empty() ? models::OfaResNet::Create(*config, absl::GetFlag(FLAGS_seed))
                             : models::OfaResNet::Load(init);
   if (!model.ok()) return Fail(model.status());
+  if (!init.empty() && !absl::GetFlag(FLAGS_config).empty()) {
+    if (auto s = (*model)->SetElasticChoices(*config); !s.ok()) return Fail(s);
+    Log(absl::StrCat("fine-tuning with the elastic choices of ", ConfigName()));
+  }
   TrainOptions options;
   options.epochs = absl::GetFlag(FLAGS_epochs);
   options.warmup_epochs = absl::GetFlag(FLAGS_warmup_epochs);
@@ -112,7 +124,7 @@ int Train() {
   options.max_steps = absl::GetFlag(FLAGS_max_steps);
   options.checkpoint_path = checkpoint;
   options.log = Log;
-  Log(absl::StrCat("training ", absl::GetFlag(FLAGS_config), " on ", splits->train.size(),
+  Log(absl::StrCat("training ", init.empty() ? ConfigName() : init, " on ", splits->train.size(),
                    " images (", splits->validation.size(), " kept for validation)"));
   auto report = TrainSupernet(**model, splits->train, options);
   if (!report.ok()) return Fail(report.status());
@@ -319,7 +331,7 @@ int Reprofile() {
 // Cost of a configuration before committing to it: seconds per training
 // step and the smallest/largest latency at batch 16 (random weights).
 int Probe() {
-  auto config = NamedConfig(absl::GetFlag(FLAGS_config));
+  auto config = NamedConfig(ConfigName());
   if (!config.ok()) return Fail(config.status());
   SetTorchThreads(absl::GetFlag(FLAGS_threads));
   auto splits = LoadFashionMnistSplits(absl::GetFlag(FLAGS_data_dir),
@@ -347,7 +359,7 @@ int Probe() {
   if (!small_latency.ok()) return Fail(small_latency.status());
   if (!large_latency.ok()) return Fail(large_latency.status());
   JsonWriter json;
-  json.Add("config", absl::GetFlag(FLAGS_config))
+  json.Add("config", ConfigName())
       .Add("seconds_per_step", report->seconds / report->steps)
       .Add("smallest_us_b1", ToMicros((*small_latency)[0]))
       .Add("largest_us_b1", ToMicros((*large_latency)[0]))

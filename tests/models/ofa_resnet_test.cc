@@ -183,6 +183,38 @@ TEST(OfaResNetTest, ReplacingSlotsRequiresANewActuationBeforeInference) {
   EXPECT_TRUE(model->Infer(x).ok());
 }
 
+TEST(OfaResNetTest, ElasticChoicesWidenWithoutTouchingWeightsAndRejectOtherNetworks) {
+  auto model = OfaResNet::Create(OfaResNetConfig::FashionMnist(), 61);
+  ASSERT_TRUE(model.ok());
+  const int64_t bytes = (*model)->ResidentBytes();
+  OfaResNetConfig wider = OfaResNetConfig::FashionMnist();
+  wider.width_multiplier_choices = {0.35f, 0.65f, 0.8f, 1.0f};
+  wider.expand_ratio_choices = {0.1f, 0.2f, 0.25f, 0.35f};
+  ControlTuple thin = SmallestArchitecture(wider);
+  EXPECT_FALSE((*model)->Actuate(thin).ok());  // 0.35 is not a choice yet
+  ASSERT_TRUE((*model)->SetElasticChoices(wider).ok());
+  EXPECT_EQ((*model)->config().width_multiplier_choices, wider.width_multiplier_choices);
+  EXPECT_EQ((*model)->ResidentBytes(), bytes);
+  ASSERT_TRUE((*model)->Actuate(thin).ok());
+  EXPECT_EQ((*model)->Forward(torch::randn({2, 1, 28, 28})).size(1), 10);
+
+  OfaResNetConfig larger_max = wider;
+  larger_max.width_multiplier_choices = {0.5f, 1.25f};  // would need bigger weights
+  auto s = (*model)->SetElasticChoices(larger_max);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("largest architecture's shape"));
+  OfaResNetConfig other = wider;
+  other.stem_stride = 2;
+  s = (*model)->SetElasticChoices(other);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("fixed fields differ"));
+  EXPECT_EQ((*model)->config().width_multiplier_choices, wider.width_multiplier_choices);
+
+  // A slot using a choice that would disappear keeps the old choices.
+  ASSERT_TRUE((*model)->SetSlots({thin}).ok());
+  s = (*model)->SetElasticChoices(OfaResNetConfig::FashionMnist());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("slot 0 would be invalid"));
+  EXPECT_EQ((*model)->config().width_multiplier_choices, wider.width_multiplier_choices);
+}
+
 TEST(OfaResNetTest, SaveAndLoadKeepWeightsStatisticsAndSlots) {
   auto model = FashionMnistWithSlots(3, 31);
   CalibrateAll(*model, 28, 400);
