@@ -15,6 +15,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "common/init.h"
 #include "common/json_writer.h"
@@ -57,6 +58,12 @@ ABSL_FLAG(int, subnet, -1, "eval: the profile subnet id to measure.");
 ABSL_FLAG(int, candidates, 400, "search: random architectures sampled (plus smallest/largest).");
 ABSL_FLAG(int, evolution_rounds, 2, "search: rounds mutating the frontier.");
 ABSL_FLAG(int, mutations_per_round, 100, "search: new candidates per evolution round.");
+ABSL_FLAG(bool, fit_latency, true,
+          "search: rank candidates by a latency model fitted to all their timings (false: "
+          "each by its own timing).");
+ABSL_FLAG(std::string, candidates_csv, "",
+          "search: also write every candidate (validation accuracy, measured and ranking "
+          "latency, cost, frontier membership) to this CSV.");
 ABSL_FLAG(int, max_subnets, 160, "search: at most this many Pareto subnets (thinned evenly).");
 ABSL_FLAG(int, calibration_images, 2000,
           "Training images (the first of the training split) that calibrate SubnetNorm.");
@@ -141,6 +148,25 @@ int Train() {
   return 0;
 }
 
+absl::Status WriteCandidatesCsv(const SearchResult& result, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  std::vector<bool> on_frontier(result.candidates.size(), false);
+  for (int64_t i : result.frontier) on_frontier[static_cast<size_t>(i)] = true;
+  out << "candidate,validation_accuracy,measured_us,ranking_us,macs,activations,conv_layers,"
+         "pareto,depths,width_multipliers,expand_ratios\n";
+  auto join = [](const auto& v) { return absl::StrJoin(v, " "); };
+  for (size_t i = 0; i < result.candidates.size(); ++i) {
+    const CandidateResult& c = result.candidates[i];
+    out << i << ',' << c.validation_accuracy << ',' << ToMicros(c.search_latency) << ','
+        << c.ranking_latency_us << ',' << c.cost.macs << ',' << c.cost.activations << ','
+        << c.cost.conv_layers << ',' << (on_frontier[i] ? 1 : 0) << ','
+        << join(c.architecture.depths) << ',' << join(c.architecture.width_multipliers) << ','
+        << join(c.architecture.expand_ratios) << '\n';
+  }
+  return out.good() ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing ", path));
+}
+
 std::string MachineDescription() {
   std::string cpu = "unknown CPU";
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -195,6 +221,7 @@ int Search() {
   options.profile_warmup = absl::GetFlag(FLAGS_warmup);
   options.profile_repeats = absl::GetFlag(FLAGS_repeats);
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.fit_latency = absl::GetFlag(FLAGS_fit_latency);
   options.workers = std::max(1, absl::GetFlag(FLAGS_workers));
   options.model_name = absl::GetFlag(FLAGS_model_name);
   options.measured_on = MachineDescription();
@@ -205,6 +232,10 @@ int Search() {
   if (!result.ok()) return Fail(result.status());
   const ModelProfile& p = result->profile;
   const int b16 = p.BatchIndex(16);
+  if (const std::string csv = absl::GetFlag(FLAGS_candidates_csv); !csv.empty()) {
+    if (auto s = WriteCandidatesCsv(*result, csv); !s.ok()) return Fail(s);
+    Log(absl::StrCat("wrote ", csv));
+  }
   Log(absl::StrCat("wrote ", profile, " and ", checkpoint, ": ", p.subnets.size(),
                    " Pareto subnets of ", result->candidates.size(), " candidates; candidates ",
                    result->seconds_candidates, " s, final ", result->seconds_final, " s"));

@@ -40,22 +40,30 @@ std::string ArchitectureKey(const OfaResNetConfig& config, const ControlTuple& a
 
 int64_t ConvOutputSize(int64_t size, int64_t stride) { return (size + stride - 1) / stride; }
 
-// Multiply-accumulates of one image through the subnet (convs and classifier).
-double SubnetMacs(const OfaResNetConfig& config, const ControlTuple& architecture) {
+// Cost features of one image through the subnet (convs and classifier).
+ArchitectureCost CostOf(const OfaResNetConfig& config, const ControlTuple& architecture) {
   models::ArchitectureShape shape = models::ShapeOf(config, architecture);
+  ArchitectureCost cost;
   int64_t size = ConvOutputSize(config.input_size, config.stem_stride);
-  double macs = static_cast<double>(size * size) * config.input_channels * shape.stem_channels * 9;
+  auto conv = [&cost](int64_t out_size, int64_t in, int64_t out, int64_t kernel) {
+    const double pixels = static_cast<double>(out_size * out_size);
+    cost.macs += pixels * static_cast<double>(in * out * kernel * kernel);
+    cost.activations += pixels * static_cast<double>(out);
+    cost.conv_layers += 1;
+  };
+  conv(size, config.input_channels, shape.stem_channels, 3);
   if (config.stem_max_pool) size = ConvOutputSize(size, 2);
   for (const models::BlockShape& b : shape.blocks) {
     if (!b.active) continue;
     const int64_t out = ConvOutputSize(size, b.stride);
-    macs += static_cast<double>(size * size) * b.in_channels * b.mid_channels;
-    macs += static_cast<double>(out * out) * b.mid_channels * b.mid_channels * 9;
-    macs += static_cast<double>(out * out) * b.mid_channels * b.out_channels;
-    if (b.has_shortcut_conv) macs += static_cast<double>(out * out) * b.in_channels * b.out_channels;
+    conv(size, b.in_channels, b.mid_channels, 1);
+    conv(out, b.mid_channels, b.mid_channels, 3);
+    conv(out, b.mid_channels, b.out_channels, 1);
+    if (b.has_shortcut_conv) conv(out, b.in_channels, b.out_channels, 1);
     size = out;
   }
-  return macs + static_cast<double>(shape.final_channels) * config.num_classes;
+  cost.macs += static_cast<double>(shape.final_channels) * config.num_classes;
+  return cost;
 }
 
 // One random change of one choice of `architecture`: a stage depth, an
@@ -105,6 +113,8 @@ absl::StatusOr<CandidateResult> MeasureCandidate(OfaResNet& model, const Control
   result.architecture = architecture;
   result.validation_accuracy = validation->accuracy_percent;
   result.search_latency = latency->front();
+  result.cost = CostOf(model.config(), architecture);
+  result.ranking_latency_us = ToMicros(result.search_latency);
   return result;
 }
 
@@ -153,7 +163,7 @@ std::vector<CandidatePoint> Points(const std::vector<CandidateResult>& candidate
   std::vector<CandidatePoint> points;
   for (size_t i = 0; i < candidates.size(); ++i) {
     points.push_back({static_cast<int64_t>(i), candidates[i].validation_accuracy,
-                      ToMicros(candidates[i].search_latency)});
+                      candidates[i].ranking_latency_us});
   }
   return points;
 }
@@ -255,6 +265,22 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
       c.architecture.subnet_id = static_cast<int32_t>(result.candidates.size());
       result.candidates.push_back(std::move(c));
     }
+    // A fit needs enough timings; tiny searches rank by their own timings.
+    if (options.fit_latency && result.candidates.size() >= 8) {
+      std::vector<ArchitectureCost> costs;
+      std::vector<double> measured_us;
+      for (const CandidateResult& c : result.candidates) {
+        costs.push_back(c.cost);
+        measured_us.push_back(ToMicros(c.search_latency));
+      }
+      auto fitted = FittedLatencyModel::Fit(costs, measured_us);
+      if (!fitted.ok()) return fitted.status();
+      for (CandidateResult& c : result.candidates) {
+        c.ranking_latency_us = fitted->PredictMicros(c.cost);
+      }
+      result.latency_model = fitted->DebugString();
+      Log(options, absl::StrCat("round ", round, ": ", result.latency_model));
+    }
     std::vector<CandidatePoint> frontier = ParetoFrontier(Points(result.candidates));
     Log(options, absl::StrFormat("round %d: %d candidates, %d on the validation frontier (%.1f s)",
                                  round, result.candidates.size(), frontier.size(),
@@ -290,7 +316,7 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
     subnet.id = static_cast<int32_t>(i);
     subnet.control = models::Canonicalize(config, result.candidates[frontier[i].key].architecture);
     subnet.control.subnet_id = subnet.id;
-    subnet.macs = SubnetMacs(config, subnet.control);
+    subnet.macs = CostOf(config, subnet.control).macs;
     profile.subnets.push_back(std::move(subnet));
   }
   if (auto s = CalibrateProfileSlots(model, profile, calibration); !s.ok()) return s;

@@ -10,7 +10,9 @@
 //      members of the current frontier (one choice each) into new candidates.
 //   2. Each candidate: SubnetNorm calibrated on a fixed training subset,
 //      validation accuracy, batch-`search_batch` latency (1 thread, median).
-//   3. The validation Pareto frontier, thinned to at most `max_subnets`.
+//   3. The validation Pareto frontier, thinned to at most `max_subnets`. Its
+//      latency axis is, by default, a FittedLatencyModel over all candidates'
+//      timings (latency_model.h says why), else the single timings.
 //   4. Final model: the frontier's architectures become slots 0..n-1 (sorted
 //      by latency), calibrated again on the same subset, saved; then the
 //      SAVED checkpoint is reloaded and each slot's TEST accuracy and latency
@@ -25,6 +27,7 @@
 #include "common/control_tuple.h"
 #include "common/model_profile.h"
 #include "models/ofa_resnet.h"
+#include "nas_profiler/latency_model.h"
 #include "nas_profiler/supernet_trainer.h"
 
 namespace superserve::nas {
@@ -45,6 +48,9 @@ struct SearchOptions {
   int search_batch = 16;
   int search_warmup = 2;
   int search_repeats = 5;
+  // Rank candidates by a latency model fitted to all timings (false: by
+  // each candidate's own timing).
+  bool fit_latency = true;
   size_t max_subnets = 160;
   std::vector<int32_t> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
   int profile_warmup = 3;
@@ -62,12 +68,15 @@ struct SearchOptions {
 struct CandidateResult {
   ControlTuple architecture;  // subnet_id = candidate index
   double validation_accuracy = 0;  // percent
-  Nanos search_latency = 0;        // at SearchOptions::search_batch
+  Nanos search_latency = 0;        // at SearchOptions::search_batch, measured
+  ArchitectureCost cost;           // per image
+  double ranking_latency_us = 0;   // the frontier's latency axis (fitted or measured)
 };
 
 struct SearchResult {
   std::vector<CandidateResult> candidates;
   std::vector<int64_t> frontier;  // indices into candidates, by latency
+  std::string latency_model;      // the fitted model, if any
   ModelProfile profile;
   double seconds_candidates = 0;
   double seconds_final = 0;

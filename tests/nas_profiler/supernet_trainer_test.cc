@@ -225,6 +225,14 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_GE(result->candidates.size(), 12u);  // 10 sampled + smallest + largest (+ mutations)
   ASSERT_FALSE(result->frontier.empty());
+  // Ranked by the latency model fitted to all timings (>= 8 candidates).
+  EXPECT_NE(result->latency_model.find("R^2"), std::string::npos) << result->latency_model;
+  int differs = 0;
+  for (const CandidateResult& c : result->candidates) {
+    EXPECT_GT(c.cost.macs, 0);
+    differs += c.ranking_latency_us != ToMicros(c.search_latency);
+  }
+  EXPECT_GT(differs, 0);
 
   auto profile = ModelProfile::LoadFile(profile_path);
   ASSERT_TRUE(profile.ok()) << profile.status();
@@ -233,9 +241,11 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
   EXPECT_EQ(profile->input_shape, (std::vector<int64_t>{1, 28, 28}));
   EXPECT_EQ(profile->num_classes, 10);
   ASSERT_EQ(profile->subnets.size(), result->frontier.size());
-  // The frontier is sorted by search latency and strictly increasing in
+  // The frontier is sorted by ranking latency and strictly increasing in
   // validation accuracy.
   for (size_t i = 1; i < result->frontier.size(); ++i) {
+    EXPECT_LE(result->candidates[result->frontier[i - 1]].ranking_latency_us,
+              result->candidates[result->frontier[i]].ranking_latency_us);
     EXPECT_GT(result->candidates[result->frontier[i]].validation_accuracy,
               result->candidates[result->frontier[i - 1]].validation_accuracy);
   }
