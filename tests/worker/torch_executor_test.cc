@@ -1,0 +1,60 @@
+// The real executor on the bundled model: a batch whose size is not a
+// profiled batch size is padded to one (the warmed-up, profiled shape) and
+// still answers exactly its own rows, each as the subnet answers it alone.
+#include "worker/torch_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "common/model_repository.h"
+#include "superserve/v1/tensor.pb.h"
+
+namespace superserve {
+namespace {
+
+TEST(TorchExecutorTest, UnprofiledBatchSizesArePaddedAndAnswerOnlyTheirRows) {
+  auto models = LoadModelRepository(std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/models");
+  ASSERT_TRUE(models.ok()) << models.status();
+  ModelEntry model = models->front();
+  // Two subnets and batch sizes {1, 4}: a batch of 3 runs padded to 4.
+  model.profile.subnets.resize(2);
+  model.profile.batch_sizes = {1, 4};
+  for (auto& s : model.profile.subnets) s.latency.resize(2);
+  auto executor = MakeTorchExecutor(1);
+  ASSERT_TRUE(executor.ok());
+  ASSERT_TRUE((*executor)->Load(model).ok());
+
+  int64_t sample = 1;
+  for (int64_t d : model.profile.input_shape) sample *= d;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> pixel(0.f, 1.f);
+  std::vector<v1::Tensor> images(3);
+  for (auto& t : images) {
+    std::vector<float> v(sample);
+    for (float& x : v) x = pixel(rng);
+    EncodeTensor(MakeFloatTensor(model.profile.input_shape, v), &t);
+  }
+  const ControlTuple& control = model.profile.subnets[1].control;
+  auto batch = (*executor)->Run(model.name, control, {&images[0], &images[1], &images[2]});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_EQ(batch->size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    auto alone = (*executor)->Run(model.name, control, {&images[i]});
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    ASSERT_EQ((*batch)[i].num_elements(), model.profile.num_classes);
+    for (int64_t k = 0; k < model.profile.num_classes; ++k) {
+      EXPECT_NEAR((*batch)[i].as<float>()[k], (*alone)[0].as<float>()[k], 1e-3)
+          << "row " << i << " logit " << k;
+    }
+  }
+  // Larger than the largest profiled batch: runs unpadded, still all rows.
+  std::vector<const v1::Tensor*> five(5, &images[0]);
+  auto big = (*executor)->Run(model.name, control, five);
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(big->size(), 5u);
+}
+
+}  // namespace
+}  // namespace superserve
