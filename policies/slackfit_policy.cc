@@ -13,18 +13,19 @@ constexpr Nanos kRebuildInterval = Millis(50);
 
 SlackFitOptions SlackFitPolicy::Resolve(SlackFitOptions o) {
   if (o.rate_guard) o.base.latency.unmeasured_margin = o.guard_unmeasured_margin;
+  if (o.fit_margin < 0) o.fit_margin = o.rate_guard ? kRateGuardFitMargin : 0.0;
   return o;
 }
 
 std::string SlackFitPolicy::NameFor(const SlackFitOptions& o) {
   if (o.rate_guard) return "slackfit-rg";
-  return o.partial_most_accurate ? "slackfit" : "slackfit-bp";
+  return o.partial_most_accurate ? "slackfit-ma" : "slackfit";
 }
 
 SlackFitPolicy::SlackFitPolicy(const ModelProfile& profile, SlackFitOptions options)
     : ProfiledPolicy(NameFor(options), profile, Resolve(options).base),
       options_(Resolve(options)),
-      buckets_(table_, options.num_buckets),
+      buckets_(table_, options.num_buckets, options.bucket_ties),
       buckets_version_(table_.version()),
       arrivals_(options.rate_window),
       long_arrivals_(options.overload_window) {}
@@ -39,10 +40,15 @@ void SlackFitPolicy::OnArrival(const Query& q, Nanos now) {
 void SlackFitPolicy::OnCompletion(const CompletionTelemetry& t) {
   ProfiledPolicy::OnCompletion(t);
   if (table_.version() != buckets_version_ && t.now - last_rebuild_ >= kRebuildInterval) {
-    buckets_.Build(table_, options_.num_buckets);
+    buckets_.Build(table_, options_.num_buckets, options_.bucket_ties);
     buckets_version_ = table_.version();
     last_rebuild_ = t.now;
   }
+}
+
+Nanos SlackFitPolicy::FastestLatency() const {
+  // The first bucket's upper bound: the smallest slack any bucket fits.
+  return options_.drop_below_first_bucket ? buckets_.upper_bound(0) : table_.min_latency();
 }
 
 double SlackFitPolicy::Throughput(int64_t batch, int rank, int batch_index) const {
@@ -51,7 +57,13 @@ double SlackFitPolicy::Throughput(int64_t batch, int rank, int batch_index) cons
 }
 
 ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx,
-                                              const QueueView& view) {
+                                              const QueueView& given) {
+  // The budget every choice must fit: the slack, less fit_margin of the
+  // tuple's own latency (l * (1 + m) <= slack).
+  QueueView view = given;
+  if (options_.fit_margin > 0) {
+    view.slack = static_cast<Nanos>(static_cast<double>(view.slack) / (1.0 + options_.fit_margin));
+  }
   LatencyBuckets::Tuple t = buckets_.Lookup(view.slack);
   Choice c{t.rank, t.batch_index};
   if (c.rank < 0 || table_.latency(c.rank, c.batch_index) > view.slack) {
