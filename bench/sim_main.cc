@@ -22,13 +22,10 @@ ABSL_FLAG(std::string, policy, "slackfit",
 ABSL_FLAG(int32_t, fixed_subnet, -1, "clipper+: the subnet id to serve.");
 ABSL_FLAG(int32_t, buckets, superserve::kDefaultSlackFitBuckets,
           "SlackFit: number of latency buckets K.");
-ABSL_FLAG(double, guard_headroom, 1.0,
+ABSL_FLAG(double, guard_headroom, 0.9,
           "slackfit-rg: required capacity as a multiple of the measured arrival rate.");
 ABSL_FLAG(double, guard_window_ms, 100,
           "slackfit-rg: sliding window of the arrival-rate estimate (ms).");
-ABSL_FLAG(double, shed_load_fraction, 0.9,
-          "slackfit-rg: shed load only while the 1 s arrival rate exceeds this fraction of the "
-          "highest capacity any tuple offers.");
 ABSL_FLAG(bool, drop_below_first_bucket, true,
           "slackfit: drop heads whose slack fits no bucket (false: only below the fastest "
           "tuple, DESIGN.md's first resolution).");
@@ -79,7 +76,6 @@ int main(int argc, char** argv) {
   config.slackfit.num_buckets = absl::GetFlag(FLAGS_buckets);
   config.slackfit.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
   config.slackfit.rate_window = Millis(absl::GetFlag(FLAGS_guard_window_ms));
-  config.slackfit.shed_load_fraction = absl::GetFlag(FLAGS_shed_load_fraction);
   config.slackfit.base.initial_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
   config.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
   config.slackfit.drop_below_first_bucket = absl::GetFlag(FLAGS_drop_below_first_bucket);

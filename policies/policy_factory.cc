@@ -22,10 +22,8 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
     SlackFitOptions o = config.slackfit;
     o.rate_guard = name == "slackfit-rg";
     // slackfit-ma: DESIGN.md's most-accurate partial batches (ablation);
-    // slackfit-rg uses them too (its guard vets every choice) and sheds load
-    // itself, so it keeps DESIGN.md's drop rule.
+    // slackfit-rg uses them too: its guard vets every choice.
     o.partial_most_accurate = name != "slackfit";
-    if (o.rate_guard) o.drop_below_first_bucket = false;
     if (o.num_buckets < 1) return absl::InvalidArgumentError("--buckets must be >= 1");
     return std::make_unique<SlackFitPolicy>(profile, o);
   }

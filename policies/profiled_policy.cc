@@ -28,11 +28,6 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
   Choice c = Choose(ctx, view);
   if (c.wake_at > 0) return Decision::WakeAt(c.wake_at, view.drop);
   if (c.rank < 0) return Decision::Idle(view.drop);
-  const int32_t shed = static_cast<int32_t>(std::min<int64_t>(c.shed, view.pending - 1));
-  if (shed > 0) {
-    view.drop += shed;
-    view.pending -= shed;
-  }
   Decision d;
   d.kind = Decision::Kind::kDispatch;
   d.drop = view.drop;
