@@ -142,7 +142,9 @@ int Main() {
   // Bucket sweep: K on every bursty cell and the heaviest time-varying cells.
   std::vector<std::string> ks;
   for (const char* name : {"slackfit", "slackfit-rg"}) {
-    for (int k : {1, 2, 4, 8, 16, 32, 64, 128}) ks.push_back(absl::StrCat(name, ":", k));
+    for (int k : {2, 4, 6, 7, 8, 9, 10, 12, 16, 24, 32, 64}) {
+      ks.push_back(absl::StrCat(name, ":", k));
+    }
   }
   for (double lv : {2950.0, 4900.0, 5550.0}) {
     for (double cv2 : {2.0, 4.0, 8.0}) {
@@ -204,6 +206,14 @@ int Main() {
     if (only.empty() || only == c.experiment) total += static_cast<int64_t>(c.policies.size());
   }
   const std::string out = absl::GetFlag(FLAGS_out);
+  if (FILE* meta = std::fopen((out + "/meta.txt").c_str(), "w")) {
+    std::fprintf(meta,
+                 "profile=%s\ncapacity_qps=%.1f\nslowest_ms=%.3f\nrate_scale=%.6f\n"
+                 "slo_scale=%.6f\nduration_s=%g\n",
+                 absl::GetFlag(FLAGS_profile).c_str(), capacity, ToMillis(slowest), rs, ss,
+                 absl::GetFlag(FLAGS_duration_s));
+    std::fclose(meta);
+  }
   const std::string csv_path = out + "/results.csv";
   FILE* csv = std::fopen(csv_path.c_str(), "w");
   if (csv == nullptr) {
