@@ -20,8 +20,10 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
   // Drop rule: a query whose deadline falls before now + overhead + the
   // fastest tuple cannot be served in time by anything this policy runs.
   Nanos next_deadline = 0;
-  view.drop = static_cast<int32_t>(
-      q.CountDeadlinesBefore(ctx.now + overhead_ + FastestLatency(), &next_deadline));
+  view.drop = static_cast<int32_t>(q.CountDeadlinesBefore(
+      ctx.now + overhead_ + FastestLatency(), &next_deadline, kMaxDropsPerDecision));
+  // More late queries than one decision counts: drop these, ask again.
+  if (next_deadline == INT64_MIN) return Decision::Idle(view.drop);
   view.pending = static_cast<int64_t>(q.size()) - view.drop;
   if (view.pending == 0 || ctx.free_workers.empty()) return Decision::Idle(view.drop);
   view.slack = next_deadline - ctx.now - overhead_;

@@ -24,6 +24,11 @@ struct ProfiledPolicyOptions {
   double overhead_quantile = 0.99;
 };
 
+// At most this many infeasible heads are counted (and dropped) per decision;
+// the caller drops them and asks again, so a decision stays O(1) in the
+// queue however many queries are late.
+inline constexpr size_t kMaxDropsPerDecision = 64;
+
 // What a profile-driven policy knows about the queue after the infeasible
 // head has been accounted for.
 struct QueueView {

@@ -169,6 +169,22 @@ TEST(SlackFitPolicyTest, DropsHeadsWhoseSlackFitsNoBucket) {
   }
 }
 
+TEST(SlackFitPolicyTest, DropsAtMostABoundedNumberOfLateHeadsPerDecision) {
+  ModelProfile p = ThreeSubnetProfile();
+  SlackFitPolicy sf(p, Opts(4));
+  EdfQueue q;
+  for (QueryId id = 1; id <= 100; ++id) q.Push({id, 0, 0, kNow + Millis(2)});
+  for (QueryId id = 101; id <= 108; ++id) q.Push({id, 0, 0, kNow + Millis(20)});
+  Decision d = DecideWith(&sf, q);
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);  // drop these, then ask again
+  EXPECT_EQ(d.drop, static_cast<int32_t>(kMaxDropsPerDecision));
+  for (int32_t i = 0; i < d.drop; ++i) q.Pop();
+  d = DecideWith(&sf, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.drop, 100 - static_cast<int32_t>(kMaxDropsPerDecision));
+  EXPECT_EQ(d.take, 8);
+}
+
 TEST(SlackFitPolicyTest, SlackBelowFirstBucketFallsBackToLargestBatchThatFits) {
   ModelProfile p = ThreeSubnetProfile();
   SlackFitPolicy sf(p, DesignOpts(4));
