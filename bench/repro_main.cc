@@ -2,6 +2,7 @@
 // plus our bucket sweep and overload traces, in one process with a progress
 // bar. Writes DIR/results.csv (one row per run) and DIR/timeline_*.csv; the
 // tables and plots come from scripts/scheduling-report.py.
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -25,7 +26,12 @@ ABSL_FLAG(double, noise_cv, 0.03, "Execution-time noise CV of the emulated worke
 ABSL_FLAG(double, dispatch_overhead_us, 500, "RPC + transfer time per batch.");
 ABSL_FLAG(uint64_t, seed, 1, "Base seed of traces and noise.");
 ABSL_FLAG(std::string, only, "", "Run only this experiment (bursty, time-varying, policies, "
-                                 "faults, buckets, overload, maf).");
+                                 "faults, buckets, overload, maf, ablation, seeds).");
+ABSL_FLAG(bool, scale_to_profile, false,
+          "Scale every arrival rate by C / 9446 q/s and every SLO by Lmax / 102.7 ms, where C is "
+          "8 workers x the best throughput any tuple of --profile offers and Lmax its slowest "
+          "tuple (9446 q/s and 102.7 ms are those of the paper-shaped profile), so that the same "
+          "grid loads a different profile alike.");
 
 namespace superserve {
 namespace {
@@ -55,37 +61,78 @@ int Main() {
   }
   const Nanos dur = Seconds(absl::GetFlag(FLAGS_duration_s));
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  // Rate and SLO scales (1 for the paper-shaped profile).
+  double capacity = 0;
+  Nanos slowest = 0;
+  for (const auto& sn : profile->subnets) {
+    for (size_t b = 0; b < profile->batch_sizes.size(); ++b) {
+      capacity = std::max(capacity, 8.0 * profile->batch_sizes[b] / ToSeconds(sn.latency[b]));
+      slowest = std::max(slowest, sn.latency[b]);
+    }
+  }
+  const bool scale = absl::GetFlag(FLAGS_scale_to_profile);
+  const double rs = scale ? capacity / 9446.0 : 1.0;
+  const double ss = scale ? ToMillis(slowest) / 102.7 : 1.0;
+  std::fprintf(stderr,
+               "superserve-repro: profile capacity %.0f q/s (8 workers), slowest tuple %.2f ms; "
+               "rate scale %.4f, SLO scale %.4f\n",
+               capacity, ToMillis(slowest), rs, ss);
   const std::string only = absl::GetFlag(FLAGS_only);
   std::vector<Cell> cells;
-  std::vector<std::string> main_policies = {"slackfit", "slackfit-bp", "slackfit-rg", "infaas"};
+  std::vector<std::string> main_policies = {"slackfit", "slackfit-ma", "slackfit-rg", "infaas"};
   for (const auto& c : ClipperAll(*profile)) main_policies.push_back(c);
 
   // §6.2.1 bursty grid: lambda_b = 1500 (Fig. 12), SLO 36 ms, 8 workers.
   for (double lv : {2950.0, 4900.0, 5550.0}) {
     for (double cv2 : {2.0, 4.0, 8.0}) {
       cells.push_back({"bursty", absl::StrFormat("lv=%.0f cv2=%.0f", lv, cv2),
-                       [=] { return BurstyArrivals(1500, lv, cv2, dur, seed); },
+                       [=] { return BurstyArrivals(1500 * rs, lv * rs, cv2, dur, seed); },
                        main_policies});
+    }
+  }
+  // Ablation: each of SlackFit's fixes switched back to DESIGN.md's first
+  // resolution, one at a time, and all at once ("slackfit~design", K = 16).
+  for (double lv : {2950.0, 4900.0, 5550.0}) {
+    for (double cv2 : {2.0, 4.0, 8.0}) {
+      cells.push_back({"ablation", absl::StrFormat("lv=%.0f cv2=%.0f", lv, cv2),
+                       [=] { return BurstyArrivals(1500 * rs, lv * rs, cv2, dur, seed); },
+                       {"slackfit", "slackfit-ma", "slackfit~accuracy-ties",
+                        "slackfit~fastest-tuple-drop", "slackfit~no-drift", "slackfit~design",
+                        "infaas"}});
+    }
+  }
+  // Robustness: the heavy bursty cells with four more trace seeds.
+  for (uint64_t extra = 1; extra <= 4; ++extra) {
+    for (double lv : {4900.0, 5550.0}) {
+      for (double cv2 : {2.0, 4.0, 8.0}) {
+        cells.push_back({"seeds", absl::StrFormat("lv=%.0f cv2=%.0f seed=%d", lv, cv2,
+                                                  static_cast<int>(seed + extra)),
+                         [=] { return BurstyArrivals(1500 * rs, lv * rs, cv2, dur, seed + extra); },
+                         {"slackfit", "slackfit-rg", "infaas"}});
+      }
     }
   }
   // §6.2.2 time-varying: lambda_1 = 2500 -> lambda_2 at tau, CV² = 8.
   for (double l2 : {4800.0, 6800.0, 7800.0}) {
     for (double tau : {250.0, 500.0, 5000.0}) {
       cells.push_back({"time-varying", absl::StrFormat("l2=%.0f tau=%.0f", l2, tau),
-                       [=] { return TimeVaryingArrivals(2500, l2, tau, 8, Seconds(5), dur, seed); },
+                       [=] {
+                         return TimeVaryingArrivals(2500 * rs, l2 * rs, tau * rs, 8, Seconds(5), dur,
+                                                    seed);
+                       },
                        main_policies});
     }
   }
   // App. A.5 policy comparison: lambda = 1500 + 5550, CV² in {2, 4, 8}.
   for (double cv2 : {2.0, 4.0, 8.0}) {
     cells.push_back({"policies", absl::StrFormat("cv2=%.0f", cv2),
-                     [=] { return BurstyArrivals(1500, 5550, cv2, dur, seed); },
-                     {"slackfit", "slackfit-bp", "maxbatch", "maxacc", "slackfit-rg", "infaas"}});
+                     [=] { return BurstyArrivals(1500 * rs, 5550 * rs, cv2, dur, seed); },
+                     {"slackfit", "slackfit-ma", "maxbatch", "maxacc", "slackfit-rg", "infaas"}});
   }
   // §6.4 faults: lambda = 3500, CV² = 2, 60 s, one of 8 workers fails every 12 s.
   {
     Cell c{"faults", "l=3500 cv2=2 fail@12/24/36/48 s",
-           [=] { return GammaArrivals(3500, 2, Seconds(60), seed); },
+           [=] { return GammaArrivals(3500 * rs, 2, Seconds(60), seed); },
            {"slackfit", "slackfit-rg", "infaas", "maxbatch", "clipper+:1", "clipper+:3",
             "clipper+:5"}};
     c.failures = {Seconds(12), Seconds(24), Seconds(36), Seconds(48)};
@@ -95,31 +142,39 @@ int Main() {
   // Bucket sweep: K on every bursty cell and the heaviest time-varying cells.
   std::vector<std::string> ks;
   for (const char* name : {"slackfit", "slackfit-rg"}) {
-    for (int k : {1, 2, 4, 8, 16, 32, 64, 128}) ks.push_back(absl::StrCat(name, ":", k));
+    for (int k : {2, 4, 6, 7, 8, 9, 10, 12, 16, 24, 32, 64}) {
+      ks.push_back(absl::StrCat(name, ":", k));
+    }
   }
   for (double lv : {2950.0, 4900.0, 5550.0}) {
     for (double cv2 : {2.0, 4.0, 8.0}) {
       cells.push_back({"buckets", absl::StrFormat("bursty lv=%.0f cv2=%.0f", lv, cv2),
-                       [=] { return BurstyArrivals(1500, lv, cv2, dur, seed); }, ks});
+                       [=] { return BurstyArrivals(1500 * rs, lv * rs, cv2, dur, seed); }, ks});
     }
   }
   for (double tau : {500.0, 5000.0}) {
     cells.push_back({"buckets", absl::StrFormat("tv l2=7800 tau=%.0f", tau),
-                     [=] { return TimeVaryingArrivals(2500, 7800, tau, 8, Seconds(5), dur, seed); },
+                     [=] {
+                       return TimeVaryingArrivals(2500 * rs, 7800 * rs, tau * rs, 8, Seconds(5),
+                                                  dur, seed);
+                     },
                      ks});
   }
   // Deliberate overload: arrival rates above the fastest subnet's capacity.
   std::vector<std::string> over = {"slackfit", "slackfit-rg", "infaas", "maxbatch"};
   for (double rate : {8500.0, 9500.0, 11000.0}) {
     cells.push_back({"overload", absl::StrFormat("poisson l=%.0f", rate),
-                     [=] { return PoissonArrivals(rate, dur, seed); }, over});
+                     [=] { return PoissonArrivals(rate * rs, dur, seed); }, over});
   }
   for (double lv : {7000.0, 8500.0}) {
     cells.push_back({"overload", absl::StrFormat("bursty lb=1500 lv=%.0f cv2=8", lv),
-                     [=] { return BurstyArrivals(1500, lv, 8, dur, seed); }, over});
+                     [=] { return BurstyArrivals(1500 * rs, lv * rs, 8, dur, seed); }, over});
   }
   cells.push_back({"overload", "tv 2500->11000 tau=5000",
-                   [=] { return TimeVaryingArrivals(2500, 11000, 5000, 8, Seconds(5), dur, seed); },
+                   [=] {
+                     return TimeVaryingArrivals(2500 * rs, 11000 * rs, 5000 * rs, 8, Seconds(5),
+                                                dur, seed);
+                   },
                    over});
   // §6.3-shaped MAF (synthetic: diurnal swing + per-minute spikes, 24 h
   // compressed into 120 s) at the paper's 6400 q/s, and App. B's setting
@@ -132,7 +187,7 @@ int Main() {
       Cell c{"maf", absl::StrFormat("synthetic mean=%.0f", mean),
              [=] {
                MafOptions o;
-               o.mean_rate = mean;
+               o.mean_rate = mean * rs;
                o.duration = Seconds(120);
                o.seed = seed;
                return *MafArrivals(o);
@@ -151,6 +206,14 @@ int Main() {
     if (only.empty() || only == c.experiment) total += static_cast<int64_t>(c.policies.size());
   }
   const std::string out = absl::GetFlag(FLAGS_out);
+  if (FILE* meta = std::fopen((out + "/meta.txt").c_str(), "w")) {
+    std::fprintf(meta,
+                 "profile=%s\ncapacity_qps=%.1f\nslowest_ms=%.3f\nrate_scale=%.6f\n"
+                 "slo_scale=%.6f\nduration_s=%g\n",
+                 absl::GetFlag(FLAGS_profile).c_str(), capacity, ToMillis(slowest), rs, ss,
+                 absl::GetFlag(FLAGS_duration_s));
+    std::fclose(meta);
+  }
   const std::string csv_path = out + "/results.csv";
   FILE* csv = std::fopen(csv_path.c_str(), "w");
   if (csv == nullptr) {
@@ -171,6 +234,28 @@ int Main() {
       std::string name = spec;
       PolicyConfig config;
       config.slackfit.base.initial_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
+      // "slackfit~MOD": one of SlackFit's options back at DESIGN.md's first
+      // resolution (ablation); the row is reported under the full spec.
+      std::string label;
+      const size_t tilde = name.find('~');
+      if (tilde != std::string::npos) {
+        const std::string mod = name.substr(tilde + 1);
+        label = name;
+        name = name.substr(0, tilde);
+        if (mod == "accuracy-ties" || mod == "design") {
+          config.slackfit.bucket_ties = LatencyBuckets::Ties::kAccuracy;
+        }
+        if (mod == "fastest-tuple-drop" || mod == "design") {
+          config.slackfit.drop_below_first_bucket = false;
+        }
+        if (mod == "no-drift" || mod == "design") {
+          config.slackfit.base.latency.unmeasured_follow_drift = false;
+        }
+        if (mod == "design") {
+          name = "slackfit-ma";
+          config.slackfit.num_buckets = 16;
+        }
+      }
       size_t colon = spec.find(':');
       if (colon != std::string::npos) {
         name = spec.substr(0, colon);
@@ -185,7 +270,7 @@ int Main() {
       }
       SimulatorOptions o;
       o.workers = c.workers;
-      o.slo = Millis(c.slo_ms);
+      o.slo = static_cast<Nanos>(static_cast<double>(Millis(c.slo_ms)) * ss);
       o.seed = seed + 7;
       o.noise_cv = absl::GetFlag(FLAGS_noise_cv);
       o.dispatch_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
@@ -196,7 +281,8 @@ int Main() {
         return 1;
       }
       std::fprintf(csv, "%s,%s,%s,%d,%lld,%.6f,%.4f,%lld,%lld,%lld,%.3f,%.1f,%.3f,%.1f\n",
-                   c.experiment.c_str(), c.cell.c_str(), r->policy.c_str(),
+                   c.experiment.c_str(), c.cell.c_str(),
+                   label.empty() ? r->policy.c_str() : label.c_str(),
                    name.rfind("slackfit", 0) == 0 ? config.slackfit.num_buckets : 0,
                    static_cast<long long>(r->queries), r->slo_attainment(), r->mean_accuracy(),
                    static_cast<long long>(r->met), static_cast<long long>(r->late),

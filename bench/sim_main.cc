@@ -18,17 +18,24 @@
 ABSL_FLAG(std::string, profile, "", "ModelProfile JSON file (required).");
 ABSL_FLAG(std::string, trace, "", "Trace CSV with header arrival_us (required).");
 ABSL_FLAG(std::string, policy, "slackfit",
-          "slackfit | slackfit-bp | slackfit-rg | maxbatch | maxacc | clipper+ | infaas");
+          "slackfit | slackfit-ma | slackfit-rg | maxbatch | maxacc | clipper+ | infaas");
 ABSL_FLAG(int32_t, fixed_subnet, -1, "clipper+: the subnet id to serve.");
 ABSL_FLAG(int32_t, buckets, superserve::kDefaultSlackFitBuckets,
           "SlackFit: number of latency buckets K.");
-ABSL_FLAG(double, guard_headroom, 1.0,
+ABSL_FLAG(double, guard_headroom, 0.9,
           "slackfit-rg: required capacity as a multiple of the measured arrival rate.");
 ABSL_FLAG(double, guard_window_ms, 100,
           "slackfit-rg: sliding window of the arrival-rate estimate (ms).");
-ABSL_FLAG(double, shed_load_fraction, 0.9,
-          "slackfit-rg: shed load only while the 1 s arrival rate exceeds this fraction of the "
-          "highest capacity any tuple offers.");
+ABSL_FLAG(bool, drop_below_first_bucket, true,
+          "slackfit: drop heads whose slack fits no bucket (false: only below the fastest "
+          "tuple, DESIGN.md's first resolution).");
+ABSL_FLAG(std::string, bucket_ties, "throughput",
+          "slackfit: within a bucket the largest batch, ties to: throughput | accuracy.");
+ABSL_FLAG(bool, follow_drift, true,
+          "Unmeasured tuples follow the median measured/profiled latency ratio.");
+ABSL_FLAG(double, fit_margin, -1,
+          "slackfit*: every choice fits the slack with this fraction of its latency to spare "
+          "(-1: the policy's default).");
 ABSL_FLAG(int32_t, workers, 8, "Emulated workers.");
 ABSL_FLAG(double, slo_ms, 36, "Latency SLO per query in milliseconds.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the execution-time noise.");
@@ -69,9 +76,17 @@ int main(int argc, char** argv) {
   config.slackfit.num_buckets = absl::GetFlag(FLAGS_buckets);
   config.slackfit.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
   config.slackfit.rate_window = Millis(absl::GetFlag(FLAGS_guard_window_ms));
-  config.slackfit.shed_load_fraction = absl::GetFlag(FLAGS_shed_load_fraction);
   config.slackfit.base.initial_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
   config.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
+  config.slackfit.drop_below_first_bucket = absl::GetFlag(FLAGS_drop_below_first_bucket);
+  if (absl::GetFlag(FLAGS_fit_margin) >= 0) config.slackfit.fit_margin = absl::GetFlag(FLAGS_fit_margin);
+  config.slackfit.base.latency.unmeasured_follow_drift = absl::GetFlag(FLAGS_follow_drift);
+  if (absl::GetFlag(FLAGS_bucket_ties) == "accuracy") {
+    config.slackfit.bucket_ties = LatencyBuckets::Ties::kAccuracy;
+  } else if (absl::GetFlag(FLAGS_bucket_ties) != "throughput") {
+    std::fprintf(stderr, "superserve-sim: --bucket-ties must be throughput or accuracy\n");
+    return 2;
+  }
   auto policy = MakePolicy(absl::GetFlag(FLAGS_policy), *profile, config);
   if (!policy.ok()) {
     std::fprintf(stderr, "superserve-sim: %s\n", policy.status().ToString().c_str());

@@ -41,7 +41,7 @@ void EdfQueue::PeekFront(size_t k, std::vector<Query>* out) const {
   }
 }
 
-size_t EdfQueue::CountDeadlinesBefore(Nanos t, Nanos* next_deadline) const {
+size_t EdfQueue::CountDeadlinesBefore(Nanos t, Nanos* next_deadline, size_t limit) const {
   Nanos next = INT64_MAX;
   size_t count = 0;
   if (heap_.empty() || heap_.front().deadline >= t) {
@@ -62,7 +62,10 @@ size_t EdfQueue::CountDeadlinesBefore(Nanos t, Nanos* next_deadline) const {
       if (heap_[i].deadline < next) next = heap_[i].deadline;
       continue;
     }
-    ++count;
+    if (++count >= limit) {
+      *next_deadline = INT64_MIN;
+      return count;
+    }
     if (2 * i + 1 < heap_.size()) stack.push_back(2 * i + 1);
     if (2 * i + 2 < heap_.size()) stack.push_back(2 * i + 2);
   }

@@ -2,6 +2,7 @@
 #define SUPERSERVE_POLICIES_EDF_QUEUE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "policies/query.h"
@@ -33,7 +34,12 @@ class EdfQueue {
   // every node whose deadline is >= t, because a heap's subtree never holds
   // an earlier deadline than its root. Policies use it to size the drop of
   // infeasible queries without popping from a read-only snapshot.
-  size_t CountDeadlinesBefore(Nanos t, Nanos* next_deadline) const;
+  // With `limit`, the walk stops after `limit` queries: it returns `limit`
+  // and *next_deadline = INT64_MIN ("more may follow"), so a decision costs
+  // O(limit) however many queries are late (the caller drops them and asks
+  // again).
+  size_t CountDeadlinesBefore(Nanos t, Nanos* next_deadline,
+                              size_t limit = SIZE_MAX) const;
 
  private:
   static bool Before(const Query& a, const Query& b) {

@@ -4,7 +4,7 @@
 
 namespace superserve {
 
-void LatencyBuckets::Build(const LatencyTable& table, int num_buckets) {
+void LatencyBuckets::Build(const LatencyTable& table, int num_buckets, Ties ties) {
   num_buckets_ = std::max(1, num_buckets);
   lower_ = table.min_latency();
   // Ceiling division; the slowest tuple is clamped into the last bucket.
@@ -16,10 +16,14 @@ void LatencyBuckets::Build(const LatencyTable& table, int num_buckets) {
       int k = static_cast<int>((table.latency(r, b) - lower_) / width_);
       k = std::min(k, num_buckets_ - 1);
       Tuple& best = bucket_best_[k];
-      // Largest batch; ties to the highest accuracy (the higher rank).
-      if (best.rank < 0 || b > best.batch_index || (b == best.batch_index && r > best.rank)) {
-        best = Tuple{r, b};
+      // Largest batch; ties to the fastest tuple (then the higher accuracy)
+      // or to the highest accuracy (the higher rank).
+      bool better = best.rank < 0 || b > best.batch_index;
+      if (!better && b == best.batch_index) {
+        const Nanos l = table.latency(r, b), lb = table.latency(best.rank, b);
+        better = ties == Ties::kThroughput ? (l < lb || (l == lb && r > best.rank)) : r > best.rank;
       }
+      if (better) best = Tuple{r, b};
     }
   }
   best_at_or_below_.assign(num_buckets_, Tuple());

@@ -12,8 +12,11 @@ namespace superserve {
 // SlackFit's offline structure (SuperServe §4.2, DESIGN.md): every
 // (subnet, batch) tuple falls into one of K evenly sized buckets over
 // [min latency, max latency]; each bucket keeps the tuple with the largest
-// batch, ties to the highest accuracy. Lookup by slack is O(1): the bucket
-// whose upper bound is the largest one <= slack.
+// batch, ties to the highest throughput (the fastest tuple at that batch,
+// SuperServe §4.2: "maximum batch size to opt for a high throughput choice")
+// or, with Ties::kAccuracy, to the highest accuracy (DESIGN.md's first
+// resolution). Lookup by slack is O(1): the bucket whose upper bound is the
+// largest one <= slack.
 class LatencyBuckets {
  public:
   struct Tuple {
@@ -21,8 +24,12 @@ class LatencyBuckets {
     int batch_index = -1;
   };
 
-  LatencyBuckets(const LatencyTable& table, int num_buckets) { Build(table, num_buckets); }
-  void Build(const LatencyTable& table, int num_buckets);
+  enum class Ties { kThroughput, kAccuracy };
+
+  LatencyBuckets(const LatencyTable& table, int num_buckets, Ties ties = Ties::kThroughput) {
+    Build(table, num_buckets, ties);
+  }
+  void Build(const LatencyTable& table, int num_buckets, Ties ties = Ties::kThroughput);
 
   // The chosen tuple for this slack, or rank -1 when no bucket's upper bound
   // fits (slack < min latency + one bucket width).

@@ -39,11 +39,31 @@ LatencyTable::LatencyTable(const ModelProfile& profile, Options options) : optio
     e = static_cast<Nanos>(static_cast<double>(e) * (1.0 + options_.unmeasured_margin));
   }
   measured_.assign(num_subnets_ * nb, RollingPercentile(options_.window, options_.quantile));
+  is_measured_.assign(num_subnets_ * nb, 0);
   RebuildDerived();
 }
 
 void LatencyTable::RebuildDerived() {
   const size_t nb = batch_sizes_.size();
+  if (options_.unmeasured_follow_drift) {
+    ratio_scratch_.clear();
+    for (size_t i = 0; i < estimate_.size(); ++i) {
+      if (is_measured_[i]) {
+        ratio_scratch_.push_back(static_cast<double>(estimate_[i]) /
+                                 static_cast<double>(profiled_[i]));
+      }
+    }
+    if (!ratio_scratch_.empty()) {
+      auto mid = ratio_scratch_.begin() + ratio_scratch_.size() / 2;
+      std::nth_element(ratio_scratch_.begin(), mid, ratio_scratch_.end());
+      const double drift = *mid;
+      for (size_t i = 0; i < estimate_.size(); ++i) {
+        if (!is_measured_[i]) {
+          estimate_[i] = static_cast<Nanos>(static_cast<double>(profiled_[i]) * drift);
+        }
+      }
+    }
+  }
   min_latency_ = *std::min_element(estimate_.begin(), estimate_.end());
   max_latency_ = *std::max_element(estimate_.begin(), estimate_.end());
   suffix_min_.assign(nb * num_subnets_, 0);
@@ -91,8 +111,14 @@ bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {
   RollingPercentile& m = measured_[cell];
   m.Add(measured);
   if (m.count() < options_.min_samples) return false;
+  // The first time a tuple has enough samples it always takes its measured
+  // value (and joins the drift median); afterwards only moves > the
+  // threshold count.
+  const bool first = !is_measured_[cell];
+  is_measured_[cell] = 1;
   const double moved = static_cast<double>(m.value() - estimate_[cell]);
-  if (std::abs(moved) <= options_.min_relative_change * static_cast<double>(estimate_[cell])) {
+  if (!first &&
+      std::abs(moved) <= options_.min_relative_change * static_cast<double>(estimate_[cell])) {
     return false;
   }
   estimate_[cell] = m.value();

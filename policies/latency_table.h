@@ -30,6 +30,13 @@ class LatencyTable {
     // profiled latency times (1 + this): a profile is a mean, the high
     // percentile it stands in for is larger.
     double unmeasured_margin = 0.0;
+    // Tuples without min_samples measurements follow the drift the measured
+    // ones show: their estimate is the profiled latency times the median
+    // (estimate / profiled) ratio of the measured tuples (1 + unmeasured_margin
+    // until any tuple is measured). Without it a measured tuple (its p99)
+    // looks slower than an unmeasured neighbour (its profiled mean), so the
+    // estimates a policy compares are on different footings.
+    bool unmeasured_follow_drift = true;
   };
 
   LatencyTable(const ModelProfile& profile, Options options);
@@ -82,6 +89,8 @@ class LatencyTable {
   std::vector<Nanos> estimate_;
   std::vector<Nanos> suffix_min_;  // [batch][rank]: min latency over ranks >= rank
   std::vector<RollingPercentile> measured_;
+  std::vector<uint8_t> is_measured_;
+  std::vector<double> ratio_scratch_;
   Nanos min_latency_ = 0;
   Nanos max_latency_ = 0;
   uint64_t version_ = 0;

@@ -7,7 +7,7 @@
 namespace superserve {
 
 std::vector<std::string> PolicyNames() {
-  return {"slackfit", "slackfit-bp", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas"};
+  return {"slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas"};
 }
 
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
@@ -18,10 +18,12 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
         absl::StrCat("profile \"", profile.model, "\" has no subnets to schedule"));
   }
   const ProfiledPolicyOptions& base = config.slackfit.base;
-  if (name == "slackfit" || name == "slackfit-rg" || name == "slackfit-bp") {
+  if (name == "slackfit" || name == "slackfit-rg" || name == "slackfit-ma") {
     SlackFitOptions o = config.slackfit;
     o.rate_guard = name == "slackfit-rg";
-    o.partial_most_accurate = name != "slackfit-bp";
+    // slackfit-ma: DESIGN.md's most-accurate partial batches (ablation);
+    // slackfit-rg uses them too: its guard vets every choice.
+    o.partial_most_accurate = name != "slackfit";
     if (o.num_buckets < 1) return absl::InvalidArgumentError("--buckets must be >= 1");
     return std::make_unique<SlackFitPolicy>(profile, o);
   }

@@ -17,8 +17,8 @@ struct PolicyConfig {
   int32_t fixed_subnet_id = -1;  // Clipper+: the profile's subnet id to serve
 };
 
-// Builds a policy by name: "slackfit", "slackfit-bp" (paper-style partial
-// batches), "slackfit-rg" (rate guard, ours), "maxbatch", "maxacc",
+// Builds a policy by name: "slackfit", "slackfit-ma" (DESIGN.md's
+// most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours), "maxbatch", "maxacc",
 // "clipper+" (needs fixed_subnet_id), "infaas". The simulator's --policy and
 // the router's configuration both go through here.
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,

@@ -20,19 +20,16 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
   // Drop rule: a query whose deadline falls before now + overhead + the
   // fastest tuple cannot be served in time by anything this policy runs.
   Nanos next_deadline = 0;
-  view.drop = static_cast<int32_t>(
-      q.CountDeadlinesBefore(ctx.now + overhead_ + FastestLatency(), &next_deadline));
+  view.drop = static_cast<int32_t>(q.CountDeadlinesBefore(
+      ctx.now + overhead_ + FastestLatency(), &next_deadline, kMaxDropsPerDecision));
+  // More late queries than one decision counts: drop these, ask again.
+  if (next_deadline == INT64_MIN) return Decision::Idle(view.drop);
   view.pending = static_cast<int64_t>(q.size()) - view.drop;
   if (view.pending == 0 || ctx.free_workers.empty()) return Decision::Idle(view.drop);
   view.slack = next_deadline - ctx.now - overhead_;
   Choice c = Choose(ctx, view);
   if (c.wake_at > 0) return Decision::WakeAt(c.wake_at, view.drop);
   if (c.rank < 0) return Decision::Idle(view.drop);
-  const int32_t shed = static_cast<int32_t>(std::min<int64_t>(c.shed, view.pending - 1));
-  if (shed > 0) {
-    view.drop += shed;
-    view.pending -= shed;
-  }
   Decision d;
   d.kind = Decision::Kind::kDispatch;
   d.drop = view.drop;

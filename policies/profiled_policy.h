@@ -24,6 +24,11 @@ struct ProfiledPolicyOptions {
   double overhead_quantile = 0.99;
 };
 
+// At most this many infeasible heads are counted (and dropped) per decision;
+// the caller drops them and asks again, so a decision stays O(1) in the
+// queue however many queries are late.
+inline constexpr size_t kMaxDropsPerDecision = 64;
+
 // What a profile-driven policy knows about the queue after the infeasible
 // head has been accounted for.
 struct QueueView {
@@ -54,10 +59,6 @@ class ProfiledPolicy : public Policy {
     // > 0: dispatch nothing now, ask again at this time (the policy waits
     // for a fuller batch); rank and batch_index are then ignored.
     Nanos wake_at = 0;
-    // Extra head queries to shed (answered DEADLINE_EXCEEDED) before taking
-    // the batch: an overload policy gives up queries only a tiny batch could
-    // still save, so that a full batch runs (see SlackFitOptions.rate_guard).
-    int32_t shed = 0;
   };
   // The fastest latency this policy can ever pick: a head whose slack is
   // below it is dropped (DEADLINE_EXCEEDED).

@@ -13,36 +13,38 @@ constexpr Nanos kRebuildInterval = Millis(50);
 
 SlackFitOptions SlackFitPolicy::Resolve(SlackFitOptions o) {
   if (o.rate_guard) o.base.latency.unmeasured_margin = o.guard_unmeasured_margin;
+  if (o.fit_margin < 0) o.fit_margin = o.rate_guard ? kRateGuardFitMargin : 0.0;
   return o;
 }
 
 std::string SlackFitPolicy::NameFor(const SlackFitOptions& o) {
   if (o.rate_guard) return "slackfit-rg";
-  return o.partial_most_accurate ? "slackfit" : "slackfit-bp";
+  return o.partial_most_accurate ? "slackfit-ma" : "slackfit";
 }
 
 SlackFitPolicy::SlackFitPolicy(const ModelProfile& profile, SlackFitOptions options)
     : ProfiledPolicy(NameFor(options), profile, Resolve(options).base),
       options_(Resolve(options)),
-      buckets_(table_, options.num_buckets),
+      buckets_(table_, options.num_buckets, options.bucket_ties),
       buckets_version_(table_.version()),
-      arrivals_(options.rate_window),
-      long_arrivals_(options.overload_window) {}
+      arrivals_(options.rate_window) {}
 
 void SlackFitPolicy::OnArrival(const Query& q, Nanos now) {
-  if (options_.rate_guard) {
-    arrivals_.Add(now);
-    long_arrivals_.Add(now);
-  }
+  if (options_.rate_guard) arrivals_.Add(now);
 }
 
 void SlackFitPolicy::OnCompletion(const CompletionTelemetry& t) {
   ProfiledPolicy::OnCompletion(t);
   if (table_.version() != buckets_version_ && t.now - last_rebuild_ >= kRebuildInterval) {
-    buckets_.Build(table_, options_.num_buckets);
+    buckets_.Build(table_, options_.num_buckets, options_.bucket_ties);
     buckets_version_ = table_.version();
     last_rebuild_ = t.now;
   }
+}
+
+Nanos SlackFitPolicy::FastestLatency() const {
+  // The first bucket's upper bound: the smallest slack any bucket fits.
+  return options_.drop_below_first_bucket ? buckets_.upper_bound(0) : table_.min_latency();
 }
 
 double SlackFitPolicy::Throughput(int64_t batch, int rank, int batch_index) const {
@@ -51,7 +53,13 @@ double SlackFitPolicy::Throughput(int64_t batch, int rank, int batch_index) cons
 }
 
 ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx,
-                                              const QueueView& view) {
+                                              const QueueView& given) {
+  // The budget every choice must fit: the slack, less fit_margin of the
+  // tuple's own latency (l * (1 + m) <= slack).
+  QueueView view = given;
+  if (options_.fit_margin > 0) {
+    view.slack = static_cast<Nanos>(static_cast<double>(view.slack) / (1.0 + options_.fit_margin));
+  }
   LatencyBuckets::Tuple t = buckets_.Lookup(view.slack);
   Choice c{t.rank, t.batch_index};
   if (c.rank < 0 || table_.latency(c.rank, c.batch_index) > view.slack) {
@@ -100,53 +108,33 @@ ProfiledPolicy::Choice SlackFitPolicy::RateGuard(const SchedulingContext& ctx,
         continue;
       }
       const Nanos wait = static_cast<Nanos>(static_cast<double>(m - n) * kNanosPerSecond / rate);
-      if (wait + l <= view.slack && Throughput(m, r, bi) >= need && wait < best_wait) {
+      // The wait must also leave the head above the drop threshold.
+      if (wait + std::max(l, FastestLatency()) <= view.slack && Throughput(m, r, bi) >= need &&
+          wait < best_wait) {
         best_wait = wait;
         deferred = Choice{r, bi, ctx.now + std::max<Nanos>(wait, 1)};
       }
     }
     if (deferred.rank >= 0) return deferred;
   }
-  // Nothing sustains the rate (overload). Serving the head with whatever
-  // fits its small slack is EDF's overload spiral: tiny batches, capacity
-  // collapses, every later head is just as late. Instead pick the tuple with
-  // the highest goodput, counting that a slower, fuller batch sheds the head
-  // queries whose deadlines it would miss. Shedding = 0 is among the options
-  // (the highest throughput that fits now, INFaaS's choice).
+  // Nothing sustains the rate (overload): the tuple with the highest
+  // throughput that fits now (INFaaS's choice); the drop rule (heads below
+  // the first bucket) keeps the head out of EDF's overload spiral.
   Choice best = chosen;
   double best_goodput = Throughput(now_batch(chosen.batch_index), chosen.rank, chosen.batch_index);
-  double peak = 0;  // highest per-worker throughput of any tuple
-  for (int r = 0; r < table_.num_subnets(); ++r) {
-    for (int bi = 0; bi < table_.num_batches(); ++bi) {
-      peak = std::max(peak, Throughput(table_.batch_size(bi), r, bi));
-    }
-  }
-  const bool overloaded = long_arrivals_.Rate(ctx.now) >
-                          options_.shed_load_fraction * peak * static_cast<double>(workers);
-  // Ascending latency: the first tuple that sustains the rate sheds the
-  // fewest queries; without one, the highest goodput.
   for (int bi = 0; bi < table_.num_batches(); ++bi) {
+    if (table_.batch_size(bi) > n && bi != partial_bi) continue;
     // The subnet with the highest throughput at this batch (ties: accuracy).
     int r_best = -1;
     for (int r = table_.num_subnets() - 1; r >= 0; --r) {
       if (r_best < 0 || table_.latency(r, bi) < table_.latency(r_best, bi)) r_best = r;
     }
-    const Nanos l = table_.latency(r_best, bi);
-    int64_t shed = 0;
-    if (l > view.slack) {
-      if (!overloaded) continue;
-      Nanos next = 0;
-      const Nanos cutoff = ctx.now + overhead_estimate() + l;
-      shed = static_cast<int64_t>(ctx.queue.CountDeadlinesBefore(cutoff, &next)) - view.drop;
-    }
-    const int64_t left = n - shed;
-    if (left <= 0) continue;
-    if (table_.batch_size(bi) > left && bi != table_.BatchIndexFor(left)) continue;
-    const double goodput = Throughput(std::min<int64_t>(left, table_.batch_size(bi)), r_best, bi);
-    if (goodput >= need) return Choice{r_best, bi, 0, static_cast<int32_t>(shed)};
+    if (table_.latency(r_best, bi) > view.slack) continue;
+    const double goodput = Throughput(now_batch(bi), r_best, bi);
+    if (goodput >= need) return Choice{r_best, bi};
     if (goodput > best_goodput) {
       best_goodput = goodput;
-      best = Choice{r_best, bi, 0, static_cast<int32_t>(shed)};
+      best = Choice{r_best, bi};
     }
   }
   return best;

@@ -11,47 +11,64 @@
 namespace superserve {
 
 // Default K, chosen by the bucket sweep in docs/scheduling.md.
-inline constexpr int kDefaultSlackFitBuckets = 16;
+inline constexpr int kDefaultSlackFitBuckets = 8;
+// slackfit-rg's default fit margin (SlackFitOptions::fit_margin).
+inline constexpr double kRateGuardFitMargin = 0.03;
 
 struct SlackFitOptions {
   ProfiledPolicyOptions base;
   int num_buckets = kDefaultSlackFitBuckets;
-  // Partial batches (fewer queued than the bucket's batch): true = DESIGN.md's
-  // rule, the most accurate subnet that fits at the smallest batch >= n;
-  // false = the bucket's own subnet at that batch (the paper's SlackFit
-  // keeps the bucket's tuple), "slackfit-bp".
-  bool partial_most_accurate = true;
+  // Partial batches (fewer queued than the bucket's batch): false = the
+  // bucket's own subnet at the smallest batch >= n (the paper's SlackFit
+  // keeps the bucket's control choice); true = DESIGN.md's rule, the most
+  // accurate subnet that fits the slack at that batch ("slackfit-ma", and
+  // slackfit-rg, whose guard vets it). The most-accurate rule spends the
+  // capacity of every short-queue moment on slow subnets; at 6400-7000 q/s
+  // that builds the queue that bursts then overflow (docs/scheduling.md).
+  bool partial_most_accurate = false;
+  // Drop rule. true: a head whose slack fits no bucket (below the first
+  // bucket's upper bound) is dropped: SlackFit only runs bucket choices, and
+  // "all control choices within the bucket satisfy the query deadline"
+  // (§4.2), so below the first bucket it has none. false: DESIGN.md's first
+  // resolution, drop only below the fastest tuple of the table. Serving
+  // those barely-feasible heads with whatever tiny batch still fits is EDF's
+  // overload spiral: every later head is just as late, batches stay at 1-2,
+  // capacity falls to a third.
+  bool drop_below_first_bucket = true;
+  // Within a bucket, the largest batch; ties to the fastest tuple (the
+  // paper's "high throughput choice") or to the highest accuracy.
+  LatencyBuckets::Ties bucket_ties = LatencyBuckets::Ties::kThroughput;
   // The rate guard (our addition, "slackfit-rg"; off = SuperServe's SlackFit).
-  // SlackFit's bucket just below the slack, and its most-accurate partial
-  // batches, can run tuples whose throughput over all live workers is below
-  // the arrival rate; once every worker is tied up that way the queue grows,
-  // the head's slack shrinks to the drop threshold and stays there (EDF's
-  // overload spiral). With the guard, every dispatch must sustain
-  // guard_headroom x the measured arrival rate per worker: if SlackFit's
-  // tuple does not, take the most accurate subnet that does, either now or,
-  // when the head's slack covers it, after waiting for the arrivals that
-  // fill its batch ("wake me at t"); if nothing sustains the rate, the
-  // highest-throughput tuple that fits now (INFaaS's choice).
+  // It lets SlackFit take DESIGN.md's most-accurate partial batches (more
+  // accuracy at light load) but vets every choice against the measured
+  // arrival rate: a dispatch must sustain guard_headroom x the rate per live
+  // worker. If SlackFit's tuple does not, take the most accurate subnet
+  // that does, either now or, when the head's slack covers it, after
+  // waiting for the arrivals that fill its batch ("wake me at t"); if
+  // nothing sustains the rate, the highest-throughput tuple that fits now
+  // (INFaaS's choice). Overload is left to the drop rule above.
   bool rate_guard = false;
-  double guard_headroom = 1.0;
+  double guard_headroom = 0.9;
   Nanos rate_window = Millis(100);
-  // Under sustained overload (the arrival rate over overload_window above
-  // shed_load_fraction x the highest capacity any tuple offers), the guard
-  // may shed head queries that only a tiny batch could still serve, so that
-  // a full batch runs instead of EDF's overload spiral.
-  double shed_load_fraction = 0.9;
   // The guard treats tuples without telemetry yet as this much slower than
   // profiled (LatencyTable::Options::unmeasured_margin): it spreads work
   // over more tuples than SlackFit, many rarely measured.
   double guard_unmeasured_margin = 0.06;
-  Nanos overload_window = Seconds(1);
+  // Every choice must fit the slack with this fraction of its latency to
+  // spare (latency x (1 + fit_margin) <= slack). The estimates are rolling
+  // p99s: a choice that fits exactly is late on ~1 % of its runs, and the
+  // guard's most-accurate choices often fit exactly. < 0: the policy's
+  // default (0 for slackfit, kRateGuardFitMargin for slackfit-rg).
+  double fit_margin = -1;
 };
 
-// SuperServe's SlackFit (§4.2, App. A.5) with DESIGN.md's resolutions:
-// bucket by latency, choose the bucket just below the head's slack, largest
-// batch within it; partial batches take the most accurate subnet that fits;
-// infeasible heads are dropped. Buckets follow the online-corrected latency
-// table and are rebuilt when it changed (at most once per rebuild interval).
+// SuperServe's SlackFit (§4.2, App. A.5): K evenly sized latency buckets,
+// the bucket just below the head's slack, the largest batch within it (ties
+// to throughput); a partial batch keeps the bucket's subnet; heads whose
+// slack fits no bucket are dropped. Each of these has a DESIGN.md
+// alternative behind an option (docs/scheduling.md, "ablation"). Buckets
+// follow the online-corrected latency table and are rebuilt when it changed
+// (at most once per rebuild interval).
 class SlackFitPolicy : public ProfiledPolicy {
  public:
   SlackFitPolicy(const ModelProfile& profile, SlackFitOptions options);
@@ -65,6 +82,7 @@ class SlackFitPolicy : public ProfiledPolicy {
 
  protected:
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
+  Nanos FastestLatency() const override;
 
  private:
   static std::string NameFor(const SlackFitOptions& o);
@@ -78,7 +96,6 @@ class SlackFitPolicy : public ProfiledPolicy {
   uint64_t buckets_version_;
   Nanos last_rebuild_ = 0;
   ArrivalRateEstimator arrivals_;
-  ArrivalRateEstimator long_arrivals_;
 };
 
 }  // namespace superserve

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Tables and plots for docs/scheduling.md from superserve-repro's results.csv.
 
-usage: scheduling-report.py RESULTS_DIR DOCS_DIR
-Writes DOCS_DIR/scheduling-results.md and DOCS_DIR/scheduling-*.png.
+usage: scheduling-report.py RESULTS_DIR DOCS_DIR [NAME]
+Writes DOCS_DIR/scheduling[-NAME]-results.md and DOCS_DIR/scheduling[-NAME]-*.png
+(NAME: a profile other than the paper-shaped one, e.g. fmnist).
 Needs matplotlib (Debian's python3-matplotlib: run with /usr/bin/python3).
 """
 import collections
@@ -16,7 +17,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 results_dir, docs_dir = sys.argv[1], sys.argv[2]
+NAME = sys.argv[3] if len(sys.argv) > 3 else ""
+PREFIX = "scheduling" + (f"-{NAME}" if NAME else "")
 rows = list(csv.DictReader(open(os.path.join(results_dir, "results.csv"))))
+meta = {}
+meta_path = os.path.join(results_dir, "meta.txt")
+if os.path.exists(meta_path):
+    for line in open(meta_path):
+        if "=" in line:
+            k, v = line.strip().split("=", 1)
+            meta[k] = v
 for r in rows:
     for k in ("slo_attainment", "mean_accuracy", "p99_latency_ms", "throughput_qps",
               "mean_batch", "arrival_qps"):
@@ -41,6 +51,14 @@ def fmt(r):
 
 
 md = []
+if meta:
+    md.append(f"Profile `{meta.get('profile', '?')}`: 8-worker capacity (best tuple) "
+              f"{float(meta.get('capacity_qps', 0)):.0f} q/s, slowest tuple "
+              f"{float(meta.get('slowest_ms', 0)):.2f} ms. Every rate below is the paper's rate x "
+              f"{float(meta.get('rate_scale', 1)):.4f} and every SLO the paper's SLO x "
+              f"{float(meta.get('slo_scale', 1)):.4f} (SLO 36 ms -> "
+              f"{36 * float(meta.get('slo_scale', 1)):.2f} ms); cells keep the paper's "
+              f"(unscaled) names. Traces {meta.get('duration_s', '30')} s.\n")
 
 
 def table(title, experiment, note=""):
@@ -72,24 +90,69 @@ table("Fault tolerance (SuperServe §6.4, Fig. 11a)", "faults",
 table("Deliberate overload (beyond SuperServe)", "overload",
       "Arrival rates at or above the fastest subnet's capacity (~9000 q/s at batch 16-32).")
 table("MAF-shaped traces (SuperServe §6.3 and App. B)", "maf")
+table("Ablation: SlackFit's fixes, one at a time (bursty grid)", "ablation",
+      "slackfit = all fixes (paper's partial batches, drop below the first bucket, bucket ties "
+      "to throughput, unmeasured tuples follow the measured drift, K = 8). slackfit-ma: "
+      "DESIGN.md's most-accurate partial batches instead; ~accuracy-ties: ties to accuracy; "
+      "~fastest-tuple-drop: drop only below the fastest tuple; ~no-drift: unmeasured tuples "
+      "keep their profiled latency; ~design: all of DESIGN.md's first resolutions at K = 16 "
+      "(the previous slackfit).")
+
+# Robustness: four more trace seeds of the heavy bursty cells.
+seeds = by("seeds")
+if seeds:
+    md.append("### Robustness: the heavy bursty cells with four more trace seeds\n")
+    md.append("Each entry: min / mean SLO attainment over the 5 seeds (the grid's seed and "
+              "four more), and mean accuracy.\n")
+    agg = collections.OrderedDict()
+    for cell, ps in seeds.items():
+        base = cell.rsplit(" seed=", 1)[0]
+        for p, r in ps.items():
+            agg.setdefault(base, collections.OrderedDict()).setdefault(p, []).append(r)
+    for base, ps in agg.items():
+        for p, rs in ps.items():
+            grid = by("bursty").get(base, {}).get(p)
+            if grid:
+                rs.append(grid)
+    pols = list(next(iter(agg.values())).keys())
+    md.append("| cell | " + " | ".join(pols) + " |")
+    md.append("|---" * (len(pols) + 1) + "|")
+    for base, ps in agg.items():
+        cells_md = []
+        for p in pols:
+            rs = ps.get(p, [])
+            att = [r["slo_attainment"] for r in rs]
+            acc = [r["mean_accuracy"] for r in rs]
+            cells_md.append(f"{min(att):.5f} / {sum(att) / len(att):.5f} / "
+                            f"{sum(acc) / len(acc):.2f} (n={len(rs)})" if rs else "")
+        md.append(f"| {base} | " + " | ".join(cells_md) + " |")
+    md.append("")
 
 # Bucket sweep.
 sweep = by("buckets", bucketed=True)
 if sweep:
     md.append("### Bucket sweep (K)\n")
     md.append("Over the 9 bursty cells and 2 time-varying cells (lambda_2 = 7800). min / mean "
-              "attainment, mean accuracy, cells with attainment >= 0.999.\n")
-    md.append("| policy | K | min attainment | mean attainment | mean accuracy | cells >= 0.999 |")
-    md.append("|---|---|---|---|---|---|")
+              "attainment, mean accuracy, cells with attainment >= 0.999, and the bursty "
+              "cells' mean accuracy minus INFaaS's.\n")
+    md.append("| policy | K | min attainment | mean attainment | mean accuracy | cells >= 0.999 "
+              "| bursty accuracy - INFaaS (min / mean) |")
+    md.append("|---|---|---|---|---|---|---|")
     agg = collections.OrderedDict()
     for cell, ps in sweep.items():
         for key, r in ps.items():
             agg.setdefault((r["policy"], r["buckets"]), []).append(r)
+    bursty_cells = by("bursty")
     for (policy, k), rs in agg.items():
         att = [r["slo_attainment"] for r in rs]
         acc = [r["mean_accuracy"] for r in rs]
+        gaps = [r["mean_accuracy"] - bursty_cells[r["cell"][7:]]["infaas"]["mean_accuracy"]
+                for r in rs if r["cell"].startswith("bursty ")
+                and "infaas" in bursty_cells.get(r["cell"][7:], {})]
+        gap = f"{min(gaps):+.2f} / {sum(gaps) / len(gaps):+.2f}" if gaps else ""
         md.append(f"| {policy} | {k} | {min(att):.4f} | {sum(att) / len(att):.4f} | "
-                  f"{sum(acc) / len(acc):.2f} | {sum(a >= 0.999 for a in att)}/{len(att)} |")
+                  f"{sum(acc) / len(acc):.2f} | {sum(a >= 0.999 for a in att)}/{len(att)} | "
+                  f"{gap} |")
     md.append("")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for policy, marker in (("slackfit", "o"), ("slackfit-rg", "s")):
@@ -105,7 +168,7 @@ if sweep:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(docs_dir, "scheduling-buckets.png"), dpi=110)
+    fig.savefig(os.path.join(docs_dir, f"{PREFIX}-buckets.png"), dpi=110)
     plt.close(fig)
 
 # Targets, checked mechanically.
@@ -147,7 +210,7 @@ for name, ok, numbers in checks:
 md.append("")
 
 # Trade-off plots: SLO attainment vs mean accuracy per policy, one panel per trace.
-STYLE = {"slackfit": ("tab:blue", "o"), "slackfit-bp": ("tab:cyan", "v"),
+STYLE = {"slackfit": ("tab:blue", "o"), "slackfit-ma": ("tab:cyan", "v"),
          "slackfit-rg": ("tab:red", "*"), "infaas": ("black", "x"),
          "maxbatch": ("tab:green", "^"), "maxacc": ("tab:purple", "D")}
 
@@ -186,7 +249,7 @@ def tradeoff(experiment, filename, title):
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 0.97))
-    fig.savefig(os.path.join(docs_dir, filename), dpi=100)
+    fig.savefig(os.path.join(docs_dir, filename.replace("scheduling", PREFIX, 1)), dpi=100)
     plt.close(fig)
 
 
@@ -220,12 +283,12 @@ if tl:
     axes[2].set_xlabel("time (s)")
     fig.suptitle("One of 8 workers fails every 12 s (lambda = 3500 q/s, CV² = 2)")
     fig.tight_layout()
-    fig.savefig(os.path.join(docs_dir, "scheduling-faults.png"), dpi=100)
+    fig.savefig(os.path.join(docs_dir, f"{PREFIX}-faults.png"), dpi=100)
     plt.close(fig)
 
-with open(os.path.join(docs_dir, "scheduling-results.md"), "w") as f:
+with open(os.path.join(docs_dir, f"{PREFIX}-results.md"), "w") as f:
     f.write("<!-- Generated by scripts/reproduce-superserve; do not edit by hand. -->\n")
     f.write("## Results (generated)\n\n")
     f.write("\n".join(md) + "\n")
 print(f"scheduling-report: {len(rows)} runs, {passed}/{len(checks)} target checks pass -> "
-      f"{docs_dir}/scheduling-results.md")
+      f"{docs_dir}/{PREFIX}-results.md")

@@ -79,5 +79,17 @@ TEST(EdfQueueTest, CountDeadlinesBeforeMatchesSortedPrefix) {
   EXPECT_EQ(next, INT64_MAX);
 }
 
+TEST(EdfQueueTest, CountDeadlinesBeforeStopsAtTheLimit) {
+  EdfQueue q;
+  for (QueryId id = 1; id <= 200; ++id) q.Push({id, 0, 0, static_cast<Nanos>((id * 37) % 200)});
+  Nanos next = 0;
+  EXPECT_EQ(q.CountDeadlinesBefore(150, &next), 150u);
+  EXPECT_EQ(next, 150);
+  EXPECT_EQ(q.CountDeadlinesBefore(150, &next, 64), 64u);
+  EXPECT_EQ(next, INT64_MIN);  // more may follow
+  EXPECT_EQ(q.CountDeadlinesBefore(150, &next, 151), 150u);  // under the limit: exact
+  EXPECT_EQ(next, 150);
+}
+
 }  // namespace
 }  // namespace superserve

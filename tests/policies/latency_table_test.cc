@@ -48,6 +48,29 @@ TEST(LatencyTableTest, RollingHighPercentileReplacesProfileAfterEnoughSamples) {
   EXPECT_FALSE(t.Record(7, 0, Millis(1)));  // unknown subnet index: ignored
 }
 
+TEST(LatencyTableTest, UnmeasuredTuplesFollowTheMedianMeasuredDrift) {
+  ModelProfile p = testing::ThreeSubnetProfile();
+  for (bool follow : {true, false}) {
+    LatencyTable::Options o;
+    o.min_samples = 4;
+    o.unmeasured_margin = 0.06;  // until anything is measured
+    o.unmeasured_follow_drift = follow;
+    LatencyTable t(p, o);
+    EXPECT_EQ(t.latency(2, 3), Micros(18 * 1060));
+    // Three measured tuples run 1.2x, 1.5x and 2x their profile.
+    for (int i = 0; i < 4; ++i) {
+      t.Record(0, 0, Micros(1200));   // (70 %, 1): 1 ms -> 1.2 ms
+      t.Record(1, 1, Micros(4500));   // (75 %, 2): 3 ms -> 4.5 ms
+      t.Record(2, 2, Millis(20));     // (80 %, 4): 10 ms -> 20 ms
+    }
+    EXPECT_EQ(t.latency(0, 0), Micros(1200));
+    EXPECT_EQ(t.latency(2, 2), Millis(20));
+    // Unmeasured (80 %, 8): 18 ms x the median ratio 1.5, or x 1.06 without.
+    EXPECT_EQ(t.latency(2, 3), follow ? Millis(27) : Micros(18 * 1060));
+    EXPECT_EQ(t.max_latency(), follow ? Millis(27) : Millis(20));
+  }
+}
+
 TEST(RollingPercentileTest, HighPercentileOfWindow) {
   RollingPercentile r(100, 0.99);
   for (int i = 1; i <= 100; ++i) r.Add(i);

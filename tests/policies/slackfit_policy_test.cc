@@ -13,11 +13,25 @@ using testing::FillQueue;
 using testing::HandProfile;
 using testing::ThreeSubnetProfile;
 
+// The defaults: the paper's partial batches, heads below the first bucket
+// dropped, bucket ties to throughput; with the guard, DESIGN.md's
+// most-accurate partial batches (as the factory builds slackfit-rg).
 SlackFitOptions Opts(int k, bool guard = false) {
   SlackFitOptions o;
   o.num_buckets = k;
   o.base.initial_overhead = 0;
   o.rate_guard = guard;
+  o.partial_most_accurate = guard;
+  return o;
+}
+
+// DESIGN.md's first resolutions: most-accurate partial batches, drop only
+// below the fastest tuple, bucket ties to accuracy.
+SlackFitOptions DesignOpts(int k) {
+  SlackFitOptions o = Opts(k);
+  o.partial_most_accurate = true;
+  o.drop_below_first_bucket = false;
+  o.bucket_ties = LatencyBuckets::Ties::kAccuracy;
   return o;
 }
 
@@ -66,9 +80,10 @@ TEST(SlackFitPolicyTest, PicksBucketJustBelowSlackWithFullBatch) {
   EXPECT_EQ(d.batch_size, 8);
 }
 
-TEST(SlackFitPolicyTest, PartialBatchTakesMostAccurateSubnetThatFits) {
+TEST(SlackFitPolicyTest, MostAccuratePartialBatchTakesMostAccurateSubnetThatFits) {
   ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy sf(p, Opts(4));
+  SlackFitPolicy sf(p, DesignOpts(4));
+  EXPECT_EQ(sf.name(), "slackfit-ma");
   EdfQueue q;
   FillQueue(&q, 3, kNow + Millis(12));
   Decision d = DecideWith(&sf, q);
@@ -83,12 +98,10 @@ TEST(SlackFitPolicyTest, PartialBatchTakesMostAccurateSubnetThatFits) {
   EXPECT_EQ(d.batch_size, 4);
 }
 
-TEST(SlackFitPolicyTest, PaperStylePartialBatchKeepsTheBucketsSubnet) {
+TEST(SlackFitPolicyTest, PartialBatchKeepsTheBucketsSubnetByDefault) {
   ModelProfile p = ThreeSubnetProfile();
-  SlackFitOptions o = Opts(4);
-  o.partial_most_accurate = false;
-  SlackFitPolicy sf(p, o);
-  EXPECT_EQ(sf.name(), "slackfit-bp");
+  SlackFitPolicy sf(p, Opts(4));
+  EXPECT_EQ(sf.name(), "slackfit");
   EdfQueue q;
   FillQueue(&q, 3, kNow + Millis(12));  // bucket 1: (75 %, 8) -> (75 %, 4)
   Decision d = DecideWith(&sf, q);
@@ -99,7 +112,7 @@ TEST(SlackFitPolicyTest, PaperStylePartialBatchKeepsTheBucketsSubnet) {
 
 TEST(SlackFitPolicyTest, DropsInfeasibleHeadThenServesTheRest) {
   ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy sf(p, Opts(4));
+  SlackFitPolicy sf(p, DesignOpts(4));
   EdfQueue q;
   q.Push({1, 0, 0, kNow + Micros(500)});   // below the fastest tuple (1 ms)
   q.Push({2, 0, 0, kNow + Micros(999)});
@@ -128,9 +141,53 @@ TEST(SlackFitPolicyTest, DropsEverythingWhenAllInfeasibleAndIdlesWithoutWorkers)
   EXPECT_EQ(d.drop, 0);
 }
 
-TEST(SlackFitPolicyTest, SlackBelowFirstBucketFallsBackToLargestBatchThatFits) {
+TEST(SlackFitPolicyTest, DropsHeadsWhoseSlackFitsNoBucket) {
+  ModelProfile p = ThreeSubnetProfile();
+  // Heads with 3 and 5 ms of slack: the fastest tuple (1 ms) could still
+  // serve them in a batch of <= 4, but no bucket fits (first bound 5.25 ms).
+  for (bool first_bucket : {true, false}) {
+    SlackFitOptions o = Opts(4);
+    o.drop_below_first_bucket = first_bucket;
+    SlackFitPolicy sf(p, o);
+    EdfQueue q;
+    q.Push({1, 0, 0, kNow + Millis(3)});
+    q.Push({2, 0, 0, kNow + Millis(5)});
+    for (QueryId id = 3; id <= 22; ++id) q.Push({id, 0, 0, kNow + Millis(12)});
+    Decision d = DecideWith(&sf, q);
+    ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+    if (first_bucket) {
+      EXPECT_EQ(d.drop, 2);
+      EXPECT_EQ(d.subnet_index, 1);  // slack 12: bucket 1, (75 %, 8)
+      EXPECT_EQ(d.batch_size, 8);
+    } else {
+      // DESIGN.md's rule serves the 3 ms head: (70 %, 4) takes 2.5 ms.
+      EXPECT_EQ(d.drop, 0);
+      EXPECT_EQ(d.subnet_index, 0);
+      EXPECT_EQ(d.batch_size, 4);
+    }
+    EXPECT_EQ(d.take, static_cast<int32_t>(d.batch_size));
+  }
+}
+
+TEST(SlackFitPolicyTest, DropsAtMostABoundedNumberOfLateHeadsPerDecision) {
   ModelProfile p = ThreeSubnetProfile();
   SlackFitPolicy sf(p, Opts(4));
+  EdfQueue q;
+  for (QueryId id = 1; id <= 100; ++id) q.Push({id, 0, 0, kNow + Millis(2)});
+  for (QueryId id = 101; id <= 108; ++id) q.Push({id, 0, 0, kNow + Millis(20)});
+  Decision d = DecideWith(&sf, q);
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);  // drop these, then ask again
+  EXPECT_EQ(d.drop, static_cast<int32_t>(kMaxDropsPerDecision));
+  for (int32_t i = 0; i < d.drop; ++i) q.Pop();
+  d = DecideWith(&sf, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.drop, 100 - static_cast<int32_t>(kMaxDropsPerDecision));
+  EXPECT_EQ(d.take, 8);
+}
+
+TEST(SlackFitPolicyTest, SlackBelowFirstBucketFallsBackToLargestBatchThatFits) {
+  ModelProfile p = ThreeSubnetProfile();
+  SlackFitPolicy sf(p, DesignOpts(4));
   EdfQueue q;
   FillQueue(&q, 20, kNow + Millis(3));  // < 5.25 ms: no bucket bound fits
   Decision d = DecideWith(&sf, q);
@@ -139,15 +196,21 @@ TEST(SlackFitPolicyTest, SlackBelowFirstBucketFallsBackToLargestBatchThatFits) {
   EXPECT_EQ(d.batch_size, 4);  // 2.5 ms <= 3 ms
 }
 
-TEST(SlackFitPolicyTest, TiesInBatchGoToHigherAccuracy) {
+TEST(SlackFitPolicyTest, TiesInBatchGoToThroughputOrToAccuracy) {
   ModelProfile p = HandProfile({1, 2}, {70, 71}, {{1, 2}, {1.1, 2.1}});
-  SlackFitPolicy sf(p, Opts(1));
-  EdfQueue q;
-  FillQueue(&q, 5, kNow + Millis(3));
-  Decision d = DecideWith(&sf, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.subnet_index, 1);
-  EXPECT_EQ(d.batch_size, 2);
+  for (auto ties : {LatencyBuckets::Ties::kThroughput, LatencyBuckets::Ties::kAccuracy}) {
+    SlackFitOptions o = Opts(1);
+    o.bucket_ties = ties;
+    SlackFitPolicy sf(p, o);
+    EdfQueue q;
+    FillQueue(&q, 5, kNow + Millis(3));
+    Decision d = DecideWith(&sf, q);
+    ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+    // Both batch-2 tuples share the one bucket: the faster (70 %, 2 ms) or
+    // the more accurate (71 %, 2.1 ms).
+    EXPECT_EQ(d.subnet_index, ties == LatencyBuckets::Ties::kThroughput ? 0 : 1);
+    EXPECT_EQ(d.batch_size, 2);
+  }
 }
 
 TEST(SlackFitPolicyTest, EdfTiesTakeLowerIdsFirstAndDecisionsAreDeterministic) {
@@ -164,7 +227,9 @@ TEST(SlackFitPolicyTest, EdfTiesTakeLowerIdsFirstAndDecisionsAreDeterministic) {
 
 TEST(SlackFitPolicyTest, CorrectsLatencyFromTelemetryAndRebuildsBuckets) {
   ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy sf(p, Opts(4));
+  SlackFitOptions o = Opts(4);
+  o.base.latency.unmeasured_follow_drift = false;  // only this tuple moves
+  SlackFitPolicy sf(p, o);
   // (80 %, batch 8) really takes 30 ms, not 18.
   for (int i = 0; i < 16; ++i) {
     CompletionTelemetry t{0, 2, 8, Millis(30), 0, Millis(100 + i)};
@@ -264,35 +329,37 @@ TEST(RateGuardedSlackFitTest, WaitsForAFullerBatchWhenNothingSustainsTheRateNow)
   EXPECT_EQ(d.batch_size, 2);
 }
 
-TEST(RateGuardedSlackFitTest, ShedsHeadQueriesUnderSustainedOverloadToRunAFullBatch) {
+TEST(RateGuardedSlackFitTest, KeepsAFitMarginOnEveryChoice) {
   ModelProfile p = ThreeSubnetProfile();
-  for (double fraction : {0.9, 100.0}) {
+  // Slack exactly 18 ms = (80 %, 8): plain SlackFit runs it; the guard keeps
+  // 3 % of the latency to spare and takes the next bucket, (80 %, 4).
+  for (double margin : {-1.0, 0.0}) {
     SlackFitOptions o = Opts(4, true);
-    o.shed_load_fraction = fraction;
+    o.fit_margin = margin;
+    o.guard_unmeasured_margin = 0;  // the profile's 18 ms stands
     SlackFitPolicy rg(p, o);
-    // 5000 q/s for a whole second: above 0.9 x the best capacity of two
-    // workers (2 x 8 / 4.5 ms = 3556 q/s).
-    for (int i = 0; i < 5000; ++i) {
-      Nanos t = kNow - Seconds(1) + Micros(200) * (i + 1);
-      rg.OnArrival({static_cast<QueryId>(10000 + i), 0, t, t + Millis(36)}, t);
-    }
+    Arrivals(&rg, 10);
     EdfQueue q;
-    for (QueryId id = 1; id <= 5; ++id) q.Push({id, 0, 0, kNow + Millis(2)});
-    for (QueryId id = 6; id <= 25; ++id) q.Push({id, 0, 0, kNow + Millis(20)});
+    FillQueue(&q, 20, kNow + Millis(18));
     Decision d = DecideWith(&rg, q);
     ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-    EXPECT_EQ(d.subnet_index, 0);
-    if (fraction < 1) {
-      // Shed the five heads only a batch of <= 2 could serve; run 8.
-      EXPECT_EQ(d.drop, 5);
-      EXPECT_EQ(d.batch_size, 8);
-      EXPECT_EQ(d.take, 8);
-    } else {
-      // Shedding disabled: the highest throughput that fits 2 ms.
-      EXPECT_EQ(d.drop, 0);
-      EXPECT_EQ(d.batch_size, 2);
-    }
+    EXPECT_EQ(d.subnet_index, 2);
+    EXPECT_EQ(d.batch_size, margin < 0 ? 4 : 8);
   }
+}
+
+TEST(RateGuardedSlackFitTest, DefersOnlyWhileTheHeadStaysAboveTheFirstBucket) {
+  ModelProfile p = ThreeSubnetProfile();
+  SlackFitPolicy rg(p, Opts(4, true));
+  Arrivals(&rg, 240);  // as above: only a fuller batch sustains the rate
+  EdfQueue q;
+  // Unmeasured tuples count 6 % slower: the first bucket ends at 5.57 ms.
+  // Slack 6 ms: waiting 0.42 ms for a second query would leave the head
+  // below it (it would be dropped), so run the one query now.
+  FillQueue(&q, 1, kNow + Millis(6));
+  Decision d = DecideWith(&rg, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.take, 1);
 }
 
 TEST(PolicyFactoryTest, BuildsEveryPolicyAndRejectsBadNames) {
