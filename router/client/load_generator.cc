@@ -85,8 +85,8 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
     // Sleep only when the next send is far enough ahead (the kernel's timer
     // slack, ~50 us, makes the wake-up land near the target); sends due
     // within kEarly go out at once, in one burst. No spinning: on a small
-    // machine a yield loop here took a fifth of a core from the router and
-    // workers it is measuring.
+    // machine a yield loop here keeps a runnable thread beside the router
+    // and workers it is measuring.
     constexpr Nanos kEarly = Micros(100);
     if (target - now > kEarly) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(target - now - Micros(50)));
