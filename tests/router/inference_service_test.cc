@@ -79,6 +79,16 @@ TEST_F(InferenceServiceTest, EveryCompletedCallDeletesItsReactor) {
   lo.connect_timeout = Seconds(5);
   RouterLink link(lo, &executor, *models);
   std::thread worker([&] { (void)link.Run(); });
+  // Stops and joins the link however the test ends (a failed ASSERT
+  // returns early; a joinable std::thread would terminate the process).
+  struct StopLink {
+    RouterLink* link;
+    std::thread* thread;
+    ~StopLink() {
+      link->Stop();
+      if (thread->joinable()) thread->join();
+    }
+  } stop_link{&link, &worker};
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
 
   InferenceClient client(address_);
@@ -116,9 +126,6 @@ TEST_F(InferenceServiceTest, EveryCompletedCallDeletesItsReactor) {
     EXPECT_EQ((*records)[i].code, absl::StatusCode::kOk);
   }
   EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }));
-
-  link.Stop();
-  worker.join();
 }
 
 // A worker that registers, keeps the first batch it gets, and answers it
@@ -185,6 +192,11 @@ class HoldingWorker {
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::RouterMessage>> stream_;
   std::thread reader_;
+
+ public:
+  ~HoldingWorker() { Close(); }
+
+ private:
   absl::Mutex mu_;
   std::vector<v1::Batch> batches_;
 };
