@@ -175,9 +175,12 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
     }
   }
   if (!reject.ok()) {
-    query->Answer(reject);
+    // Read the request before answering: once answered, the responder (and
+    // the request it owns) may be gone — gRPC runs InferReactor::OnDone
+    // inline on the thread that completes the call.
     if (metrics_ != nullptr) metrics_->OnQueryDone(model >= 0 ? req.model() : "_unknown",
                                                    reject_outcome, 0, 0, -1);
+    query->Answer(reject);
     return;
   }
   Run(&a);

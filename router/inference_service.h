@@ -1,6 +1,8 @@
 #ifndef SUPERSERVE_ROUTER_INFERENCE_SERVICE_H_
 #define SUPERSERVE_ROUTER_INFERENCE_SERVICE_H_
 
+#include <cstdint>
+
 #include "common/time.h"
 #include "router/dispatcher.h"
 #include "superserve/v1/inference.grpc.pb.h"
@@ -19,6 +21,11 @@ class InferenceService final : public v1::Inference::CallbackService {
   grpc::ServerUnaryReactor* Infer(grpc::CallbackServerContext* context,
                                   const v1::InferRequest* request,
                                   v1::InferResponse* response) override;
+
+  // Infer reactors not yet deleted (their OnDone has not run), over all
+  // services in the process. For tests: it returns to 0 once every call
+  // has completed.
+  static int64_t LiveReactors();
 
  private:
   Dispatcher* const dispatcher_;

@@ -1,5 +1,6 @@
 #include "worker/emulated_executor.h"
 
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -40,8 +41,19 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::Run(
   std::vector<HostTensor> out;
   out.reserve(inputs.size());
   for (const v1::Tensor* in : inputs) {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the input bytes
-    for (unsigned char c : in->data()) h = (h ^ c) * 1099511628211ull;
+    // A cheap deterministic hash of the input bytes, 8 at a time (a
+    // byte-wise FNV-1a was ~9 % of the 16-instance worker's CPU).
+    const std::string& bytes = in->data();
+    uint64_t h = 1469598103934665603ull ^ bytes.size();
+    size_t i = 0;
+    for (; i + 8 <= bytes.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, bytes.data() + i, 8);
+      h = (h ^ w) * 1099511628211ull;
+      h ^= h >> 29;
+    }
+    for (; i < bytes.size(); ++i) h = (h ^ static_cast<unsigned char>(bytes[i])) * 1099511628211ull;
+    h ^= h >> 32;
     std::vector<float> logits(classes, 0.f);
     logits[h % classes] = 1.f;
     out.push_back(MakeFloatTensor({classes}, logits));

@@ -24,7 +24,8 @@ void RouterLink::Stop() {
     stopping_ = true;
     if (context_) context_->TryCancel();
   }
-  cv_.notify_all();
+  batch_cv_.notify_all();
+  heartbeat_cv_.notify_all();
 }
 
 bool RouterLink::Write(const v1::WorkerMessage& m) {
@@ -72,16 +73,21 @@ absl::Status RouterLink::Run() {
     auto msg = std::make_unique<v1::RouterMessage>();
     if (!stream_->Read(msg.get())) break;
     if (msg->has_batch()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      batches_.push_back({std::move(msg), RealClock::Get()->Now()});
-      cv_.notify_all();
+      const Nanos received = RealClock::Get()->Now();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        batches_.push_back({std::move(msg), received});
+      }
+      // Outside the lock, so that the woken executor does not block on it.
+      batch_cv_.notify_one();
     }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  batch_cv_.notify_all();
+  heartbeat_cv_.notify_all();
   executor_thread.join();
   heartbeat_thread.join();
   grpc::Status s = stream_->Finish();
@@ -92,7 +98,7 @@ absl::Status RouterLink::Run() {
 void RouterLink::HeartbeatLoop(Nanos interval) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::nanoseconds(interval), [this] { return stopping_; });
+    heartbeat_cv_.wait_for(lock, std::chrono::nanoseconds(interval), [this] { return stopping_; });
     if (stopping_) break;
     lock.unlock();
     v1::WorkerMessage hb;
@@ -111,7 +117,7 @@ void RouterLink::ExecuteLoop() {
     ReceivedBatch b;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !batches_.empty(); });
+      batch_cv_.wait(lock, [this] { return stopping_ || !batches_.empty(); });
       if (stopping_) return;
       b = std::move(batches_.front());
       batches_.pop_front();

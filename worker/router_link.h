@@ -66,7 +66,10 @@ class RouterLink {
   std::mutex write_mu_;  // gRPC allows one writer at a time
 
   std::mutex mu_;
-  std::condition_variable cv_;
+  // Two condition variables: a batch arrival wakes only the executor thread
+  // (one shared variable woke the heartbeat thread on every batch too).
+  std::condition_variable batch_cv_;      // executor: batches_ non-empty or stopping_
+  std::condition_variable heartbeat_cv_;  // heartbeat: stopping_
   std::deque<ReceivedBatch> batches_;
   bool stopping_ = false;
   std::atomic<bool> stop_requested_{false};

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <vector>
+
 #include "common/clock.h"
+#include "common/tensor_codec.h"
 #include "superserve/v1/tensor.pb.h"
 
 namespace superserve {
@@ -45,6 +49,42 @@ TEST(EmulatedExecutorTest, SleepsTheProfiledLatencyOfTheCoveringBatch) {
   ASSERT_EQ(out->size(), 3u);
   EXPECT_EQ((*out)[0].shape, std::vector<int64_t>{5});
   EXPECT_EQ((*out)[0].data, (*out)[2].data) << "same input, same fake logits";
+}
+
+TEST(EmulatedExecutorTest, FakeLogitsSpreadOverTheClasses) {
+  // The fake prediction is a hash of the input bytes: 28x28 inputs that
+  // differ in a single pixel land on many of the classes, each output is
+  // one-hot, and the same input gives the same class.
+  EmulatedExecutor ex;
+  ModelEntry e = Entry();
+  e.profile.num_classes = 10;
+  e.profile.subnets[0].latency = {Micros(10), Micros(10)};
+  ASSERT_TRUE(ex.Load(e).ok());
+  ControlTuple c;
+  c.subnet_id = 7;
+  std::set<int> classes;
+  for (int i = 0; i < 40; ++i) {
+    std::vector<float> pixels(28 * 28, 0.25f);
+    pixels[(i * 37) % pixels.size()] = 1.0f + i;
+    v1::Tensor t;
+    EncodeTensor(MakeFloatTensor({1, 28, 28}, pixels), &t);
+    std::vector<const v1::Tensor*> in = {&t, &t};
+    auto out = ex.Run("m", c, in);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), 2u);
+    EXPECT_EQ((*out)[0].data, (*out)[1].data);
+    const auto* logits = reinterpret_cast<const float*>((*out)[0].data.data());
+    int hot = -1;
+    float sum = 0;
+    for (int k = 0; k < 10; ++k) {
+      sum += logits[k];
+      if (logits[k] == 1.f) hot = k;
+    }
+    EXPECT_EQ(sum, 1.f);
+    ASSERT_GE(hot, 0);
+    classes.insert(hot);
+  }
+  EXPECT_GE(classes.size(), 6u) << "40 distinct inputs hit only " << classes.size() << " classes";
 }
 
 }  // namespace
