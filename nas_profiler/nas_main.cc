@@ -16,6 +16,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/init.h"
 #include "common/json_writer.h"
@@ -64,6 +66,10 @@ ABSL_FLAG(bool, fit_latency, true,
 ABSL_FLAG(std::string, candidates_csv, "",
           "search: also write every candidate (validation accuracy, measured and ranking "
           "latency, cost, frontier membership) to this CSV.");
+ABSL_FLAG(std::string, previous_candidates, "",
+          "search: a --candidates_csv of an earlier search of the same checkpoint with the same "
+          "settings; its candidates join the pool unmeasured (continue with --candidates 0 and "
+          "more --evolution_rounds).");
 ABSL_FLAG(int, max_subnets, 160, "search: at most this many Pareto subnets (thinned evenly).");
 ABSL_FLAG(int, calibration_images, 2000,
           "Training images (the first of the training split) that calibrate SubnetNorm.");
@@ -167,6 +173,50 @@ absl::Status WriteCandidatesCsv(const SearchResult& result, const std::string& p
   return out.good() ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing ", path));
 }
 
+// Reads WriteCandidatesCsv's format back (the columns search needs).
+absl::StatusOr<std::vector<CandidateResult>> ReadCandidatesCsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::string line;
+  std::getline(in, line);
+  if (line.rfind("candidate,validation_accuracy,measured_us,", 0) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a --candidates_csv file (header '", line, "')"));
+  }
+  std::vector<CandidateResult> result;
+  for (int row = 2; std::getline(in, line); ++row) {
+    if (line.empty()) continue;
+    std::vector<std::string> f = absl::StrSplit(line, ',');
+    auto bad = [&](const std::string& what) {
+      return absl::InvalidArgumentError(absl::StrCat(path, " line ", row, ": ", what));
+    };
+    if (f.size() != 11) return bad(absl::StrCat(f.size(), " fields, want 11"));
+    CandidateResult c;
+    double measured_us = 0;
+    if (!absl::SimpleAtod(f[1], &c.validation_accuracy) || !absl::SimpleAtod(f[2], &measured_us)) {
+      return bad("accuracy/latency is not a number");
+    }
+    c.search_latency = static_cast<Nanos>(measured_us * 1000.0);
+    for (absl::string_view v : absl::StrSplit(f[8], ' ', absl::SkipEmpty())) {
+      int32_t d = 0;
+      if (!absl::SimpleAtoi(v, &d)) return bad(absl::StrCat("depth '", v, "'"));
+      c.architecture.depths.push_back(d);
+    }
+    for (absl::string_view v : absl::StrSplit(f[9], ' ', absl::SkipEmpty())) {
+      float w = 0;
+      if (!absl::SimpleAtof(v, &w)) return bad(absl::StrCat("width multiplier '", v, "'"));
+      c.architecture.width_multipliers.push_back(w);
+    }
+    for (absl::string_view v : absl::StrSplit(f[10], ' ', absl::SkipEmpty())) {
+      float e = 0;
+      if (!absl::SimpleAtof(v, &e)) return bad(absl::StrCat("expand ratio '", v, "'"));
+      c.architecture.expand_ratios.push_back(e);
+    }
+    result.push_back(std::move(c));
+  }
+  return result;
+}
+
 std::string MachineDescription() {
   std::string cpu = "unknown CPU";
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -222,6 +272,11 @@ int Search() {
   options.profile_repeats = absl::GetFlag(FLAGS_repeats);
   options.seed = absl::GetFlag(FLAGS_seed);
   options.fit_latency = absl::GetFlag(FLAGS_fit_latency);
+  if (const std::string previous = absl::GetFlag(FLAGS_previous_candidates); !previous.empty()) {
+    auto read = ReadCandidatesCsv(previous);
+    if (!read.ok()) return Fail(read.status());
+    options.previous = *std::move(read);
+  }
   options.workers = std::max(1, absl::GetFlag(FLAGS_workers));
   options.model_name = absl::GetFlag(FLAGS_model_name);
   options.measured_on = MachineDescription();

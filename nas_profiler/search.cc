@@ -233,7 +233,22 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
                                        models::LargestArchitecture(config)};
   pending.insert(pending.end(), sampled->begin(), sampled->end());
   std::set<std::string> seen;
-  std::mt19937_64 rng(options.seed);
+  for (const CandidateResult& c : options.previous) {
+    if (auto v = models::ValidateArchitecture(config, c.architecture); !v.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("previous candidate ",
+                                                     result.candidates.size(), ": ", v.message()));
+    }
+    if (!seen.insert(ArchitectureKey(config, c.architecture)).second) continue;
+    CandidateResult copy = c;
+    copy.architecture.subnet_id = static_cast<int32_t>(result.candidates.size());
+    copy.cost = CostOf(config, copy.architecture);
+    copy.ranking_latency_us = ToMicros(copy.search_latency);
+    result.candidates.push_back(std::move(copy));
+  }
+  if (!options.previous.empty()) {
+    Log(options, absl::StrCat(result.candidates.size(), " candidates carried over"));
+  }
+  std::mt19937_64 rng(options.seed + options.previous.size());
   // Threads each measure on their own copy of the model (one intra-op thread
   // each): on a shared machine two processes' worth of CPU share.
   SetTorchThreads(1);

@@ -37,6 +37,14 @@ namespace superserve::nas {
 inline constexpr int kEvalBatchSize = 500;
 inline constexpr int kCalibrationBatchSize = 500;
 
+struct CandidateResult {
+  ControlTuple architecture;  // subnet_id = candidate index
+  double validation_accuracy = 0;  // percent
+  Nanos search_latency = 0;        // at SearchOptions::search_batch, measured
+  ArchitectureCost cost;           // per image
+  double ranking_latency_us = 0;   // the frontier's latency axis (fitted or measured)
+};
+
 struct SearchOptions {
   int num_candidates = 400;
   int evolution_rounds = 2;
@@ -60,18 +68,16 @@ struct SearchOptions {
   // it; candidate latencies get noisier). Latency profiles run on one thread.
   int workers = 2;
   uint64_t seed = 1;
+  // Candidates an earlier search measured on the same checkpoint with the
+  // same settings (its --candidates_csv): they join the pool before round
+  // 0 and are not measured again, so a search can be continued with more
+  // evolution rounds.
+  std::vector<CandidateResult> previous;
   std::string model_name = "fmnist";
   std::string measured_on;
   std::function<void(const std::string&)> log;
 };
 
-struct CandidateResult {
-  ControlTuple architecture;  // subnet_id = candidate index
-  double validation_accuracy = 0;  // percent
-  Nanos search_latency = 0;        // at SearchOptions::search_batch, measured
-  ArchitectureCost cost;           // per image
-  double ranking_latency_us = 0;   // the frontier's latency axis (fitted or measured)
-};
 
 struct SearchResult {
   std::vector<CandidateResult> candidates;

@@ -259,6 +259,22 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
     EXPECT_EQ(test->accuracy_percent, subnet.accuracy) << "subnet " << subnet.id;
     EXPECT_GT(subnet.macs, 0);
   }
+
+  // Continuing from the measured pool: nothing is measured again, and with
+  // no new rounds the frontier is the same architectures.
+  SearchOptions again = options;
+  again.num_candidates = 0;
+  again.evolution_rounds = 0;
+  again.previous = result->candidates;
+  again.previous.push_back(result->candidates.front());  // a duplicate is skipped
+  auto resumed = SearchAndProfile(*model, Data().splits, again, checkpoint, profile_path);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  ASSERT_EQ(resumed->candidates.size(), result->candidates.size());
+  ASSERT_EQ(resumed->frontier.size(), result->frontier.size());
+  for (size_t i = 0; i < result->frontier.size(); ++i) {
+    EXPECT_EQ(resumed->candidates[resumed->frontier[i]].validation_accuracy,
+              result->candidates[result->frontier[i]].validation_accuracy);
+  }
   std::remove(checkpoint.c_str());
   std::remove(profile_path.c_str());
 }
