@@ -40,6 +40,9 @@ ABSL_FLAG(int32_t, workers, 8, "Emulated workers.");
 ABSL_FLAG(double, slo_ms, 36, "Latency SLO per query in milliseconds.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the execution-time noise.");
 ABSL_FLAG(double, noise_cv, 0, "Execution-time noise: lognormal, mean 1, this CV (0 = none).");
+ABSL_FLAG(double, exec_scale, 1.0,
+          "Executions take the profile's latency times this (a machine slower than its "
+          "profile); policies still start from the profile.");
 ABSL_FLAG(double, dispatch_overhead_us, 500, "RPC + transfer time added to every batch.");
 ABSL_FLAG(std::vector<std::string>, fail_worker_at, {},
           "Times in seconds (comma-separated or the flag repeated); at each, one more worker "
@@ -97,6 +100,11 @@ int main(int argc, char** argv) {
   options.slo = Millis(absl::GetFlag(FLAGS_slo_ms));
   options.seed = absl::GetFlag(FLAGS_seed);
   options.noise_cv = absl::GetFlag(FLAGS_noise_cv);
+  options.exec_scale = absl::GetFlag(FLAGS_exec_scale);
+  if (!(options.exec_scale > 0)) {
+    std::fprintf(stderr, "superserve-sim: --exec_scale must be > 0\n");
+    return 2;
+  }
   options.dispatch_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
   options.timeline_bin = Seconds(absl::GetFlag(FLAGS_timeline_bin_s));
   for (const std::string& s : absl::GetFlag(FLAGS_fail_worker_at)) {

@@ -70,6 +70,8 @@ ABSL_FLAG(std::string, previous_candidates, "",
           "search: a --candidates_csv of an earlier search of the same checkpoint with the same "
           "settings; its candidates join the pool unmeasured (continue with --candidates 0 and "
           "more --evolution_rounds).");
+ABSL_FLAG(bool, retime_previous, false,
+          "search: re-measure the --previous_candidates' latencies on this machine first.");
 ABSL_FLAG(int, max_subnets, 160, "search: at most this many Pareto subnets (thinned evenly).");
 ABSL_FLAG(int, calibration_images, 2000,
           "Training images (the first of the training split) that calibrate SubnetNorm.");
@@ -276,6 +278,7 @@ int Search() {
     auto read = ReadCandidatesCsv(previous);
     if (!read.ok()) return Fail(read.status());
     options.previous = *std::move(read);
+    options.retime_previous = absl::GetFlag(FLAGS_retime_previous);
   }
   options.workers = std::max(1, absl::GetFlag(FLAGS_workers));
   options.model_name = absl::GetFlag(FLAGS_model_name);

@@ -256,6 +256,26 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
   if (!copies.ok()) return copies.status();
   std::vector<OfaResNet*> workers = {&model};
   for (auto& c : *copies) workers.push_back(c.get());
+  if (options.retime_previous && !result.candidates.empty()) {
+    ProgressBar bar("search: re-time carried-over candidates",
+                    static_cast<int64_t>(result.candidates.size()));
+    std::mutex bar_mu;
+    absl::Status s = ParallelFor(workers, result.candidates.size(), [&](OfaResNet& m, size_t i) {
+      ControlTuple slot = result.candidates[i].architecture;
+      slot.subnet_id = 0;  // latency does not depend on the statistics' values
+      if (auto st = m.SetSlots({slot}); !st.ok()) return st;
+      auto latency = MeasureLatency(m, slot, {options.search_batch}, options.search_warmup,
+                                    options.search_repeats);
+      if (!latency.ok()) return latency.status();
+      result.candidates[i].search_latency = latency->front();
+      result.candidates[i].ranking_latency_us = ToMicros(latency->front());
+      std::lock_guard<std::mutex> lock(bar_mu);
+      bar.Add();
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    bar.Finish();
+  }
   for (int round = 0; round <= options.evolution_rounds; ++round) {
     std::vector<ControlTuple> fresh;
     for (ControlTuple& c : pending) {

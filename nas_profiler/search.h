@@ -73,6 +73,9 @@ struct SearchOptions {
   // 0 and are not measured again, so a search can be continued with more
   // evolution rounds.
   std::vector<CandidateResult> previous;
+  // Re-time the previous candidates here (their accuracies are kept): a
+  // continued search on a quieter machine then ranks all by the same clock.
+  bool retime_previous = false;
   std::string model_name = "fmnist";
   std::string measured_on;
   std::function<void(const std::string&)> log;

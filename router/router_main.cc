@@ -19,6 +19,19 @@ ABSL_FLAG(std::string, policy, "slackfit", "Scheduling policy (see --help for th
 ABSL_FLAG(int32_t, fixed_subnet, -1,
           "Subnet id for --policy clipper+ (one fixed subnet); -1 = the most accurate.");
 ABSL_FLAG(int32_t, slackfit_buckets, 0, "SlackFit latency buckets; 0 = the policy's default.");
+// Live default: DESIGN.md's drop rule. The first-bucket rule (the simulator's
+// default, SuperServe's reading) drops every query on a 2-core box where the
+// workers share the cores with the router and the load generator: the
+// online-corrected latencies (~2x the quiet profile) stretch the buckets, the
+// p99 dispatch overhead reaches 10-30 ms, and together they exceed a 40 ms
+// SLO (main job: attainment 0.06 with it, 0.99 without; docs/engine.md).
+ABSL_FLAG(bool, slackfit_drop_below_first_bucket, false,
+          "SlackFit: drop heads whose slack fits no bucket (SuperServe's reading, the "
+          "simulator's default); false = drop only heads that not even the fastest tuple can "
+          "still serve (DESIGN.md's rule).");
+ABSL_FLAG(double, overhead_quantile, -1,
+          "Quantile of the measured dispatch overheads (round trip - execution) every policy "
+          "plans with; < 0 = the policy default.");
 ABSL_FLAG(int32_t, lookahead, 1, "Batches a worker may hold at once (k-batch lookahead).");
 ABSL_FLAG(double, default_slo_ms, 100, "Deadline for queries whose client set none, ms.");
 ABSL_FLAG(int64_t, max_queue, 100000, "Pending queries per model before RESOURCE_EXHAUSTED.");
@@ -53,6 +66,15 @@ int main(int argc, char** argv) {
   }
   o.dispatcher.policy = absl::GetFlag(FLAGS_policy);
   o.dispatcher.policy_config.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
+  if (const double q = absl::GetFlag(FLAGS_overhead_quantile); q >= 0) {
+    if (q > 1) {
+      std::fprintf(stderr, "superserve-router: --overhead_quantile must be in [0, 1], got %g\n", q);
+      return 2;
+    }
+    o.dispatcher.policy_config.slackfit.base.overhead_quantile = q;
+  }
+  o.dispatcher.policy_config.slackfit.drop_below_first_bucket =
+      absl::GetFlag(FLAGS_slackfit_drop_below_first_bucket);
   if (absl::GetFlag(FLAGS_slackfit_buckets) > 0) {
     o.dispatcher.policy_config.slackfit.num_buckets = absl::GetFlag(FLAGS_slackfit_buckets);
   }

@@ -120,8 +120,9 @@ class Simulation {
 
   Nanos LatencyOf(int32_t subnet, int32_t batch_size) {
     int bi = profile_.BatchIndex(batch_size);
-    Nanos base = profile_.subnets[subnet].latency[bi];
-    if (sigma_ == 0) return base;
+    Nanos base = static_cast<Nanos>(static_cast<double>(profile_.subnets[subnet].latency[bi]) *
+                                    options_.exec_scale);
+    if (sigma_ == 0) return std::max<Nanos>(1, base);
     std::normal_distribution<double> z(0.0, 1.0);
     double factor = std::exp(sigma_ * z(rng_) - sigma_ * sigma_ / 2);
     return std::max<Nanos>(1, static_cast<Nanos>(static_cast<double>(base) * factor));

@@ -20,6 +20,12 @@ struct SimulatorOptions {
   // Multiplicative execution-time noise: lognormal with mean 1 and this
   // coefficient of variation (0 = the profile's latencies exactly).
   double noise_cv = 0;
+  // The machine runs this many times slower (or faster) than its profile:
+  // every execution takes latency x exec_scale (x noise). The policy still
+  // starts from the profile; its online correction has to find the truth
+  // (the live main job's workers share 2 cores with the router and the load
+  // generator and run ~2x their quiet-machine profile).
+  double exec_scale = 1.0;
   // Router -> worker -> router time added to every batch (RPC + transfer);
   // reported to the policy as telemetry overhead.
   Nanos dispatch_overhead = Micros(500);
