@@ -16,6 +16,12 @@ ProfiledPolicy::ProfiledPolicy(std::string name, const ModelProfile& profile,
 Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
   const EdfQueue& q = ctx.queue;
   if (q.empty()) return Decision::Idle();
+  if (last_completion_ >= 0 && ctx.now - last_completion_ > options_.telemetry_expiry) {
+    overhead_samples_ = RollingPercentile(options_.overhead_window, options_.overhead_quantile,
+                                          /*stride=*/16);
+    overhead_ = options_.initial_overhead;
+    last_completion_ = -1;
+  }
   QueueView view;
   // Drop rule: a query whose deadline falls before now + overhead + the
   // fastest tuple cannot be served in time by anything this policy runs.
@@ -58,6 +64,7 @@ void ProfiledPolicy::OnCompletion(const CompletionTelemetry& t) {
   if (t.overhead >= 0 && t.subnet_index >= 0) {
     overhead_samples_.Add(t.overhead);
     overhead_ = overhead_samples_.value();
+    last_completion_ = t.now;
   }
 }
 

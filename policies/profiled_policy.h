@@ -30,6 +30,12 @@ struct ProfiledPolicyOptions {
   // burst on (attainment 0.25; with the median 1.0). Execution-time tails
   // are corrected per tuple by the latency table.
   double overhead_quantile = 0.5;
+  // Overhead samples expire when no batch has completed for this long: the
+  // estimate goes back to initial_overhead. An estimate can only come down
+  // through completions, so one that made every head look infeasible would
+  // otherwise stop all dispatching for good (a cold start on loaded cores
+  // can measure overheads of 100+ ms for the first few batches).
+  Nanos telemetry_expiry = Seconds(1);
 };
 
 // At most this many infeasible heads are counted (and dropped) per decision;
@@ -86,6 +92,7 @@ class ProfiledPolicy : public Policy {
   ProfiledPolicyOptions options_;
   RollingPercentile overhead_samples_;
   Nanos overhead_;
+  Nanos last_completion_ = -1;
 };
 
 }  // namespace superserve

@@ -262,6 +262,25 @@ TEST(SlackFitPolicyTest, OverheadSpikesDoNotMakeEveryQueryInfeasible) {
   EXPECT_EQ(d.drop, 0);
 }
 
+TEST(SlackFitPolicyTest, AStaleOverheadEstimateExpiresInsteadOfDroppingForever) {
+  // A cold start on loaded cores: the first batches measure 150 ms of
+  // overhead. Every 100 ms-SLO head then looks infeasible and is dropped, so
+  // nothing completes; after telemetry_expiry without a completion the
+  // estimate is back to the initial one and heads are served again.
+  ModelProfile p = ThreeSubnetProfile();
+  SlackFitPolicy sf(p, Opts(4));
+  for (int i = 0; i < 3; ++i) sf.OnCompletion({0, 0, 1, Millis(1), Millis(150), kNow});
+  EdfQueue q;
+  FillQueue(&q, 4, kNow + Millis(500) + Millis(100));
+  Decision stuck = DecideWith(&sf, q, kNow + Millis(500));
+  EXPECT_EQ(stuck.drop, 4);
+  EdfQueue later;
+  FillQueue(&later, 4, kNow + Millis(1600) + Millis(100));
+  Decision recovered = DecideWith(&sf, later, kNow + Millis(1600));
+  EXPECT_EQ(recovered.drop, 0);
+  EXPECT_EQ(recovered.kind, Decision::Kind::kDispatch);
+}
+
 TEST(SlackFitPolicyTest, OverheadEstimateComesFromTelemetry) {
   ModelProfile p = ThreeSubnetProfile();
   SlackFitPolicy sf(p, Opts(4));
