@@ -50,7 +50,7 @@ class FittedLatencyModel {
   std::string DebugString() const;
 
  private:
-  double weights_[4] = {0, 0, 0, 0};  // intercept, macs, activations, layers
+  std::vector<double> weights_ = {0, 0, 0, 0};  // intercept, macs, activations, layers
   double r_squared_ = 0;
   int outliers_dropped_ = 0;
 };

@@ -48,6 +48,15 @@ models::OfaResNetConfig FashionMnistStride2StemExtraWide() {
   return c;
 }
 
+// fmnist-s2x with a still thinner smallest subnet (width 0.25, expand 0.05):
+// the same weights again, for a wider accuracy span.
+models::OfaResNetConfig FashionMnistStride2StemThinnest() {
+  models::OfaResNetConfig c = FashionMnistStride2StemExtraWide();
+  c.expand_ratio_choices = {0.05f, 0.1f, 0.15f, 0.25f, 0.35f};
+  c.width_multiplier_choices = {0.25f, 0.35f, 0.5f, 0.75f, 1.0f};
+  return c;
+}
+
 // FashionMnist() with the first stage strided instead of the stem.
 models::OfaResNetConfig FashionMnistStridedStage0() {
   models::OfaResNetConfig c = models::OfaResNetConfig::FashionMnist();
@@ -57,13 +66,14 @@ models::OfaResNetConfig FashionMnistStridedStage0() {
 
 }  // namespace
 
-std::vector<std::string> ConfigNames() { return {"fmnist", "fmnist-s2", "fmnist-s2w", "fmnist-s2x", "fmnist-ss0", "tiny"}; }
+std::vector<std::string> ConfigNames() { return {"fmnist", "fmnist-s2", "fmnist-s2w", "fmnist-s2x", "fmnist-s2y", "fmnist-ss0", "tiny"}; }
 
 absl::StatusOr<models::OfaResNetConfig> NamedConfig(const std::string& name) {
   if (name == "fmnist") return models::OfaResNetConfig::FashionMnist();
   if (name == "fmnist-s2") return FashionMnistStride2Stem();
   if (name == "fmnist-s2w") return FashionMnistStride2StemWide();
   if (name == "fmnist-s2x") return FashionMnistStride2StemExtraWide();
+  if (name == "fmnist-s2y") return FashionMnistStride2StemThinnest();
   if (name == "fmnist-ss0") return FashionMnistStridedStage0();
   if (name == "tiny") return Tiny();
   return absl::InvalidArgumentError(absl::StrCat("unknown config '", name, "' (known: ",

@@ -11,6 +11,7 @@
 #include <memory>
 #include <iostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -28,9 +29,9 @@
 
 ABSL_FLAG(std::string, config, "",
           "Supernet configuration (train, probe): fmnist (the default), fmnist-s2, fmnist-s2w, "
-          "fmnist-s2x, fmnist-ss0 or tiny. With train --init_checkpoint: adopt this "
-          "configuration's elastic choices (same network, e.g. a wider width range); empty keeps "
-          "the checkpoint's.");
+          "fmnist-s2x, fmnist-s2y, fmnist-ss0 or tiny. With train --init_checkpoint and with "
+          "search: adopt this configuration's elastic choices (same network, e.g. a wider width "
+          "range); empty keeps the checkpoint's.");
 ABSL_FLAG(std::string, data_dir, superserve::kFashionMnistDir,
           "Folder with the Fashion-MNIST *-ubyte.gz files.");
 ABSL_FLAG(std::string, checkpoint, "", "Checkpoint to write (train) or read (other subcommands).");
@@ -63,6 +64,14 @@ ABSL_FLAG(int, mutations_per_round, 100, "search: new candidates per evolution r
 ABSL_FLAG(bool, fit_latency, true,
           "search: rank candidates by a latency model fitted to all their timings (false: "
           "each by its own timing).");
+ABSL_FLAG(bool, fit_accuracy, true,
+          "search: rank candidates by an accuracy model (ridge regression on the architecture's "
+          "choices) fitted to all their validation accuracies, once there are twice as many "
+          "candidates as features (false: each by its own measurement).");
+ABSL_FLAG(int, screen_factor, 10,
+          "search: with both fitted models, each evolution round proposes this many times "
+          "--mutations_per_round mutations and measures those predicted furthest above the "
+          "frontier (1: measure every proposal).");
 ABSL_FLAG(std::string, candidates_csv, "",
           "search: also write every candidate (validation accuracy, measured and ranking "
           "latency, cost, frontier membership) to this CSV.");
@@ -162,7 +171,7 @@ absl::Status WriteCandidatesCsv(const SearchResult& result, const std::string& p
   std::vector<bool> on_frontier(result.candidates.size(), false);
   for (int64_t i : result.frontier) on_frontier[static_cast<size_t>(i)] = true;
   out << "candidate,validation_accuracy,measured_us,ranking_us,macs,activations,conv_layers,"
-         "pareto,depths,width_multipliers,expand_ratios\n";
+         "pareto,depths,width_multipliers,expand_ratios,ranking_accuracy\n";
   auto join = [](const auto& v) { return absl::StrJoin(v, " "); };
   for (size_t i = 0; i < result.candidates.size(); ++i) {
     const CandidateResult& c = result.candidates[i];
@@ -170,9 +179,26 @@ absl::Status WriteCandidatesCsv(const SearchResult& result, const std::string& p
         << c.ranking_latency_us << ',' << c.cost.macs << ',' << c.cost.activations << ','
         << c.cost.conv_layers << ',' << (on_frontier[i] ? 1 : 0) << ','
         << join(c.architecture.depths) << ',' << join(c.architecture.width_multipliers) << ','
-        << join(c.architecture.expand_ratios) << '\n';
+        << join(c.architecture.expand_ratios) << ',' << c.ranking_accuracy << '\n';
   }
   return out.good() ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing ", path));
+}
+
+// Parses a space-separated list of numbers into `out`; the error names `what`.
+template <typename T>
+absl::Status ParseList(absl::string_view text, absl::string_view what, std::vector<T>& out) {
+  for (absl::string_view v : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    T value{};
+    bool ok = false;
+    if constexpr (std::is_integral_v<T>) {
+      ok = absl::SimpleAtoi(v, &value);
+    } else {
+      ok = absl::SimpleAtof(v, &value);
+    }
+    if (!ok) return absl::InvalidArgumentError(absl::StrCat(what, " '", v, "'"));
+    out.push_back(value);
+  }
+  return absl::OkStatus();
 }
 
 // Reads WriteCandidatesCsv's format back (the columns search needs).
@@ -189,30 +215,25 @@ absl::StatusOr<std::vector<CandidateResult>> ReadCandidatesCsv(const std::string
   for (int row = 2; std::getline(in, line); ++row) {
     if (line.empty()) continue;
     std::vector<std::string> f = absl::StrSplit(line, ',');
-    auto bad = [&](const std::string& what) {
+    auto bad = [&](absl::string_view what) {
       return absl::InvalidArgumentError(absl::StrCat(path, " line ", row, ": ", what));
     };
-    if (f.size() != 11) return bad(absl::StrCat(f.size(), " fields, want 11"));
+    // 11 fields before ranking_accuracy was added; it is recomputed anyway.
+    if (f.size() != 11 && f.size() != 12) {
+      return bad(absl::StrCat(f.size(), " fields, want 12"));
+    }
     CandidateResult c;
     double measured_us = 0;
     if (!absl::SimpleAtod(f[1], &c.validation_accuracy) || !absl::SimpleAtod(f[2], &measured_us)) {
       return bad("accuracy/latency is not a number");
     }
     c.search_latency = static_cast<Nanos>(measured_us * 1000.0);
-    for (absl::string_view v : absl::StrSplit(f[8], ' ', absl::SkipEmpty())) {
-      int32_t d = 0;
-      if (!absl::SimpleAtoi(v, &d)) return bad(absl::StrCat("depth '", v, "'"));
-      c.architecture.depths.push_back(d);
+    if (auto s = ParseList(f[8], "depth", c.architecture.depths); !s.ok()) return bad(s.message());
+    if (auto s = ParseList(f[9], "width multiplier", c.architecture.width_multipliers); !s.ok()) {
+      return bad(s.message());
     }
-    for (absl::string_view v : absl::StrSplit(f[9], ' ', absl::SkipEmpty())) {
-      float w = 0;
-      if (!absl::SimpleAtof(v, &w)) return bad(absl::StrCat("width multiplier '", v, "'"));
-      c.architecture.width_multipliers.push_back(w);
-    }
-    for (absl::string_view v : absl::StrSplit(f[10], ' ', absl::SkipEmpty())) {
-      float e = 0;
-      if (!absl::SimpleAtof(v, &e)) return bad(absl::StrCat("expand ratio '", v, "'"));
-      c.architecture.expand_ratios.push_back(e);
+    if (auto s = ParseList(f[10], "expand ratio", c.architecture.expand_ratios); !s.ok()) {
+      return bad(s.message());
     }
     result.push_back(std::move(c));
   }
@@ -258,6 +279,12 @@ int Search() {
   std::filesystem::create_directories(output_dir);
   auto model = LoadCheckpoint();
   if (!model.ok()) return Fail(model.status());
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    auto config = NamedConfig(ConfigName());
+    if (!config.ok()) return Fail(config.status());
+    if (auto s = (*model)->SetElasticChoices(*config); !s.ok()) return Fail(s);
+    Log(absl::StrCat("searching the elastic choices of ", ConfigName()));
+  }
   SetTorchThreads(absl::GetFlag(FLAGS_threads));
   auto splits = LoadFashionMnistSplits(absl::GetFlag(FLAGS_data_dir),
                                        absl::GetFlag(FLAGS_validation_size),
@@ -274,6 +301,8 @@ int Search() {
   options.profile_repeats = absl::GetFlag(FLAGS_repeats);
   options.seed = absl::GetFlag(FLAGS_seed);
   options.fit_latency = absl::GetFlag(FLAGS_fit_latency);
+  options.fit_accuracy = absl::GetFlag(FLAGS_fit_accuracy);
+  options.screen_factor = absl::GetFlag(FLAGS_screen_factor);
   if (const std::string previous = absl::GetFlag(FLAGS_previous_candidates); !previous.empty()) {
     auto read = ReadCandidatesCsv(previous);
     if (!read.ok()) return Fail(read.status());

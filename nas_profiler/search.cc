@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <limits>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <set>
@@ -115,6 +117,7 @@ absl::StatusOr<CandidateResult> MeasureCandidate(OfaResNet& model, const Control
   result.search_latency = latency->front();
   result.cost = CostOf(model.config(), architecture);
   result.ranking_latency_us = ToMicros(result.search_latency);
+  result.ranking_accuracy = result.validation_accuracy;
   return result;
 }
 
@@ -159,10 +162,32 @@ absl::StatusOr<std::vector<std::unique_ptr<OfaResNet>>> CopiesOf(const OfaResNet
   return copies;
 }
 
+size_t AccuracyFeatures(const OfaResNetConfig& config) {
+  return FittedAccuracyModel::Encode(config, models::LargestArchitecture(config)).size();
+}
+
+// The frontier's best accuracy at latency <= latency_us (-infinity below its
+// fastest point); `frontier` is sorted by latency, accuracy increasing.
+double FrontierAccuracyAt(const std::vector<CandidatePoint>& frontier, double latency_us) {
+  double best = -std::numeric_limits<double>::infinity();
+  for (const CandidatePoint& p : frontier) {
+    if (p.latency_us > latency_us) break;
+    best = p.accuracy;
+  }
+  return best;
+}
+
+// An evolution round's proposal, by how far its predicted accuracy lies above
+// the current frontier at its predicted latency.
+struct ScreenedProposal {
+  double margin = 0;
+  ControlTuple architecture;
+};
+
 std::vector<CandidatePoint> Points(const std::vector<CandidateResult>& candidates) {
   std::vector<CandidatePoint> points;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    points.push_back({static_cast<int64_t>(i), candidates[i].validation_accuracy,
+    points.push_back({static_cast<int64_t>(i), candidates[i].ranking_accuracy,
                       candidates[i].ranking_latency_us});
   }
   return points;
@@ -243,6 +268,7 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
     copy.architecture.subnet_id = static_cast<int32_t>(result.candidates.size());
     copy.cost = CostOf(config, copy.architecture);
     copy.ranking_latency_us = ToMicros(copy.search_latency);
+    copy.ranking_accuracy = copy.validation_accuracy;
     result.candidates.push_back(std::move(copy));
   }
   if (!options.previous.empty()) {
@@ -301,6 +327,7 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
       result.candidates.push_back(std::move(c));
     }
     // A fit needs enough timings; tiny searches rank by their own timings.
+    std::optional<FittedLatencyModel> latency_model;
     if (options.fit_latency && result.candidates.size() >= 8) {
       std::vector<ArchitectureCost> costs;
       std::vector<double> measured_us;
@@ -315,6 +342,25 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
       }
       result.latency_model = fitted->DebugString();
       Log(options, absl::StrCat("round ", round, ": ", result.latency_model));
+      latency_model = *std::move(fitted);
+    }
+    std::optional<FittedAccuracyModel> accuracy_model;
+    if (options.fit_accuracy && result.candidates.size() >= 2 * AccuracyFeatures(config)) {
+      std::vector<ControlTuple> architectures;
+      std::vector<double> accuracy;
+      for (const CandidateResult& c : result.candidates) {
+        architectures.push_back(c.architecture);
+        accuracy.push_back(c.validation_accuracy);
+      }
+      auto fitted =
+          FittedAccuracyModel::Fit(config, architectures, accuracy, options.accuracy_ridge);
+      if (!fitted.ok()) return fitted.status();
+      for (CandidateResult& c : result.candidates) {
+        c.ranking_accuracy = fitted->Predict(c.architecture);
+      }
+      result.accuracy_model = fitted->DebugString();
+      Log(options, absl::StrCat("round ", round, ": ", result.accuracy_model));
+      accuracy_model = *std::move(fitted);
     }
     std::vector<CandidatePoint> frontier = ParetoFrontier(Points(result.candidates));
     Log(options, absl::StrFormat("round %d: %d candidates, %d on the validation frontier (%.1f s)",
@@ -322,10 +368,33 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
                                  SecondsSince(start)));
     if (round == options.evolution_rounds) break;
     pending.clear();
-    for (int m = 0; m < options.mutations_per_round; ++m) {
+    const bool screen = accuracy_model.has_value() && latency_model.has_value() &&
+                        options.screen_factor > 1;
+    const int proposals = options.mutations_per_round * (screen ? options.screen_factor : 1);
+    std::set<std::string> proposed;
+    std::vector<ScreenedProposal> screened;
+    for (int m = 0; m < proposals; ++m) {
       const CandidatePoint& parent =
           frontier[std::uniform_int_distribution<size_t>(0, frontier.size() - 1)(rng)];
-      pending.push_back(Mutate(config, result.candidates[parent.key].architecture, rng));
+      ControlTuple child = Mutate(config, result.candidates[parent.key].architecture, rng);
+      if (!screen) {
+        pending.push_back(std::move(child));
+        continue;
+      }
+      const std::string key = ArchitectureKey(config, child);
+      if (seen.count(key) > 0 || !proposed.insert(key).second) continue;
+      const double latency_us = latency_model->PredictMicros(CostOf(config, child));
+      const double margin = accuracy_model->Predict(child) - FrontierAccuracyAt(frontier, latency_us);
+      screened.push_back({margin, std::move(child)});
+    }
+    if (screen) {
+      const size_t keep = std::min(screened.size(),
+                                   static_cast<size_t>(std::max(0, options.mutations_per_round)));
+      std::partial_sort(screened.begin(), screened.begin() + keep, screened.end(),
+                        [](const ScreenedProposal& a, const ScreenedProposal& b) {
+                          return a.margin > b.margin;
+                        });
+      for (size_t i = 0; i < keep; ++i) pending.push_back(std::move(screened[i].architecture));
     }
   }
   result.seconds_candidates = SecondsSince(start);

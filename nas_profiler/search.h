@@ -12,7 +12,12 @@
 //      validation accuracy, batch-`search_batch` latency (1 thread, median).
 //   3. The validation Pareto frontier, thinned to at most `max_subnets`. Its
 //      latency axis is, by default, a FittedLatencyModel over all candidates'
-//      timings (latency_model.h says why), else the single timings.
+//      timings (latency_model.h says why), else the single timings; its
+//      accuracy axis, by default, a FittedAccuracyModel over all candidates'
+//      validation accuracies (accuracy_model.h), else the single measurements.
+//      With both models, each evolution round proposes `screen_factor` times
+//      more mutations than it measures and measures the ones predicted
+//      furthest above the current frontier.
 //   4. Final model: the frontier's architectures become slots 0..n-1 (sorted
 //      by latency), calibrated again on the same subset, saved; then the
 //      SAVED checkpoint is reloaded and each slot's TEST accuracy and latency
@@ -27,6 +32,7 @@
 #include "common/control_tuple.h"
 #include "common/model_profile.h"
 #include "models/ofa_resnet.h"
+#include "nas_profiler/accuracy_model.h"
 #include "nas_profiler/latency_model.h"
 #include "nas_profiler/supernet_trainer.h"
 
@@ -43,6 +49,7 @@ struct CandidateResult {
   Nanos search_latency = 0;        // at SearchOptions::search_batch, measured
   ArchitectureCost cost;           // per image
   double ranking_latency_us = 0;   // the frontier's latency axis (fitted or measured)
+  double ranking_accuracy = 0;     // the frontier's accuracy axis (predicted or measured)
 };
 
 struct SearchOptions {
@@ -59,6 +66,12 @@ struct SearchOptions {
   // Rank candidates by a latency model fitted to all timings (false: by
   // each candidate's own timing).
   bool fit_latency = true;
+  // Rank candidates by an accuracy model fitted to all validation accuracies
+  // (false: by each candidate's own measurement). Used once there are at
+  // least twice as many candidates as the model has features.
+  bool fit_accuracy = true;
+  double accuracy_ridge = 10.0;
+  int screen_factor = 10;
   size_t max_subnets = 160;
   std::vector<int32_t> batch_sizes = {1, 2, 4, 8, 16, 32, 64};
   int profile_warmup = 3;
@@ -86,6 +99,7 @@ struct SearchResult {
   std::vector<CandidateResult> candidates;
   std::vector<int64_t> frontier;  // indices into candidates, by latency
   std::string latency_model;      // the fitted model, if any
+  std::string accuracy_model;     // the fitted model, if any
   ModelProfile profile;
   double seconds_candidates = 0;
   double seconds_final = 0;

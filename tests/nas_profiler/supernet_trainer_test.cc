@@ -208,7 +208,8 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
   SetTorchThreads(1);
   auto model = TrainedTinyModel();
   SearchOptions options;
-  options.num_candidates = 10;
+  // 40 sampled: enough for the accuracy model (2 x its 17 tiny features).
+  options.num_candidates = 40;
   options.evolution_rounds = 1;
   options.mutations_per_round = 5;
   options.search_calibration_images = 256;
@@ -219,20 +220,36 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
   options.profile_repeats = 2;
   options.model_name = "tiny-test";
   options.measured_on = "test";
+  size_t after_round0 = 0;
+  options.log = [&after_round0](const std::string& line) {
+    // "round 0: N candidates, M on the validation frontier (...)"
+    if (line.rfind("round 0: ", 0) == 0 && line.find(" candidates, ") != std::string::npos) {
+      after_round0 = std::stoul(line.substr(9));
+    }
+  };
   const std::string checkpoint = TempPath("nas_search.pt");
   const std::string profile_path = TempPath("nas_search.json");
   auto result = SearchAndProfile(*model, Data().splits, options, checkpoint, profile_path);
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_GE(result->candidates.size(), 12u);  // 10 sampled + smallest + largest (+ mutations)
+  // 40 sampled + smallest + largest (less duplicates), then the round
+  // measures exactly the 5 mutations (of 50 proposed) its models rank
+  // furthest above the frontier.
+  EXPECT_GE(after_round0, 38u);
+  EXPECT_EQ(result->candidates.size(), after_round0 + 5);
   ASSERT_FALSE(result->frontier.empty());
-  // Ranked by the latency model fitted to all timings (>= 8 candidates).
+  // Ranked by the latency model fitted to all timings (>= 8 candidates) and
+  // the accuracy model fitted to all validation accuracies.
   EXPECT_NE(result->latency_model.find("R^2"), std::string::npos) << result->latency_model;
-  int differs = 0;
+  EXPECT_NE(result->accuracy_model.find("ridge regression"), std::string::npos)
+      << result->accuracy_model;
+  int differs = 0, accuracy_differs = 0;
   for (const CandidateResult& c : result->candidates) {
     EXPECT_GT(c.cost.macs, 0);
     differs += c.ranking_latency_us != ToMicros(c.search_latency);
+    accuracy_differs += c.ranking_accuracy != c.validation_accuracy;
   }
   EXPECT_GT(differs, 0);
+  EXPECT_GT(accuracy_differs, 0);
 
   auto profile = ModelProfile::LoadFile(profile_path);
   ASSERT_TRUE(profile.ok()) << profile.status();
@@ -242,12 +259,12 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
   EXPECT_EQ(profile->num_classes, 10);
   ASSERT_EQ(profile->subnets.size(), result->frontier.size());
   // The frontier is sorted by ranking latency and strictly increasing in
-  // validation accuracy.
+  // ranking (predicted) accuracy.
   for (size_t i = 1; i < result->frontier.size(); ++i) {
     EXPECT_LE(result->candidates[result->frontier[i - 1]].ranking_latency_us,
               result->candidates[result->frontier[i]].ranking_latency_us);
-    EXPECT_GT(result->candidates[result->frontier[i]].validation_accuracy,
-              result->candidates[result->frontier[i - 1]].validation_accuracy);
+    EXPECT_GT(result->candidates[result->frontier[i]].ranking_accuracy,
+              result->candidates[result->frontier[i - 1]].ranking_accuracy);
   }
 
   auto reloaded = OfaResNet::Load(checkpoint);
