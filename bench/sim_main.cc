@@ -24,6 +24,9 @@ ABSL_FLAG(int32_t, buckets, superserve::kDefaultSlackFitBuckets,
           "SlackFit: number of latency buckets K.");
 ABSL_FLAG(double, guard_headroom, 0.9,
           "slackfit-rg: required capacity as a multiple of the measured arrival rate.");
+ABSL_FLAG(bool, guard_upgrades_only, true,
+          "slackfit-rg: the guard's search never goes below SlackFit's own subnet (false: "
+          "the previous guard, which stepped down to any sustainable subnet).");
 ABSL_FLAG(double, guard_window_ms, 100,
           "slackfit-rg: sliding window of the arrival-rate estimate (ms).");
 ABSL_FLAG(bool, drop_below_first_bucket, true,
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
   PolicyConfig config;
   config.slackfit.num_buckets = absl::GetFlag(FLAGS_buckets);
   config.slackfit.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
+  config.slackfit.guard_upgrades_only = absl::GetFlag(FLAGS_guard_upgrades_only);
   config.slackfit.rate_window = Millis(absl::GetFlag(FLAGS_guard_window_ms));
   config.slackfit.base.initial_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
   config.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);

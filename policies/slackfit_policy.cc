@@ -71,17 +71,19 @@ ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx,
     int r = table_.HighestRankWithin(b, view.slack);
     c = Choice{r < 0 ? 0 : r, b};
   }
+  const int slackfit_rank = c.rank;
   if (options_.partial_most_accurate) {
     c = PartialBatch(view.pending, view.slack, c);
   } else if (view.pending < table_.batch_size(c.batch_index)) {
     c.batch_index = table_.BatchIndexFor(view.pending);
   }
-  if (options_.rate_guard) c = RateGuard(ctx, view, c);
+  if (options_.rate_guard) c = RateGuard(ctx, view, c, slackfit_rank);
   return c;
 }
 
 ProfiledPolicy::Choice SlackFitPolicy::RateGuard(const SchedulingContext& ctx,
-                                                 const QueueView& view, Choice chosen) {
+                                                 const QueueView& view, Choice chosen,
+                                                 int slackfit_rank) {
   const double rate = arrivals_.Rate(ctx.now);
   if (rate <= 0) return chosen;
   const int64_t workers = std::max<int64_t>(
@@ -96,8 +98,10 @@ ProfiledPolicy::Choice SlackFitPolicy::RateGuard(const SchedulingContext& ctx,
   }
   // The most accurate subnet with a sustainable tuple: run now with what is
   // queued, or (Symphony-style deferral) wait for the arrivals that fill a
-  // larger batch when the head's slack still covers the wait plus the run.
-  for (int r = table_.num_subnets() - 1; r >= 0; --r) {
+  // larger batch when the head's slack still covers the wait plus the run;
+  // with guard_upgrades_only, no less accurate than SlackFit's own subnet.
+  const int lowest_rank = options_.guard_upgrades_only ? std::max(slackfit_rank, 0) : 0;
+  for (int r = table_.num_subnets() - 1; r >= lowest_rank; --r) {
     Nanos best_wait = INT64_MAX;
     Choice deferred;
     for (int bi = table_.num_batches() - 1; bi >= 0; --bi) {
@@ -117,9 +121,12 @@ ProfiledPolicy::Choice SlackFitPolicy::RateGuard(const SchedulingContext& ctx,
     }
     if (deferred.rank >= 0) return deferred;
   }
-  // Nothing sustains the rate (overload): the tuple with the highest
-  // throughput that fits now (INFaaS's choice); the drop rule (heads below
-  // the first bucket) keeps the head out of EDF's overload spiral.
+  // Nothing (at or above SlackFit's subnet, with guard_upgrades_only)
+  // sustains the rate: the fastest subnet at the smallest batch that keeps
+  // up (the shortest run that does: the rest of the queue goes to the next
+  // free worker), else the tuple with the highest throughput that fits now
+  // (INFaaS's choice); the drop rule (heads below the first bucket) keeps the
+  // head out of EDF's overload spiral.
   Choice best = chosen;
   double best_goodput = Throughput(now_batch(chosen.batch_index), chosen.rank, chosen.batch_index);
   for (int bi = 0; bi < table_.num_batches(); ++bi) {

@@ -49,6 +49,19 @@ struct SlackFitOptions {
   // (INFaaS's choice). Overload is left to the drop rule above.
   bool rate_guard = false;
   double guard_headroom = 0.9;
+  // When SlackFit's choice does not sustain the rate, the guard searches
+  // for the most accurate sustainable tuple (now or after a wait). true:
+  // only among subnets at least as accurate as SlackFit's own bucket choice
+  // (upgrades); below it the guard does not step down to an in-between
+  // subnet, nor idle a worker waiting to fill a batch of one, but takes its
+  // overload rule at once (the fastest subnet at the smallest batch that
+  // keeps up, else the highest-throughput tuple). SlackFit's bucket already
+  // traded accuracy for the head's slack; an in-between subnet that only
+  // just sustains headroom x the rate (often after a deferral) spent slack
+  // the queue behind needed, and that lost both accuracy and attainment at
+  // the heaviest bursty loads (docs/scheduling.md). false: search every
+  // subnet (the previous guard).
+  bool guard_upgrades_only = true;
   Nanos rate_window = Millis(100);
   // The guard treats tuples without telemetry yet as this much slower than
   // profiled (LatencyTable::Options::unmeasured_margin): it spreads work
@@ -89,7 +102,10 @@ class SlackFitPolicy : public ProfiledPolicy {
   static SlackFitOptions Resolve(SlackFitOptions o);
   // Per-worker throughput (queries/s) of running `batch` queries as (rank, b).
   double Throughput(int64_t batch, int rank, int batch_index) const;
-  Choice RateGuard(const SchedulingContext& ctx, const QueueView& view, Choice chosen);
+  // `chosen`: the choice to vet; `slackfit_rank`: the subnet of SlackFit's
+  // own bucket choice (the floor of the search with guard_upgrades_only).
+  Choice RateGuard(const SchedulingContext& ctx, const QueueView& view, Choice chosen,
+                   int slackfit_rank);
 
   SlackFitOptions options_;
   LatencyBuckets buckets_;

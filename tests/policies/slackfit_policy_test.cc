@@ -316,16 +316,20 @@ TEST(RateGuardedSlackFitTest, KeepsSlackFitChoiceUnderLightLoad) {
   EXPECT_EQ(d.batch_size, 8);
 }
 
+// The previous guard (guard_upgrades_only = false) stepped down to the most
+// accurate sustainable subnet, below SlackFit's own if need be.
 TEST(RateGuardedSlackFitTest, StepsDownToMostAccurateTupleThatKeepsUp) {
   ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy rg(p, Opts(4, true));
+  SlackFitOptions o = Opts(4, true);
+  o.guard_upgrades_only = false;
+  SlackFitPolicy rg(p, o);
   Arrivals(&rg, 120);  // 1200 q/s over 2 workers: need 600 each
   EdfQueue q;
   FillQueue(&q, 20, kNow + Millis(20));
   Decision d = DecideWith(&rg, q);
   EXPECT_EQ(d.subnet_index, 1);  // 75 % at 8: 889 q/s; 80 % at 8 only 444
   EXPECT_EQ(d.batch_size, 8);
-  SlackFitPolicy rg2(p, Opts(4, true));
+  SlackFitPolicy rg2(p, o);
   Arrivals(&rg2, 200);  // 2000 q/s: need 1000 each; only 70 % keeps up
   d = DecideWith(&rg2, q);
   EXPECT_EQ(d.subnet_index, 0);
@@ -351,18 +355,54 @@ TEST(RateGuardedSlackFitTest, WaitsForAFullerBatchWhenNothingSustainsTheRateNow)
   SlackFitPolicy rg(p, Opts(4, true));
   Arrivals(&rg, 240);  // 2400 q/s over 2 workers: 1200 each; batch 1 gives 1000
   EdfQueue q;
-  FillQueue(&q, 1, kNow + Millis(20));
+  // Slack 8 ms: SlackFit's bucket is the first, (70 %, 8).
+  FillQueue(&q, 1, kNow + Millis(8));
   Decision d = DecideWith(&rg, q);
   ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
   // (70 %, batch 2) sustains 1333 q/s; one more arrival takes 1/2400 s.
   EXPECT_NEAR(static_cast<double>(d.wake_at - kNow), 1e9 / 2400, 1e4);
   // With two queued, it runs that tuple at once.
   EdfQueue q2;
-  FillQueue(&q2, 2, kNow + Millis(20));
+  FillQueue(&q2, 2, kNow + Millis(8));
   d = DecideWith(&rg, q2);
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(d.subnet_index, 0);
   EXPECT_EQ(d.batch_size, 2);
+}
+
+TEST(RateGuardedSlackFitTest, NeverStepsOrWaitsBelowSlackFitsOwnSubnet) {
+  ModelProfile p = ThreeSubnetProfile();
+  // 2400 q/s over 2 workers: 1200 each. One query, slack 20 ms: SlackFit's
+  // bucket is (80 %, 8), at the partial batch (80 %, 1): 236 q/s. Nothing
+  // at 80 % keeps up, now or after a wait; (70 %, 2) would, one arrival
+  // (0.42 ms) from now.
+  EdfQueue q;
+  FillQueue(&q, 1, kNow + Millis(20));
+  SlackFitPolicy rg(p, Opts(4, true));
+  Arrivals(&rg, 240);
+  // The guard does not idle the worker to fill a batch of a subnet less
+  // accurate than SlackFit's: its overload rule, the fastest tuple, now.
+  Decision d = DecideWith(&rg, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 1);
+  // The previous guard waited for (70 %, 2).
+  SlackFitOptions o = Opts(4, true);
+  o.guard_upgrades_only = false;
+  SlackFitPolicy old(p, o);
+  Arrivals(&old, 240);
+  EXPECT_EQ(DecideWith(&old, q).kind, Decision::Kind::kWakeAt);
+  // With a full queue alike: 1200 q/s (600 each), 20 queued, slack 20 ms;
+  // SlackFit's (80 %, 8) sustains 419 q/s and nothing at 80 % does more, so
+  // no step to (75 %, 8) (StepsDownToMostAccurateTupleThatKeepsUp): the
+  // fastest subnet at the smallest batch that keeps up.
+  EdfQueue q20;
+  FillQueue(&q20, 20, kNow + Millis(20));
+  SlackFitPolicy rg2(p, Opts(4, true));
+  Arrivals(&rg2, 120);
+  d = DecideWith(&rg2, q20);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 1);  // 943 q/s >= 600
 }
 
 TEST(RateGuardedSlackFitTest, KeepsAFitMarginOnEveryChoice) {
