@@ -1,5 +1,6 @@
 #include "nas_profiler/accuracy_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -29,10 +30,20 @@ std::vector<double> FittedAccuracyModel::Encode(const models::OfaResNetConfig& c
     Thermometer(config.width_multiplier_choices, width, true, f);
   }
   const models::ArchitectureShape shape = models::ShapeOf(config, architecture);
+  float narrowest_expand = config.expand_ratio_choices.back();
   for (size_t b = 0; b < architecture.expand_ratios.size(); ++b) {
     const bool active = b < shape.blocks.size() && shape.blocks[b].active;
     Thermometer(config.expand_ratio_choices, architecture.expand_ratios[b], active, f);
+    if (active) narrowest_expand = std::min(narrowest_expand, architecture.expand_ratios[b]);
   }
+  // The bottleneck: the narrowest layer limits the whole network more than
+  // the sum of per-layer effects says (widths and expand ratios).
+  float narrowest_width = config.width_multiplier_choices.back();
+  for (float width : architecture.width_multipliers) {
+    narrowest_width = std::min(narrowest_width, width);
+  }
+  Thermometer(config.width_multiplier_choices, narrowest_width, true, f);
+  Thermometer(config.expand_ratio_choices, narrowest_expand, true, f);
   return f;
 }
 

@@ -15,7 +15,9 @@
 // per stage, one feature per extra-depth level reached; per width position,
 // one per width-multiplier choice above the smallest reached; per block, one
 // per expand-ratio choice above the smallest reached, 0 while the block is
-// inactive. Torch-free.
+// inactive; then the narrowest width multiplier and the narrowest active
+// expand ratio, thermometer-coded the same way (the bottleneck layer limits
+// the network beyond the per-layer sum). Torch-free.
 
 #include <string>
 #include <vector>

@@ -313,6 +313,12 @@ int Search() {
   options.model_name = absl::GetFlag(FLAGS_model_name);
   options.measured_on = MachineDescription();
   options.log = Log;
+  const std::string candidates_csv = absl::GetFlag(FLAGS_candidates_csv);
+  if (!candidates_csv.empty()) {
+    options.on_round = [&candidates_csv](const SearchResult& so_far) {
+      if (auto s = WriteCandidatesCsv(so_far, candidates_csv); !s.ok()) Log(std::string(s.message()));
+    };
+  }
   const std::string checkpoint = output_dir + "/checkpoint.pt";
   const std::string profile = output_dir + "/profile.json";
   auto result = SearchAndProfile(**model, *splits, options, checkpoint, profile);

@@ -366,6 +366,11 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
     Log(options, absl::StrFormat("round %d: %d candidates, %d on the validation frontier (%.1f s)",
                                  round, result.candidates.size(), frontier.size(),
                                  SecondsSince(start)));
+    if (options.on_round) {
+      result.frontier.clear();
+      for (const CandidatePoint& p : frontier) result.frontier.push_back(p.key);
+      options.on_round(result);
+    }
     if (round == options.evolution_rounds) break;
     pending.clear();
     const bool screen = accuracy_model.has_value() && latency_model.has_value() &&
@@ -402,6 +407,7 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
   // 3. Frontier on validation accuracy vs search latency.
   std::vector<CandidatePoint> frontier =
       ThinFrontier(ParetoFrontier(Points(result.candidates)), options.max_subnets);
+  result.frontier.clear();
   for (const CandidatePoint& p : frontier) result.frontier.push_back(p.key);
 
   // 4. Final slots, calibrated and saved; measured from the reloaded checkpoint.

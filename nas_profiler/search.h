@@ -52,6 +52,8 @@ struct CandidateResult {
   double ranking_accuracy = 0;     // the frontier's accuracy axis (predicted or measured)
 };
 
+struct SearchResult;
+
 struct SearchOptions {
   int num_candidates = 400;
   int evolution_rounds = 2;
@@ -92,6 +94,10 @@ struct SearchOptions {
   std::string model_name = "fmnist";
   std::string measured_on;
   std::function<void(const std::string&)> log;
+  // Called after every measured round with the pool so far (candidates and
+  // their ranking values; frontier as of that round), e.g. to save it: a
+  // long search that dies keeps what it measured.
+  std::function<void(const SearchResult&)> on_round;
 };
 
 

@@ -36,8 +36,9 @@ TEST(FittedAccuracyModelTest, EncodingIsAThermometerPerChoice) {
   const auto smallest = FittedAccuracyModel::Encode(config, models::SmallestArchitecture(config));
   const auto largest = FittedAccuracyModel::Encode(config, models::LargestArchitecture(config));
   ASSERT_EQ(smallest.size(), largest.size());
-  // intercept + 4 stages x 2 depth levels + 5 widths x 3 + 12 blocks x 3 expand levels
-  EXPECT_EQ(largest.size(), 1u + 4 * 2 + 5 * 3 + 12 * 3);
+  // intercept + 4 stages x 2 depth levels + 5 widths x 3 + 12 blocks x 3 expand
+  // levels + narrowest width x 3 + narrowest expand x 3
+  EXPECT_EQ(largest.size(), 1u + 4 * 2 + 5 * 3 + 12 * 3 + 3 + 3);
   EXPECT_EQ(smallest[0], 1.0);
   for (size_t j = 1; j < smallest.size(); ++j) EXPECT_EQ(smallest[j], 0.0) << j;
   for (size_t j = 0; j < largest.size(); ++j) EXPECT_EQ(largest[j], 1.0) << j;

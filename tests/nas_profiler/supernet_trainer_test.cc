@@ -208,8 +208,8 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
   SetTorchThreads(1);
   auto model = TrainedTinyModel();
   SearchOptions options;
-  // 40 sampled: enough for the accuracy model (2 x its 17 tiny features).
-  options.num_candidates = 40;
+  // 50 sampled: enough for the accuracy model (2 x its 21 tiny features).
+  options.num_candidates = 50;
   options.evolution_rounds = 1;
   options.mutations_per_round = 5;
   options.search_calibration_images = 256;
@@ -227,14 +227,22 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
       after_round0 = std::stoul(line.substr(9));
     }
   };
+  std::vector<size_t> pool_per_round;
+  options.on_round = [&pool_per_round](const SearchResult& so_far) {
+    pool_per_round.push_back(so_far.candidates.size());
+  };
   const std::string checkpoint = TempPath("nas_search.pt");
   const std::string profile_path = TempPath("nas_search.json");
   auto result = SearchAndProfile(*model, Data().splits, options, checkpoint, profile_path);
   ASSERT_TRUE(result.ok()) << result.status();
-  // 40 sampled + smallest + largest (less duplicates), then the round
+  // on_round saw the pool after round 0 and after round 1.
+  ASSERT_EQ(pool_per_round.size(), 2u);
+  EXPECT_EQ(pool_per_round[0], after_round0);
+  EXPECT_EQ(pool_per_round[1], result->candidates.size());
+  // 50 sampled + smallest + largest (less duplicates), then the round
   // measures exactly the 5 mutations (of 50 proposed) its models rank
   // furthest above the frontier.
-  EXPECT_GE(after_round0, 38u);
+  EXPECT_GE(after_round0, 45u);
   EXPECT_EQ(result->candidates.size(), after_round0 + 5);
   ASSERT_FALSE(result->frontier.empty());
   // Ranked by the latency model fitted to all timings (>= 8 candidates) and
