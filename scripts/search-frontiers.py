@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """How many candidates of a `superserve-nas search --candidates_csv` run are
-Pareto-optimal under different latency axes: the single timings, the fitted
-latency model the search ranked by, and plain MACs. Prints a small table.
+Pareto-optimal under different latency axes (the single timings, the fitted
+latency model the search ranked by, plain MACs) and accuracy axes (the
+measured validation accuracy; the accuracy model's prediction, when the file
+has the ranking_accuracy column). Prints a small table.
 
 usage: scripts/search-frontiers.py CANDIDATES.csv
 """
@@ -32,10 +34,14 @@ def main():
         "MACs": [float(r["macs"]) for r in rows],
     }
     print(f"{len(rows)} candidates, validation accuracy {min(acc):.2f}..{max(acc):.2f} %")
-    print("| latency axis | Pareto candidates |")
-    print("|---|---:|")
+    accuracies = {"validation (measured)": acc}
+    if rows and rows[0].get("ranking_accuracy"):
+        accuracies["predicted (accuracy model)"] = [float(r["ranking_accuracy"]) for r in rows]
+    print("| latency axis | " + " | ".join(accuracies) + " |")
+    print("|---|" + "---:|" * len(accuracies))
     for name, lat in axes.items():
-        print(f"| {name} | {frontier(list(zip(lat, acc)))} |")
+        counts = [str(frontier(list(zip(lat, a)))) for a in accuracies.values()]
+        print(f"| {name} | " + " | ".join(counts) + " |")
     return 0
 
 
