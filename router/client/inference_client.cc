@@ -3,6 +3,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 
 #include "common/clock.h"
 
@@ -19,7 +21,14 @@ struct PendingCall {
 
 }  // namespace
 
-InferenceClient::InferenceClient(const std::string& address) {
+struct InferenceClient::InFlight {
+  std::mutex mu;
+  std::condition_variable done;
+  int64_t calls = 0;
+};
+
+InferenceClient::InferenceClient(const std::string& address)
+    : in_flight_(std::make_shared<InFlight>()) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   // A query past its deadline is useless, and each call already has one:
@@ -30,7 +39,14 @@ InferenceClient::InferenceClient(const std::string& address) {
 }
 
 InferenceClient::InferenceClient(std::shared_ptr<grpc::Channel> channel)
-    : channel_(std::move(channel)), stub_(v1::Inference::NewStub(channel_)) {}
+    : channel_(std::move(channel)),
+      stub_(v1::Inference::NewStub(channel_)),
+      in_flight_(std::make_shared<InFlight>()) {}
+
+InferenceClient::~InferenceClient() {
+  std::unique_lock<std::mutex> lock(in_flight_->mu);
+  in_flight_->done.wait(lock, [this] { return in_flight_->calls == 0; });
+}
 
 void InferenceClient::InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout,
                                  Callback done) {
@@ -39,14 +55,20 @@ void InferenceClient::InferAsync(std::shared_ptr<const v1::InferRequest> request
   call->done = std::move(done);
   call->start = RealClock::Get()->Now();
   call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::nanoseconds(timeout));
+  {
+    std::lock_guard<std::mutex> lock(in_flight_->mu);
+    ++in_flight_->calls;
+  }
   stub_->async()->Infer(&call->context, call->request.get(), &call->result.response,
-                        [call](grpc::Status s) {
+                        [call, in_flight = in_flight_](grpc::Status s) {
                           call->result.latency = RealClock::Get()->Now() - call->start;
                           call->result.status =
                               absl::Status(static_cast<absl::StatusCode>(s.error_code()),
                                            s.error_message());
                           call->done(std::move(call->result));
-                          delete call;
+                          delete call;  // drops the context's channel reference
+                          std::lock_guard<std::mutex> lock(in_flight->mu);
+                          if (--in_flight->calls == 0) in_flight->done.notify_all();
                         });
 }
 

@@ -31,6 +31,13 @@ class InferenceClient {
   // Connects to "host:port" (insecure channel).
   explicit InferenceClient(const std::string& address);
   explicit InferenceClient(std::shared_ptr<grpc::Channel> channel);
+  // Waits until every InferAsync callback has returned (so must not run from
+  // one of them). A call's context holds a reference to the channel; if the
+  // client went away first, the callback's cleanup would destroy the channel
+  // on gRPC's own callback thread, which gRPC 1.51 cannot do (it joins that
+  // thread from itself and crashes: an integration test aborted in
+  // grpc_cq_internal_unref about one run in five).
+  ~InferenceClient();
 
   // Sends `request` (shared so that replays can reuse one request message per
   // input without copying it) with a deadline `timeout` from now; `done` runs
@@ -44,8 +51,11 @@ class InferenceClient {
   bool WaitForConnected(Nanos timeout);
 
  private:
+  struct InFlight;  // InferAsync calls whose callback has not returned yet
+
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Inference::Stub> stub_;
+  std::shared_ptr<InFlight> in_flight_;
 };
 
 }  // namespace superserve
