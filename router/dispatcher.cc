@@ -189,8 +189,10 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
 void Dispatcher::OnCancelled(QueryResponder* query) {
   absl::MutexLock lock(&mu_);
   auto it = pending_.find(query->query_id);
-  if (it != pending_.end() && it->second.responder == query && !it->second.on_worker) {
+  if (it != pending_.end() && it->second.responder == query && !it->second.on_worker &&
+      !it->second.cancelled) {
     it->second.cancelled = true;
+    ++stats_.cancelled;
   }
 }
 

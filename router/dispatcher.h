@@ -48,6 +48,7 @@ struct DispatcherStats {
   int64_t accepted = 0;   // queries that entered a queue
   int64_t answered = 0;   // terminal answers of accepted queries
   int64_t requeued = 0;   // queries put back after their worker died
+  int64_t cancelled = 0;  // queued queries whose client gave up (OnCancelled)
   int64_t batches = 0;
   int64_t pending = 0;
   int32_t workers_alive = 0;

@@ -2,6 +2,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 
 namespace superserve {
 namespace {
@@ -44,6 +50,151 @@ class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponde
   v1::InferResponse* const response_;
 };
 
+// The router's end of one InferStream: reads queries (several per message),
+// submits each to the Dispatcher as its own QueryResponder, and writes the
+// answers back with their tags, packing every answer that arrives while a
+// write is in flight into the next message. Finishes once the client has
+// closed its side and every query it sent has been answered (the
+// Dispatcher's exactly-once contract carries over per query).
+class InferStreamReactor final
+    : public grpc::ServerBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse> {
+ public:
+  InferStreamReactor(Dispatcher* dispatcher, Nanos default_slo)
+      : dispatcher_(dispatcher), default_slo_(default_slo) {
+    live_reactors.fetch_add(1, std::memory_order_relaxed);
+    StartRead(&in_);
+  }
+  ~InferStreamReactor() override { live_reactors.fetch_sub(1, std::memory_order_relaxed); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side, or the stream broke
+      bool finish;
+      {
+        absl::MutexLock lock(&mu_);
+        reads_done_ = true;
+        finish = ShouldFinishLocked();
+      }
+      if (finish) Finish(FinalStatus());
+      return;
+    }
+    const Nanos now = dispatcher_->clock()->Now();
+    std::vector<std::pair<StreamQuery*, Nanos>> accepted;
+    accepted.reserve(in_.queries_size());
+    {
+      absl::MutexLock lock(&mu_);
+      for (v1::StreamQuery& q : *in_.mutable_queries()) {
+        auto* query = new StreamQuery(this, q.tag());
+        query->request_.Swap(q.mutable_request());
+        live_.insert(query);
+        accepted.emplace_back(query, now + (q.timeout_us() > 0 ? Micros(q.timeout_us())
+                                                               : default_slo_));
+      }
+    }
+    in_.Clear();
+    // Not under mu_: Submit may answer at once (a rejected query), and
+    // Answer takes mu_.
+    for (auto& [query, deadline] : accepted) dispatcher_->Submit(query, deadline);
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool next = false, finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      out_.Clear();
+      if (!ok) broken_ = true;
+      if (!broken_ && pending_.answers_size() > 0) {
+        out_.Swap(&pending_);
+        next = true;
+      } else {
+        writing_ = false;
+        pending_.Clear();
+        finish = ShouldFinishLocked();
+      }
+    }
+    if (next) StartWrite(&out_);
+    if (finish) Finish(FinalStatus());
+  }
+
+  // The client went away: queued queries are marked so that the Dispatcher
+  // answers them instead of dispatching them (as for a cancelled unary
+  // call); their answers are then dropped here. Under mu_, so that no
+  // query in live_ is answered (and deleted) while the Dispatcher reads it:
+  // the lock order is this reactor's mu_, then the Dispatcher's.
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    broken_ = true;
+    for (StreamQuery* q : live_) dispatcher_->OnCancelled(q);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  class StreamQuery final : public QueryResponder {
+   public:
+    StreamQuery(InferStreamReactor* stream, uint64_t tag) : stream_(stream), tag_(tag) {}
+    const v1::InferRequest& request() const override { return request_; }
+    v1::InferResponse* response() override { return &response_; }
+    void Answer(const absl::Status& status) override { stream_->Answer(this, status); }
+
+    InferStreamReactor* const stream_;
+    const uint64_t tag_;
+    v1::InferRequest request_;
+    v1::InferResponse response_;
+  };
+
+  void Answer(StreamQuery* query, const absl::Status& status) {
+    bool start = false, finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      live_.erase(query);
+      if (!broken_) {
+        v1::InferAnswer* a = pending_.add_answers();
+        a->set_tag(query->tag_);
+        a->set_code(static_cast<int32_t>(status.code()));
+        if (status.ok()) {
+          a->mutable_response()->Swap(&query->response_);
+        } else {
+          a->set_message(std::string(status.message()));
+        }
+        if (!writing_) {
+          writing_ = true;
+          out_.Swap(&pending_);
+          start = true;
+        }
+      }
+      finish = !start && ShouldFinishLocked();
+    }
+    delete query;
+    if (start) StartWrite(&out_);
+    if (finish) Finish(FinalStatus());
+  }
+
+  // Finish exactly once: the client is done sending, every query it sent
+  // has its answer, and no write is in flight.
+  bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || !reads_done_ || !live_.empty() || writing_) return false;
+    finished_ = true;
+    return true;
+  }
+  grpc::Status FinalStatus() {
+    absl::MutexLock lock(&mu_);
+    return broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream broken or cancelled")
+                   : grpc::Status::OK;
+  }
+  Dispatcher* const dispatcher_;
+  const Nanos default_slo_;
+  v1::InferStreamRequest in_;  // only touched by the read chain
+  absl::Mutex mu_;
+  absl::flat_hash_set<StreamQuery*> live_ ABSL_GUARDED_BY(mu_);
+  // The message being written: touched only by whoever set writing_.
+  v1::InferStreamResponse out_;
+  v1::InferStreamResponse pending_ ABSL_GUARDED_BY(mu_);  // answers for the next write
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 }  // namespace
 
 int64_t InferenceService::LiveReactors() { return live_reactors.load(); }
@@ -68,6 +219,11 @@ grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* c
   }
   dispatcher_->Submit(reactor, deadline);
   return reactor;
+}
+
+grpc::ServerBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse>*
+InferenceService::InferStream(grpc::CallbackServerContext* /*context*/) {
+  return new InferStreamReactor(dispatcher_, default_slo_);
 }
 
 }  // namespace superserve

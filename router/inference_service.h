@@ -9,8 +9,9 @@
 
 namespace superserve {
 
-// Inference.Infer over gRPC's callback API: each call becomes a reactor that
-// the Dispatcher answers exactly once. The deadline is the client's gRPC
+// Inference.Infer and Inference.InferStream over gRPC's callback API: each
+// query becomes a QueryResponder that the Dispatcher answers exactly once (a
+// unary call's reactor, or one entry of a stream). The deadline is the client's gRPC
 // deadline (`default_slo` when the client set none), converted to the
 // dispatcher's clock.
 class InferenceService final : public v1::Inference::CallbackService {
@@ -21,8 +22,11 @@ class InferenceService final : public v1::Inference::CallbackService {
   grpc::ServerUnaryReactor* Infer(grpc::CallbackServerContext* context,
                                   const v1::InferRequest* request,
                                   v1::InferResponse* response) override;
+  // The same over one stream: each query carries its own timeout and tag.
+  grpc::ServerBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse>* InferStream(
+      grpc::CallbackServerContext* context) override;
 
-  // Infer reactors not yet deleted (their OnDone has not run), over all
+  // Infer and InferStream reactors not yet deleted (their OnDone has not run), over all
   // services in the process. For tests: it returns to 0 once every call
   // has completed.
   static int64_t LiveReactors();

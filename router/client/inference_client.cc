@@ -5,7 +5,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 
 namespace superserve {
@@ -19,7 +22,18 @@ struct PendingCall {
   Nanos start = 0;
 };
 
+absl::Status FromWire(int32_t code, const std::string& message) {
+  return absl::Status(static_cast<absl::StatusCode>(code), message);
+}
+
 }  // namespace
+
+absl::StatusOr<Transport> ParseTransport(const std::string& name) {
+  if (name == "unary") return Transport::kUnary;
+  if (name == "stream") return Transport::kStream;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown transport \"", name, "\" (expected unary or stream)"));
+}
 
 struct InferenceClient::InFlight {
   std::mutex mu;
@@ -27,7 +41,163 @@ struct InferenceClient::InFlight {
   int64_t calls = 0;
 };
 
-InferenceClient::InferenceClient(const std::string& address)
+// Transport::kStream: one Inference.InferStream for the client's lifetime,
+// started by the first query. Queries queued while a write is in flight go
+// out together in the next message, each with the time left to its deadline
+// at that moment; answers are matched to their callbacks by tag.
+class InferenceClient::Stream final
+    : public grpc::ClientBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse> {
+ public:
+  explicit Stream(v1::Inference::Stub* stub) {
+    stub->async()->InferStream(&context_, this);
+    StartRead(&in_);
+    AddHold();  // writes come later, from Send; Close removes the hold
+  }
+
+  void Send(const v1::InferRequest& request, Nanos timeout, Nanos start, Callback done) {
+    bool write = false, accepted = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!ended_ && !closing_) {
+        accepted = true;
+        const uint64_t tag = ++next_tag_;
+        calls_.emplace(tag, Call{std::move(done), start});
+        v1::StreamQuery* q = queued_.add_queries();
+        q->set_tag(tag);
+        *q->mutable_request() = request;
+        queued_deadlines_.push_back(start + timeout);
+        if (!writing_) write = writing_ = TakeQueuedLocked();
+      }
+    }
+    if (!accepted) {  // the stream is over
+      Result r;
+      r.status = absl::UnavailableError("inference stream closed");
+      done(std::move(r));
+      return;
+    }
+    StartOnce();
+    if (write) StartWrite(&out_);
+  }
+
+  // Closes the client's side and waits until the router has answered every
+  // query (or `patience` passed: then the stream is cancelled and the rest
+  // fail CANCELLED).
+  void Close(Nanos patience) {
+    StartOnce();
+    bool writes_done = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+      if (!writing_ && !ended_) writes_done = writes_done_sent_ = true;
+    }
+    if (writes_done) StartWritesDone();
+    RemoveHold();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!ended_cv_.wait_for(lock, std::chrono::nanoseconds(patience), [this] { return ended_; })) {
+      context_.TryCancel();
+      ended_cv_.wait(lock, [this] { return ended_; });
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool write = false, writes_done = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      out_.Clear();
+      if (ok && queued_.queries_size() > 0) {
+        write = TakeQueuedLocked();
+      } else {
+        writing_ = false;  // (!ok: the stream broke; OnDone fails the calls)
+        if (ok && closing_ && !writes_done_sent_) writes_done = writes_done_sent_ = true;
+      }
+    }
+    if (write) StartWrite(&out_);
+    if (writes_done) StartWritesDone();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // OnDone follows
+    const Nanos now = RealClock::Get()->Now();
+    for (v1::InferAnswer& a : *in_.mutable_answers()) {
+      Call call;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = calls_.find(a.tag());
+        if (it == calls_.end()) continue;  // not ours (a router bug): nothing to answer
+        call = std::move(it->second);
+        calls_.erase(it);
+      }
+      Result r;
+      r.status = FromWire(a.code(), a.message());
+      r.response.Swap(a.mutable_response());
+      r.latency = now - call.start;
+      call.done(std::move(r));
+    }
+    in_.Clear();
+    StartRead(&in_);
+  }
+
+  void OnDone(const grpc::Status& s) override {
+    absl::flat_hash_map<uint64_t, Call> left;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      left.swap(calls_);
+    }
+    const absl::Status why =
+        s.ok() ? absl::UnavailableError("inference stream ended before the answer")
+               : FromWire(static_cast<int32_t>(s.error_code()),
+                          absl::StrCat("inference stream: ", s.error_message()));
+    const Nanos now = RealClock::Get()->Now();
+    for (auto& [tag, call] : left) {
+      Result r;
+      r.status = why;
+      r.latency = now - call.start;
+      call.done(std::move(r));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = true;
+    ended_cv_.notify_all();
+  }
+
+ private:
+  struct Call {
+    Callback done;
+    Nanos start = 0;
+  };
+
+  // Moves the queued queries into out_, their timeouts counted from now.
+  bool TakeQueuedLocked() {
+    const Nanos now = RealClock::Get()->Now();
+    for (int i = 0; i < queued_.queries_size(); ++i) {
+      // At least 1 us: 0 would mean "the router's default".
+      queued_.mutable_queries(i)->set_timeout_us(
+          std::max<int64_t>(1, (queued_deadlines_[i] - now) / 1000));
+    }
+    queued_deadlines_.clear();
+    out_.Swap(&queued_);
+    return true;
+  }
+  void StartOnce() {
+    std::call_once(started_, [this] { StartCall(); });
+  }
+
+  grpc::ClientContext context_;
+  std::once_flag started_;
+  v1::InferStreamResponse in_;  // only touched by the read chain
+  v1::InferStreamRequest out_;  // only touched by whoever set writing_
+  std::mutex mu_;
+  std::condition_variable ended_cv_;
+  absl::flat_hash_map<uint64_t, Call> calls_;
+  v1::InferStreamRequest queued_;
+  std::vector<Nanos> queued_deadlines_;
+  uint64_t next_tag_ = 0;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool writes_done_sent_ = false;
+  bool ended_ = false;
+};
+
+InferenceClient::InferenceClient(const std::string& address, Transport transport)
     : in_flight_(std::make_shared<InFlight>()) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
@@ -36,20 +206,39 @@ InferenceClient::InferenceClient(const std::string& address)
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::Inference::NewStub(channel_);
+  if (transport == Transport::kStream) stream_ = std::make_unique<Stream>(stub_.get());
 }
 
-InferenceClient::InferenceClient(std::shared_ptr<grpc::Channel> channel)
+InferenceClient::InferenceClient(std::shared_ptr<grpc::Channel> channel, Transport transport)
     : channel_(std::move(channel)),
       stub_(v1::Inference::NewStub(channel_)),
-      in_flight_(std::make_shared<InFlight>()) {}
+      in_flight_(std::make_shared<InFlight>()) {
+  if (transport == Transport::kStream) stream_ = std::make_unique<Stream>(stub_.get());
+}
 
 InferenceClient::~InferenceClient() {
+  // The router answers what it accepted before it ends the stream; a router
+  // that never does is given up on after a minute.
+  if (stream_) stream_->Close(Seconds(60));
   std::unique_lock<std::mutex> lock(in_flight_->mu);
   in_flight_->done.wait(lock, [this] { return in_flight_->calls == 0; });
 }
 
 void InferenceClient::InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout,
                                  Callback done) {
+  if (stream_) {
+    {
+      std::lock_guard<std::mutex> lock(in_flight_->mu);
+      ++in_flight_->calls;
+    }
+    stream_->Send(*request, timeout, RealClock::Get()->Now(),
+                  [done = std::move(done), in_flight = in_flight_](Result r) {
+                    done(std::move(r));
+                    std::lock_guard<std::mutex> lock(in_flight->mu);
+                    if (--in_flight->calls == 0) in_flight->done.notify_all();
+                  });
+    return;
+  }
   auto* call = new PendingCall();
   call->request = std::move(request);
   call->done = std::move(done);

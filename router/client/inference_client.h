@@ -16,6 +16,16 @@ class Channel;
 
 namespace superserve {
 
+// How InferenceClient::InferAsync reaches the router.
+enum class Transport {
+  kUnary,   // one Inference.Infer call per query (deadline = gRPC deadline)
+  kStream,  // queries share one Inference.InferStream: each message carries
+            // every query queued while the previous write was in flight, and
+            // each answer its tag. Far less gRPC work per query (no HTTP/2
+            // stream, headers or timer per query) for high-rate clients.
+};
+absl::StatusOr<Transport> ParseTransport(const std::string& name);  // "unary" | "stream"
+
 // A small client of Inference.Infer. Every call carries its own deadline (the
 // query's SLO: the router schedules against it). Thread-safe; one channel.
 class InferenceClient {
@@ -29,8 +39,9 @@ class InferenceClient {
   using Callback = std::function<void(Result)>;
 
   // Connects to "host:port" (insecure channel).
-  explicit InferenceClient(const std::string& address);
-  explicit InferenceClient(std::shared_ptr<grpc::Channel> channel);
+  explicit InferenceClient(const std::string& address, Transport transport = Transport::kUnary);
+  explicit InferenceClient(std::shared_ptr<grpc::Channel> channel,
+                           Transport transport = Transport::kUnary);
   // Waits until every InferAsync callback has returned (so must not run from
   // one of them). A call's context holds a reference to the channel; if the
   // client went away first, the callback's cleanup would destroy the channel
@@ -41,10 +52,13 @@ class InferenceClient {
 
   // Sends `request` (shared so that replays can reuse one request message per
   // input without copying it) with a deadline `timeout` from now; `done` runs
-  // on a gRPC thread when the call ends. Never blocks on the network.
+  // on a gRPC thread when the call ends. Never blocks on the network. With
+  // Transport::kStream the router enforces the deadline (it answers every
+  // query it accepted, late ones DEADLINE_EXCEEDED); if the stream breaks,
+  // every unanswered query fails with the stream's status.
   void InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout, Callback done);
 
-  // Blocking convenience wrapper.
+  // Blocking convenience wrapper (always a unary call).
   absl::StatusOr<v1::InferResponse> Infer(const v1::InferRequest& request, Nanos timeout);
 
   // Waits until the channel is connected or `timeout` passes.
@@ -52,10 +66,12 @@ class InferenceClient {
 
  private:
   struct InFlight;  // InferAsync calls whose callback has not returned yet
+  class Stream;     // the InferStream of Transport::kStream
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Inference::Stub> stub_;
   std::shared_ptr<InFlight> in_flight_;
+  std::unique_ptr<Stream> stream_;  // null for Transport::kUnary
 };
 
 }  // namespace superserve

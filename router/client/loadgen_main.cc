@@ -22,6 +22,10 @@ ABSL_FLAG(int64_t, max_queries, 0, "Replay only the first N rows (0 = all).");
 ABSL_FLAG(double, time_scale, 1.0, "Multiply arrival times by this (0.5 = twice the rate).");
 ABSL_FLAG(std::string, out_csv, "", "Write one row per query here.");
 ABSL_FLAG(bool, progress, true, "Show a progress bar on stderr.");
+ABSL_FLAG(std::string, transport, "unary",
+          "unary: one Inference.Infer call per query (deadline = gRPC deadline); stream: all "
+          "queries over one Inference.InferStream (per-query timeout and tag; far less gRPC "
+          "work per query).");
 
 int main(int argc, char** argv) {
   using namespace superserve;
@@ -62,7 +66,13 @@ int main(int argc, char** argv) {
     SS_LOG(ERROR) << inputs.status().message();
     return 1;
   }
-  InferenceClient client(absl::GetFlag(FLAGS_router));
+  auto transport = ParseTransport(absl::GetFlag(FLAGS_transport));
+  if (!transport.ok()) {
+    std::fprintf(stderr, "superserve-loadgen: --transport: %s\n",
+                 std::string(transport.status().message()).c_str());
+    return 2;
+  }
+  InferenceClient client(absl::GetFlag(FLAGS_router), *transport);
   if (!client.WaitForConnected(Seconds(10))) {
     SS_LOG(ERROR) << "cannot connect to router " << absl::GetFlag(FLAGS_router);
     return 1;

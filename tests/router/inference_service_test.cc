@@ -4,8 +4,11 @@
 // InferReactor::InternalInlineable), a client that gives up while its query
 // is queued gets exactly one answer and its query never reaches a worker,
 // and the load generator never sends a query more than its pacing slack
-// ahead of its trace time.
+// ahead of its trace time. Over an InferStream every query gets exactly one
+// answer, its own (matched by tag), bad ones an error naming the problem, and
+// a cancelled stream's queued queries are answered without worker time.
 #include <grpcpp/grpcpp.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -68,27 +71,38 @@ class InferenceServiceTest : public ::testing::Test {
   std::string address_;
 };
 
+// An emulated worker inside the test process (RouterLink + EmulatedExecutor
+// on a thread), stopped and joined however the test ends.
+class InprocWorker {
+ public:
+  explicit InprocWorker(const std::string& address) {
+    auto models = LoadModelRepository(EmulatedRepo());
+    ok_ = models.ok();
+    if (!ok_) return;
+    for (const auto& m : *models) ok_ = ok_ && executor_.Load(m).ok();
+    RouterLinkOptions lo;
+    lo.router = address;
+    lo.name = "inproc";
+    lo.connect_timeout = Seconds(5);
+    link_ = std::make_unique<RouterLink>(lo, &executor_, *models);
+    thread_ = std::thread([this] { (void)link_->Run(); });
+  }
+  ~InprocWorker() {
+    if (link_) link_->Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+  EmulatedExecutor executor_;
+  std::unique_ptr<RouterLink> link_;
+  std::thread thread_;
+};
+
 TEST_F(InferenceServiceTest, EveryCompletedCallDeletesItsReactor) {
-  auto models = LoadModelRepository(EmulatedRepo());
-  ASSERT_TRUE(models.ok()) << models.status();
-  EmulatedExecutor executor;
-  for (const auto& m : *models) ASSERT_TRUE(executor.Load(m).ok());
-  RouterLinkOptions lo;
-  lo.router = address_;
-  lo.name = "inproc";
-  lo.connect_timeout = Seconds(5);
-  RouterLink link(lo, &executor, *models);
-  std::thread worker([&] { (void)link.Run(); });
-  // Stops and joins the link however the test ends (a failed ASSERT
-  // returns early; a joinable std::thread would terminate the process).
-  struct StopLink {
-    RouterLink* link;
-    std::thread* thread;
-    ~StopLink() {
-      link->Stop();
-      if (thread->joinable()) thread->join();
-    }
-  } stop_link{&link, &worker};
+  InprocWorker worker(address_);
+  ASSERT_TRUE(worker.ok());
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
 
   InferenceClient client(address_);
@@ -237,6 +251,120 @@ TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorke
   EXPECT_EQ(s.accepted, 2);
   EXPECT_EQ(s.answered, 2);
   EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }));
+  worker.Close();
+}
+
+TEST_F(InferenceServiceTest, StreamAnswersEveryQueryOnceWithItsOwnOutput) {
+  EXPECT_FALSE(ParseTransport("udp").ok());
+  InprocWorker worker(address_);
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
+  // Reference outputs over unary calls: the emulated worker's output is a
+  // hash of the input, so each input has its own.
+  constexpr int kInputs = 40, kQueries = 400;
+  std::vector<std::shared_ptr<v1::InferRequest>> requests;
+  std::vector<std::vector<float>> expected;
+  {
+    InferenceClient unary(address_);
+    ASSERT_TRUE(unary.WaitForConnected(Seconds(5)));
+    for (int i = 0; i < kInputs; ++i) {
+      requests.push_back(Request(0.01f * i));
+      auto r = unary.Infer(*requests.back(), Seconds(5));
+      ASSERT_TRUE(r.ok()) << r.status();
+      auto out = TensorToFloats(DecodeTensor(r->output()).value());
+      ASSERT_TRUE(out.ok());
+      expected.push_back(*out);
+    }
+  }
+  ASSERT_NE(expected[0], expected[1]) << "the check below needs distinct outputs";
+  auto unknown = std::make_shared<v1::InferRequest>(*requests[0]);
+  unknown->set_model("no-such-model");
+  auto truncated = std::make_shared<v1::InferRequest>(*requests[0]);
+  truncated->mutable_input()->mutable_data()->resize(100);
+
+  std::vector<absl::Status> status(kQueries, absl::UnknownError("unanswered"));
+  std::vector<std::vector<float>> got(kQueries);
+  std::vector<int> answers(kQueries, 0);
+  {
+    InferenceClient stream(address_, Transport::kStream);
+    ASSERT_TRUE(stream.WaitForConnected(Seconds(5)));
+    absl::Mutex mu;
+    for (int i = 0; i < kQueries; ++i) {
+      std::shared_ptr<const v1::InferRequest> req = requests[i % kInputs];
+      if (i == 100) req = unknown;
+      if (i == 200) req = truncated;
+      stream.InferAsync(req, Seconds(5), [&, i](InferenceClient::Result r) {
+        absl::MutexLock lock(&mu);
+        ++answers[i];
+        status[i] = r.status;
+        if (r.status.ok()) {
+          auto t = DecodeTensor(r.response.output());
+          if (t.ok()) got[i] = TensorToFloats(*t).value_or(std::vector<float>());
+        }
+      });
+    }
+    // Leaving the scope closes the stream once every query is answered.
+  }
+  for (int i = 0; i < kQueries; ++i) {
+    ASSERT_EQ(answers[i], 1) << "query " << i;
+    if (i == 100) {
+      EXPECT_EQ(status[i].code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(status[i].message()), ::testing::HasSubstr("unknown model"));
+    } else if (i == 200) {
+      EXPECT_EQ(status[i].code(), absl::StatusCode::kInvalidArgument) << status[i];
+    } else {
+      ASSERT_TRUE(status[i].ok()) << "query " << i << ": " << status[i];
+      EXPECT_EQ(got[i], expected[i % kInputs]) << "query " << i << " got another query's answer";
+    }
+  }
+  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }))
+      << InferenceService::LiveReactors() << " reactors left";
+  DispatcherStats s = server_->dispatcher()->Stats();
+  EXPECT_EQ(s.accepted, s.answered);
+  EXPECT_EQ(s.accepted, kInputs + kQueries - 2);
+}
+
+TEST_F(InferenceServiceTest, CancelledStreamAnswersItsQueuedQueriesWithoutWorkerTime) {
+  HoldingWorker worker(address_);
+  ASSERT_TRUE(worker.Register());
+  worker.StartReading();
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
+
+  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  auto stub = v1::Inference::NewStub(channel);
+  grpc::ClientContext context;
+  auto stream = stub->InferStream(&context);
+  auto send = [&](std::vector<uint64_t> tags) {
+    v1::InferStreamRequest m;
+    for (uint64_t tag : tags) {
+      v1::StreamQuery* q = m.add_queries();
+      q->set_tag(tag);
+      q->set_timeout_us(10'000'000);
+      *q->mutable_request() = *Request(0.1f * tag);
+    }
+    return stream->Write(m);
+  };
+  // Query 1 occupies the only worker (lookahead 1); 2 and 3 (one message) queue.
+  ASSERT_TRUE(send({1}));
+  ASSERT_TRUE(Eventually([&] { return worker.batches() == 1; }));
+  ASSERT_TRUE(send({2, 3}));
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().pending == 3; }));
+  // The client goes away.
+  context.TryCancel();
+  (void)stream->Finish();
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().cancelled == 2; }))
+      << "the router did not see the stream's cancellation";
+
+  // The worker frees up: 2 and 3 are answered (nobody listens), not dispatched.
+  ASSERT_TRUE(worker.Answer(0));
+  EXPECT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().pending == 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(worker.batches(), 1) << "a query of the cancelled stream reached the worker";
+  DispatcherStats s = server_->dispatcher()->Stats();
+  EXPECT_EQ(s.accepted, 3);
+  EXPECT_EQ(s.answered, 3);
+  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }))
+      << InferenceService::LiveReactors() << " reactors left";
   worker.Close();
 }
 

@@ -27,6 +27,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "bench/benchmark_registry.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
@@ -45,6 +46,9 @@ ABSL_FLAG(double, throughput_start_qps, 4000, "router-throughput: first rate tri
 ABSL_FLAG(double, throughput_max_qps, 64000, "router-throughput: highest rate tried.");
 ABSL_FLAG(int32_t, throughput_workers, 16, "router-throughput: emulated workers.");
 ABSL_FLAG(std::string, bench_policy, "slackfit", "Policy the benchmark router runs.");
+ABSL_FLAG(std::string, throughput_transports, "unary,stream",
+          "router-throughput: client transports to measure, in this order (unary: one "
+          "Infer call per query; stream: one InferStream). max_qps is the best of them.");
 
 namespace superserve::bench {
 namespace {
@@ -231,6 +235,23 @@ int RunRouterOverhead(const BenchmarkArgs& args) {
   }
   InferenceClient client((*cluster)->router_address());
   client.WaitForConnected(Seconds(5));
+  InferenceClient stream_client((*cluster)->router_address(), Transport::kStream);
+  stream_client.WaitForConnected(Seconds(5));
+  // One query at a time over the client's InferStream, waited for here.
+  auto stream_infer = [&](std::shared_ptr<const v1::InferRequest> request) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false, ok = false;
+    stream_client.InferAsync(std::move(request), Millis(1000), [&](InferenceClient::Result r) {
+      std::lock_guard<std::mutex> lock(mu);
+      ok = r.status.ok();
+      done = true;
+      cv.notify_one();
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    return ok;
+  };
   LabelledRequests inputs = BenchInputs(16);
   v1::RouterMessage batch;
   batch.mutable_batch()->set_model("bench");
@@ -266,7 +287,7 @@ int RunRouterOverhead(const BenchmarkArgs& args) {
   };
 
   const int n = absl::GetFlag(FLAGS_overhead_queries);
-  std::vector<double> via_router, via_direct, via_health;
+  std::vector<double> via_router, via_stream, via_direct, via_health;
   int failures = 0;
   const Clock* clock = RealClock::Get();
   for (int i = 0; i < n + 100; ++i) {  // the first 100 of each warm up
@@ -277,13 +298,16 @@ int RunRouterOverhead(const BenchmarkArgs& args) {
     q->set_query_id(i + 1);
     bool ok = direct.Call(batch);
     Nanos t2 = clock->Now();
-    if (!r.ok() || !ok) {
+    bool stream_ok = stream_infer(inputs.requests[i % inputs.requests.size()]);
+    Nanos t3 = clock->Now();
+    if (!r.ok() || !ok || !stream_ok) {
       ++failures;
       continue;
     }
     if (i < 100) continue;
     via_router.push_back(ToMicros(t1 - t0));
     via_direct.push_back(ToMicros(t2 - t1));
+    via_stream.push_back(ToMicros(t3 - t2));
   }
   // The floor in a phase of its own, so that the alternating loop above is
   // not perturbed (an extra call to the router between rounds keeps its
@@ -311,10 +335,12 @@ int RunRouterOverhead(const BenchmarkArgs& args) {
   (*cluster)->Stop();
   const double r50 = Percentile(via_router, 0.5), r99 = Percentile(via_router, 0.99);
   const double d50 = Percentile(via_direct, 0.5), d99 = Percentile(via_direct, 0.99);
+  const double s50 = Percentile(via_stream, 0.5), s99 = Percentile(via_stream, 0.99);
   const double h50 = Percentile(via_health, 0.5);
-  std::printf("router path p50 %.0f us p99 %.0f us; direct worker call p50 %.0f us p99 %.0f us; "
-              "unary health check on the router p50 %.0f us; %d failures\n",
-              r50, r99, d50, d99, h50, failures);
+  std::printf("router path p50 %.0f us p99 %.0f us (unary Infer), p50 %.0f us p99 %.0f us "
+              "(InferStream); direct worker call p50 %.0f us p99 %.0f us; unary health check on "
+              "the router p50 %.0f us; %d failures\n",
+              r50, r99, s50, s99, d50, d99, h50, failures);
   if (args.json) {
     std::printf("%s\n", JsonWriter()
                             .Add("benchmark", "router-overhead")
@@ -325,6 +351,10 @@ int RunRouterOverhead(const BenchmarkArgs& args) {
                             .Add("direct_us_p99", d99)
                             .Add("added_us_p50", r50 - d50)
                             .Add("added_us_p99", r99 - d99)
+                            .Add("router_stream_us_p50", s50)
+                            .Add("router_stream_us_p99", s99)
+                            .Add("added_stream_us_p50", s50 - d50)
+                            .Add("added_stream_us_p99", s99 - d99)
                             .Add("unary_floor_us_p50", h50)
                             .Add("failures", failures)
                             .ToString()
@@ -334,11 +364,22 @@ int RunRouterOverhead(const BenchmarkArgs& args) {
 }
 
 struct Trial {
+  std::string transport;
   double qps = 0;
   ReplaySummary summary;
 };
 
 int RunRouterThroughput(const BenchmarkArgs& args) {
+  std::vector<std::pair<std::string, Transport>> transports;
+  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_throughput_transports), ',')) {
+    auto t = ParseTransport(std::string(name));
+    if (!t.ok()) {
+      std::fprintf(stderr, "router-throughput: --throughput_transports: %s\n",
+                   std::string(t.status().message()).c_str());
+      return 2;
+    }
+    transports.emplace_back(std::string(name), *t);
+  }
   const std::string work = MakeTempDir();
   const std::string repo = WriteEmulatedRepo(work + "/repo", 1.0);
   const int workers = absl::GetFlag(FLAGS_throughput_workers);
@@ -356,80 +397,99 @@ int RunRouterThroughput(const BenchmarkArgs& args) {
     std::fprintf(stderr, "router-throughput: %s\n", std::string(cluster.status().message()).c_str());
     return 1;
   }
-  InferenceClient client((*cluster)->router_address());
-  client.WaitForConnected(Seconds(5));
   LabelledRequests inputs = BenchInputs(64);
   const double trial_s = absl::GetFlag(FLAGS_throughput_trial_s);
   const Nanos slo = Millis(absl::GetFlag(FLAGS_throughput_slo_ms));
   std::vector<Trial> trials;
-  auto run = [&](double qps) {
-    std::mt19937_64 rng(static_cast<uint64_t>(qps));
-    std::exponential_distribution<double> gap(qps);
-    std::vector<TraceArrival> trace(static_cast<size_t>(qps * trial_s));
-    double t = 0;
-    for (auto& a : trace) {
-      t += gap(rng);
-      a.arrival = static_cast<Nanos>(t * 1e9);
-    }
-    ReplayOptions ro;
-    ro.default_slo = slo;
-    ro.progress = false;
-    auto records = ReplayTrace(client, trace, inputs, ro);
-    Trial tr;
-    tr.qps = qps;
-    if (records.ok()) tr.summary = Summarize(*records);
-    std::printf("  %.0f qps offered: attainment %.4f, served %.0f qps, p50 %.2f ms, p99 %.2f ms\n",
-                qps, tr.summary.slo_attainment, tr.summary.throughput_qps, tr.summary.p50_ms,
-                tr.summary.p99_ms);
-    std::fflush(stdout);
-    trials.push_back(tr);
-    // Let queues drain between trials.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    return tr.summary.slo_attainment >= 0.999;
-  };
-  // Double until a rate fails, then bisect between the last pass and the fail.
-  double lo = 0, hi = 0;
-  for (double qps = absl::GetFlag(FLAGS_throughput_start_qps);
-       qps <= absl::GetFlag(FLAGS_throughput_max_qps); qps *= 2) {
-    if (run(qps)) {
-      lo = qps;
-    } else {
-      hi = qps;
-      break;
-    }
-  }
-  if (hi == 0) hi = lo;  // never failed up to the cap
-  while (lo > 0 && hi > lo * 1.1) {
-    double mid = (lo + hi) / 2;
-    if (run(mid)) lo = mid;
-    else hi = mid;
-  }
-  if (lo == 0) {  // even the first rate failed: bisect downwards
-    hi = absl::GetFlag(FLAGS_throughput_start_qps);
-    for (double qps = hi / 2; qps >= 250; qps /= 2) {
+  // The highest rate (within 10 %) this client sustains at >= 0.999.
+  auto find_max = [&](const std::string& name, InferenceClient& client) {
+    auto run = [&](double qps) {
+      std::mt19937_64 rng(static_cast<uint64_t>(qps));
+      std::exponential_distribution<double> gap(qps);
+      std::vector<TraceArrival> trace(static_cast<size_t>(qps * trial_s));
+      double t = 0;
+      for (auto& a : trace) {
+        t += gap(rng);
+        a.arrival = static_cast<Nanos>(t * 1e9);
+      }
+      ReplayOptions ro;
+      ro.default_slo = slo;
+      ro.progress = false;
+      auto records = ReplayTrace(client, trace, inputs, ro);
+      Trial tr;
+      tr.transport = name;
+      tr.qps = qps;
+      if (records.ok()) tr.summary = Summarize(*records);
+      std::printf("  %s, %.0f qps offered: attainment %.4f, served %.0f qps, p50 %.2f ms, p99 "
+                  "%.2f ms\n",
+                  name.c_str(), qps, tr.summary.slo_attainment, tr.summary.throughput_qps,
+                  tr.summary.p50_ms, tr.summary.p99_ms);
+      std::fflush(stdout);
+      trials.push_back(tr);
+      // Let queues drain between trials.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      return tr.summary.slo_attainment >= 0.999;
+    };
+    // Double until a rate fails, then bisect between the last pass and the fail.
+    double lo = 0, hi = 0;
+    for (double qps = absl::GetFlag(FLAGS_throughput_start_qps);
+         qps <= absl::GetFlag(FLAGS_throughput_max_qps); qps *= 2) {
       if (run(qps)) {
         lo = qps;
+      } else {
+        hi = qps;
         break;
       }
     }
+    if (hi == 0) hi = lo;  // never failed up to the cap
+    while (lo > 0 && hi > lo * 1.1) {
+      double mid = (lo + hi) / 2;
+      if (run(mid)) lo = mid;
+      else hi = mid;
+    }
+    if (lo == 0) {  // even the first rate failed: bisect downwards
+      hi = absl::GetFlag(FLAGS_throughput_start_qps);
+      for (double qps = hi / 2; qps >= 250; qps /= 2) {
+        if (run(qps)) {
+          lo = qps;
+          break;
+        }
+      }
+    }
+    return lo;
+  };
+  std::vector<std::pair<std::string, double>> maxima;
+  double best = 0;
+  for (const auto& [name, transport] : transports) {
+    InferenceClient client((*cluster)->router_address(), transport);
+    client.WaitForConnected(Seconds(5));
+    const double lo = find_max(name, client);
+    std::printf("router-throughput: %s: max %.0f qps at >= 0.999 attainment (%d emulated workers, "
+                "SLO %.0f ms, policy %s)\n",
+                name.c_str(), lo, workers, ToMillis(slo),
+                absl::GetFlag(FLAGS_bench_policy).c_str());
+    maxima.emplace_back(name, lo);
+    best = std::max(best, lo);
   }
   (*cluster)->Stop();
-  std::printf("router-throughput: max %.0f qps at >= 0.999 attainment (%d emulated workers, SLO "
-              "%.0f ms, policy %s)\n",
-              lo, workers, ToMillis(slo), absl::GetFlag(FLAGS_bench_policy).c_str());
   if (args.json) {
     std::vector<JsonWriter> rows;
     for (const auto& t : trials) {
       rows.push_back(JsonWriter()
+                         .Add("transport", t.transport)
                          .Add("offered_qps", t.qps)
                          .Add("slo_attainment", t.summary.slo_attainment)
                          .Add("served_qps", t.summary.throughput_qps)
                          .Add("p99_ms", t.summary.p99_ms));
     }
-    std::printf("%s\n", JsonWriter()
-                            .Add("benchmark", "router-throughput")
-                            .Add("max_qps", lo)
-                            .Add("workers", workers)
+    JsonWriter out;
+    out.Add("benchmark", "router-throughput").Add("max_qps", best);
+    for (const auto& [name, lo] : maxima) out.Add("max_qps_" + name, lo);
+    // The baseline of the same run: the first transport (unary by default).
+    if (maxima.size() > 1 && maxima.front().second > 0) {
+      out.Add("ratio_vs_" + maxima.front().first, best / maxima.front().second);
+    }
+    std::printf("%s\n", out.Add("workers", workers)
                             .Add("slo_ms", ToMillis(slo))
                             .Add("trial_s", trial_s)
                             .AddArray("trials", rows)
