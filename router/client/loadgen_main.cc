@@ -40,6 +40,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-loadgen: --trace and --model are required (see --help)\n");
     return 2;
   }
+  auto transport = ParseTransport(absl::GetFlag(FLAGS_transport));
+  if (!transport.ok()) {
+    std::fprintf(stderr, "superserve-loadgen: --transport: %s\n",
+                 std::string(transport.status().message()).c_str());
+    return 2;
+  }
   std::vector<int64_t> shape;
   for (auto part : absl::StrSplit(absl::GetFlag(FLAGS_input_shape), ',')) {
     int64_t d;
@@ -65,12 +71,6 @@ int main(int argc, char** argv) {
   if (!inputs.ok()) {
     SS_LOG(ERROR) << inputs.status().message();
     return 1;
-  }
-  auto transport = ParseTransport(absl::GetFlag(FLAGS_transport));
-  if (!transport.ok()) {
-    std::fprintf(stderr, "superserve-loadgen: --transport: %s\n",
-                 std::string(transport.status().message()).c_str());
-    return 2;
   }
   InferenceClient client(absl::GetFlag(FLAGS_router), *transport);
   if (!client.WaitForConnected(Seconds(10))) {

@@ -58,12 +58,21 @@ std::unique_ptr<LocalCluster> StartCluster(int workers, std::vector<std::string>
   return c.ok() ? *std::move(c) : nullptr;
 }
 
-TEST(EngineIntegration, EmulatedWorkersServeEveryQueryWithTheReportedSubnet) {
+// The replay tests run once per client transport: unary Infer calls, and
+// one InferStream.
+class EngineIntegrationByTransport : public ::testing::TestWithParam<Transport> {};
+INSTANTIATE_TEST_SUITE_P(Transports, EngineIntegrationByTransport,
+                         ::testing::Values(Transport::kUnary, Transport::kStream),
+                         [](const ::testing::TestParamInfo<Transport>& info) {
+                           return info.param == Transport::kUnary ? "Unary" : "Stream";
+                         });
+
+TEST_P(EngineIntegrationByTransport, EmulatedWorkersServeEveryQueryWithTheReportedSubnet) {
   auto cluster = StartCluster(2, {"--heartbeat_ms=200"});
   ASSERT_NE(cluster, nullptr);
   auto profile = LoadModelDirectory(EmulatedRepo() + "/emu");
   ASSERT_TRUE(profile.ok());
-  InferenceClient client(cluster->router_address());
+  InferenceClient client(cluster->router_address(), GetParam());
   ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
   ReplayOptions ro;
   ro.default_slo = Millis(100);
@@ -132,10 +141,11 @@ TEST(EngineIntegration, StatusCodesForBadRequestsNoWorkersAndFullQueue) {
   EXPECT_EQ(other.load(), 0);
 }
 
-TEST(EngineIntegration, KilledWorkerLosesNoQuery) {
+TEST_P(EngineIntegrationByTransport, KilledWorkerLosesNoQuery) {
   auto cluster = StartCluster(2, {"--heartbeat_ms=100", "--missed_heartbeats=3"});
   ASSERT_NE(cluster, nullptr);
-  InferenceClient client(cluster->router_address());
+  InferenceClient client(cluster->router_address(), GetParam());
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
   ReplayOptions ro;
   ro.default_slo = Millis(200);
   ro.progress = false;
@@ -285,6 +295,18 @@ TEST(EngineIntegration, EveryBinaryAnswersHelp) {
     ASSERT_TRUE(text.ok());
     EXPECT_THAT(*text, HasSubstr("--")) << bin;
   }
+  // A bad flag value is a usage error that names the flag, not a crash.
+  std::string log = MakeWorkDir() + "/transport.txt";
+  auto p = Subprocess::Start({BinDir() + "/superserve-loadgen", "--trace=x.csv", "--model=emu",
+                              "--transport=udp"},
+                             log);
+  ASSERT_TRUE(p.ok());
+  auto st = p->Wait(Seconds(10));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2);
+  auto text = WaitForFile(log, Seconds(1));
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, HasSubstr("--transport: unknown transport \"udp\""));
 }
 
 }  // namespace
