@@ -28,6 +28,12 @@ absl::Status FromWire(int32_t code, const std::string& message) {
 
 }  // namespace
 
+size_t QueriesPerMessage(absl::Span<const size_t> sizes, size_t max_bytes) {
+  size_t n = 0, bytes = 0;
+  while (n < sizes.size() && (n == 0 || bytes + sizes[n] <= max_bytes)) bytes += sizes[n++];
+  return n;
+}
+
 absl::StatusOr<Transport> ParseTransport(const std::string& name) {
   if (name == "unary") return Transport::kUnary;
   if (name == "stream") return Transport::kStream;
@@ -48,6 +54,9 @@ struct InferenceClient::InFlight {
 class InferenceClient::Stream final
     : public grpc::ClientBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse> {
  public:
+  // gRPC's default receive limit; the router accepts more (64 MB).
+  static constexpr size_t kMaxMessageBytes = 4 << 20;
+
   explicit Stream(v1::Inference::Stub* stub) {
     stub->async()->InferStream(&context_, this);
     StartRead(&in_);
@@ -66,6 +75,7 @@ class InferenceClient::Stream final
         q->set_tag(tag);
         *q->mutable_request() = request;
         queued_deadlines_.push_back(start + timeout);
+        queued_bytes_.push_back(request.ByteSizeLong() + 32);  // + tag, timeout, framing
         if (!writing_) write = writing_ = TakeQueuedLocked();
       }
     }
@@ -165,16 +175,29 @@ class InferenceClient::Stream final
     Nanos start = 0;
   };
 
-  // Moves the queued queries into out_, their timeouts counted from now.
+  // Moves queued queries into out_ (all of them, or as many as fit in
+  // kMaxMessageBytes: after a stall the backlog goes out in several messages
+  // rather than one the router may refuse), their timeouts counted from now.
   bool TakeQueuedLocked() {
     const Nanos now = RealClock::Get()->Now();
-    for (int i = 0; i < queued_.queries_size(); ++i) {
+    const size_t n = QueriesPerMessage(queued_bytes_, kMaxMessageBytes);
+    for (size_t i = 0; i < n; ++i) {
       // At least 1 us: 0 would mean "the router's default".
-      queued_.mutable_queries(i)->set_timeout_us(
-          std::max<int64_t>(1, (queued_deadlines_[i] - now) / 1000));
+      queued_.mutable_queries(static_cast<int>(i))
+          ->set_timeout_us(std::max<int64_t>(1, (queued_deadlines_[i] - now) / 1000));
     }
-    queued_deadlines_.clear();
-    out_.Swap(&queued_);
+    if (n == queued_bytes_.size()) {
+      out_.Swap(&queued_);
+      queued_deadlines_.clear();
+      queued_bytes_.clear();
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        out_.add_queries()->Swap(queued_.mutable_queries(static_cast<int>(i)));
+      }
+      queued_.mutable_queries()->DeleteSubrange(0, static_cast<int>(n));
+      queued_deadlines_.erase(queued_deadlines_.begin(), queued_deadlines_.begin() + n);
+      queued_bytes_.erase(queued_bytes_.begin(), queued_bytes_.begin() + n);
+    }
     return true;
   }
   void StartOnce() {
@@ -189,7 +212,8 @@ class InferenceClient::Stream final
   std::condition_variable ended_cv_;
   absl::flat_hash_map<uint64_t, Call> calls_;
   v1::InferStreamRequest queued_;
-  std::vector<Nanos> queued_deadlines_;
+  std::vector<Nanos> queued_deadlines_;  // per queued query
+  std::vector<size_t> queued_bytes_;     // per queued query, its wire size (about)
   uint64_t next_tag_ = 0;
   bool writing_ = false;
   bool closing_ = false;

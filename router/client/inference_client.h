@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/time.h"
 #include "superserve/v1/inference.grpc.pb.h"
 
@@ -25,6 +26,11 @@ enum class Transport {
             // stream, headers or timer per query) for high-rate clients.
 };
 absl::StatusOr<Transport> ParseTransport(const std::string& name);  // "unary" | "stream"
+
+// Transport::kStream packs the queries queued behind a write into the next
+// message: how many of them (in order, of these wire sizes) go in one message
+// of at most `max_bytes` — at least one, so an oversized query still goes.
+size_t QueriesPerMessage(absl::Span<const size_t> sizes, size_t max_bytes);
 
 // A small client of Inference.Infer. Every call carries its own deadline (the
 // query's SLO: the router schedules against it). Thread-safe; one channel.
