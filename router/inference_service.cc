@@ -181,6 +181,7 @@ class InferStreamReactor final
     return broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream broken or cancelled")
                    : grpc::Status::OK;
   }
+
   Dispatcher* const dispatcher_;
   const Nanos default_slo_;
   v1::InferStreamRequest in_;  // only touched by the read chain
