@@ -49,7 +49,7 @@ std::vector<double> FittedAccuracyModel::Encode(const models::OfaResNetConfig& c
 
 absl::StatusOr<FittedAccuracyModel> FittedAccuracyModel::Fit(
     const models::OfaResNetConfig& config, const std::vector<ControlTuple>& architectures,
-    const std::vector<double>& accuracy, double ridge) {
+    const std::vector<double>& accuracy, double ridge, bool monotone) {
   if (architectures.size() != accuracy.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "accuracy model: %d architectures but %d accuracies", architectures.size(),
@@ -69,7 +69,8 @@ absl::StatusOr<FittedAccuracyModel> FittedAccuracyModel::Fit(
           "accuracy model: architecture %d does not match the configuration's shape", i));
     }
   }
-  auto weights = SolveLeastSquares(x, accuracy, std::vector<bool>(x.size(), true), ridge);
+  auto weights =
+      SolveLeastSquares(x, accuracy, std::vector<bool>(x.size(), true), ridge, monotone);
   if (!weights.ok()) return weights.status();
   FittedAccuracyModel model;
   model.config_ = config;
@@ -81,6 +82,7 @@ absl::StatusOr<FittedAccuracyModel> FittedAccuracyModel::Fit(
   }
   model.rmse_ = std::sqrt(squares / static_cast<double>(x.size()));
   model.points_ = x.size();
+  model.monotone_ = monotone;
   return model;
 }
 
@@ -90,9 +92,9 @@ double FittedAccuracyModel::Predict(const ControlTuple& architecture) const {
 
 std::string FittedAccuracyModel::DebugString() const {
   return absl::StrFormat(
-      "accuracy model: ridge regression on %d choice features over %d architectures, "
+      "accuracy model: %sridge regression on %d choice features over %d architectures, "
       "residual RMS %.2f points, largest %.2f %%, smallest %.2f %%",
-      weights_.size() - 1, points_, rmse_, Predict(models::LargestArchitecture(config_)),
+      monotone_ ? "monotone " : "", weights_.size() - 1, points_, rmse_, Predict(models::LargestArchitecture(config_)),
       Predict(models::SmallestArchitecture(config_)));
 }
 

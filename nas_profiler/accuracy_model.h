@@ -31,11 +31,14 @@ namespace superserve::nas {
 class FittedAccuracyModel {
  public:
   // Ridge regression of accuracy on the encoding. Needs at least as many
-  // architectures as features.
+  // architectures as features. `monotone` constrains every feature's weight
+  // to >= 0, so that a larger choice anywhere never predicts a lower
+  // accuracy (and the largest architecture is predicted the most accurate);
+  // unconstrained, measurement noise can make a few weights negative.
   static absl::StatusOr<FittedAccuracyModel> Fit(const models::OfaResNetConfig& config,
                                                  const std::vector<ControlTuple>& architectures,
                                                  const std::vector<double>& accuracy,
-                                                 double ridge = 10.0);
+                                                 double ridge = 10.0, bool monotone = false);
 
   static std::vector<double> Encode(const models::OfaResNetConfig& config,
                                     const ControlTuple& architecture);
@@ -51,6 +54,7 @@ class FittedAccuracyModel {
   std::vector<double> weights_;
   double rmse_ = 0;
   size_t points_ = 0;
+  bool monotone_ = false;
 };
 
 }  // namespace superserve::nas

@@ -11,7 +11,7 @@ namespace superserve::nas {
 absl::StatusOr<std::vector<double>> SolveLeastSquares(const std::vector<std::vector<double>>& x,
                                                       const std::vector<double>& y,
                                                       const std::vector<bool>& use,
-                                                      double ridge) {
+                                                      double ridge, bool nonnegative) {
   if (x.empty() || x.size() != y.size() || x.size() != use.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "least squares: %d rows, %d targets, %d flags", x.size(), y.size(), use.size()));
@@ -48,6 +48,32 @@ absl::StatusOr<std::vector<double>> SolveLeastSquares(const std::vector<std::vec
     }
   }
   for (size_t r = 1; r < n; ++r) a[r][r] += ridge;
+  std::vector<double> weights(params, 0.0);
+  if (nonnegative) {
+    // Projected coordinate descent: each step minimises the quadratic along
+    // one coordinate, then clips it at 0 (the intercept stays free). The
+    // objective is convex, so the sweeps converge to the constrained optimum.
+    std::vector<double> w(n, 0.0);
+    for (size_t c = 0; c < n; ++c) {
+      if (a[c][c] < 1e-12) return absl::InvalidArgumentError("least squares: singular system");
+    }
+    for (int sweep = 0; sweep < 100000; ++sweep) {
+      double change = 0;
+      for (size_t c = 0; c < n; ++c) {
+        double r = a[c][n];
+        for (size_t k = 0; k < n; ++k) {
+          if (k != c) r -= a[c][k] * w[k];
+        }
+        double v = r / a[c][c];
+        if (c > 0) v = std::max(0.0, v);
+        change = std::max(change, std::abs(v - w[c]));
+        w[c] = v;
+      }
+      if (change < 1e-12) break;
+    }
+    for (size_t c = 0; c < n; ++c) weights[cols[c]] = w[c] * scale[cols[c]];
+    return weights;
+  }
   for (size_t c = 0; c < n; ++c) {
     size_t pivot = c;
     for (size_t r = c + 1; r < n; ++r) {
@@ -63,7 +89,6 @@ absl::StatusOr<std::vector<double>> SolveLeastSquares(const std::vector<std::vec
       for (size_t k = c; k <= n; ++k) a[r][k] -= f * a[c][k];
     }
   }
-  std::vector<double> weights(params, 0.0);
   for (size_t c = 0; c < n; ++c) weights[cols[c]] = a[c][n] / a[c][c] * scale[cols[c]];
   return weights;
 }

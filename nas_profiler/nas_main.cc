@@ -68,6 +68,11 @@ ABSL_FLAG(bool, fit_accuracy, true,
           "search: rank candidates by an accuracy model (ridge regression on the architecture's "
           "choices) fitted to all their validation accuracies, once there are twice as many "
           "candidates as features (false: each by its own measurement).");
+ABSL_FLAG(bool, monotone_accuracy, false,
+          "search: constrain the accuracy model so that a larger choice never predicts a lower "
+          "accuracy (non-negative weights: nothing is predicted above the largest architecture). "
+          "Off by default: the bundled model was searched without it (docs/nas.md has what it "
+          "gave).");
 ABSL_FLAG(int, screen_factor, 10,
           "search: with both fitted models, each evolution round proposes this many times "
           "--mutations_per_round mutations and measures those predicted furthest above the "
@@ -302,6 +307,7 @@ int Search() {
   options.seed = absl::GetFlag(FLAGS_seed);
   options.fit_latency = absl::GetFlag(FLAGS_fit_latency);
   options.fit_accuracy = absl::GetFlag(FLAGS_fit_accuracy);
+  options.monotone_accuracy = absl::GetFlag(FLAGS_monotone_accuracy);
   options.screen_factor = absl::GetFlag(FLAGS_screen_factor);
   if (const std::string previous = absl::GetFlag(FLAGS_previous_candidates); !previous.empty()) {
     auto read = ReadCandidatesCsv(previous);

@@ -352,8 +352,8 @@ absl::StatusOr<SearchResult> SearchAndProfile(OfaResNet& model, const FashionMni
         architectures.push_back(c.architecture);
         accuracy.push_back(c.validation_accuracy);
       }
-      auto fitted =
-          FittedAccuracyModel::Fit(config, architectures, accuracy, options.accuracy_ridge);
+      auto fitted = FittedAccuracyModel::Fit(config, architectures, accuracy,
+                                             options.accuracy_ridge, options.monotone_accuracy);
       if (!fitted.ok()) return fitted.status();
       for (CandidateResult& c : result.candidates) {
         c.ranking_accuracy = fitted->Predict(c.architecture);

@@ -73,6 +73,9 @@ struct SearchOptions {
   // least twice as many candidates as the model has features.
   bool fit_accuracy = true;
   double accuracy_ridge = 10.0;
+  // Constrain the accuracy model's weights to >= 0 (FittedAccuracyModel).
+  // Off by default: the bundled model was searched without it.
+  bool monotone_accuracy = false;
   int screen_factor = 10;
   size_t max_subnets = 160;
   std::vector<int32_t> batch_sizes = {1, 2, 4, 8, 16, 32, 64};

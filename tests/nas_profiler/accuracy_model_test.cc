@@ -81,6 +81,56 @@ TEST(FittedAccuracyModelTest, PoolsNoisyMeasurementsIntoBetterEstimates) {
   EXPECT_NE(model->DebugString().find("800 architectures"), std::string::npos);
 }
 
+TEST(FittedAccuracyModelTest, MonotoneModelNeverPredictsLessForALargerChoice) {
+  // Expand ratios do not matter here: the unconstrained fit gives some of
+  // their features slightly negative weights from noise alone, so an
+  // architecture can be predicted above the largest one.
+  const auto config = Config();
+  const auto architectures = Sample(config, 400, 5);
+  std::mt19937_64 rng(6);
+  std::normal_distribution<double> noise(0.0, 0.4);
+  std::vector<double> measured;
+  for (const auto& a : architectures) {
+    double acc = 88.0;
+    for (int32_t d : a.depths) acc += 0.4 * d;
+    for (float w : a.width_multipliers) acc += 1.5 * w;
+    measured.push_back(acc + noise(rng));
+  }
+  const ControlTuple largest = models::LargestArchitecture(config);
+  // One choice made one step larger, for every architecture and position.
+  auto larger_variants = [&](const ControlTuple& a) {
+    std::vector<ControlTuple> out;
+    for (size_t i = 0; i < a.expand_ratios.size(); ++i) {
+      for (float e : config.expand_ratio_choices) {
+        if (e > a.expand_ratios[i]) {
+          ControlTuple b = a;
+          b.expand_ratios[i] = e;
+          out.push_back(b);
+          break;
+        }
+      }
+    }
+    return out;
+  };
+  auto violations = [&](const FittedAccuracyModel& m) {
+    int n = 0;
+    for (const auto& a : architectures) {
+      n += m.Predict(a) > m.Predict(largest) + 1e-9;
+      for (const auto& b : larger_variants(a)) n += m.Predict(b) < m.Predict(a) - 1e-9;
+    }
+    return n;
+  };
+  auto free_fit = FittedAccuracyModel::Fit(config, architectures, measured);
+  ASSERT_TRUE(free_fit.ok());
+  EXPECT_GT(violations(*free_fit), 0) << "the case no longer needs the constraint";
+  auto monotone = FittedAccuracyModel::Fit(config, architectures, measured, 10.0, true);
+  ASSERT_TRUE(monotone.ok()) << monotone.status();
+  EXPECT_EQ(violations(*monotone), 0);
+  // It still fits: residuals at the noise level.
+  EXPECT_NEAR(monotone->rmse(), 0.4, 0.1);
+  EXPECT_NE(monotone->DebugString().find("monotone"), std::string::npos);
+}
+
 TEST(FittedAccuracyModelTest, TooFewOrMismatchedPointsAreErrors) {
   const auto config = Config();
   const auto architectures = Sample(config, 10, 4);
