@@ -61,7 +61,9 @@ class InferenceClient {
   // on a gRPC thread when the call ends. Never blocks on the network. With
   // Transport::kStream the router enforces the deadline (it answers every
   // query it accepted, late ones DEADLINE_EXCEEDED); if the stream breaks,
-  // every unanswered query fails with the stream's status.
+  // every unanswered query fails with the stream's status, and a query sent
+  // after that fails UNAVAILABLE at once, its `done` run on the caller's
+  // thread.
   void InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout, Callback done);
 
   // Blocking convenience wrapper (always a unary call).

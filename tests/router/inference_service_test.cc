@@ -215,6 +215,19 @@ class HoldingWorker {
   std::vector<v1::Batch> batches_;
 };
 
+// After the held batch returned: every one of `accepted` queries was
+// answered, only that one batch ever reached the worker (the cancelled
+// queries got no worker time), and every reactor is gone.
+void ExpectAnsweredWithOneBatch(HoldingWorker& worker, int64_t accepted, RouterServer* server) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(worker.batches(), 1) << "a cancelled query reached the worker";
+  DispatcherStats s = server->dispatcher()->Stats();
+  EXPECT_EQ(s.accepted, accepted);
+  EXPECT_EQ(s.answered, accepted);
+  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }))
+      << InferenceService::LiveReactors() << " reactors left";
+}
+
 TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorkerTime) {
   HoldingWorker worker(address_);
   ASSERT_TRUE(worker.Register());
@@ -245,12 +258,7 @@ TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorke
   ASSERT_TRUE(Eventually([&] { return done.load() == 2; }));
   EXPECT_TRUE(first_status.ok()) << first_status;
   EXPECT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().pending == 0; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(worker.batches(), 1) << "the cancelled query reached the worker";
-  DispatcherStats s = server_->dispatcher()->Stats();
-  EXPECT_EQ(s.accepted, 2);
-  EXPECT_EQ(s.answered, 2);
-  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }));
+  ExpectAnsweredWithOneBatch(worker, 2, server_.get());
   worker.Close();
 }
 
@@ -357,13 +365,7 @@ TEST_F(InferenceServiceTest, CancelledStreamAnswersItsQueuedQueriesWithoutWorker
   // The worker frees up: 2 and 3 are answered (nobody listens), not dispatched.
   ASSERT_TRUE(worker.Answer(0));
   EXPECT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().pending == 0; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(worker.batches(), 1) << "a query of the cancelled stream reached the worker";
-  DispatcherStats s = server_->dispatcher()->Stats();
-  EXPECT_EQ(s.accepted, 3);
-  EXPECT_EQ(s.answered, 3);
-  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }))
-      << InferenceService::LiveReactors() << " reactors left";
+  ExpectAnsweredWithOneBatch(worker, 3, server_.get());
   worker.Close();
 }
 
