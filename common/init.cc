@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/program_name.h"
 #include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -27,6 +28,9 @@ std::vector<std::string> InitMain(int argc, char** argv, const std::string& usag
     std::string_view a = argv[i];
     if (a == "--") break;
     if (a == "--help" || a == "-h" || a == "--helpfull" || a == "-help") {
+      // FlagsHelp starts with the program's name, which Abseil only learns
+      // in ParseCommandLine ("UNKNOWN" before it).
+      absl::flags_internal::SetProgramInvocationName(argv[0]);
       // Sources are compiled with __FILE__ rewritten to "superserve/<folder>/..."
       // (see the top-level CMakeLists), so this lists our flags and not
       // Abseil's internal ones.
