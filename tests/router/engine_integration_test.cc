@@ -9,10 +9,17 @@
 #include <signal.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <mutex>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/cpu_affinity.h"
 #include "common/model_repository.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
@@ -237,6 +244,58 @@ TEST(EngineIntegration, HealthCheckingAndReflection) {
     call->Finish(&status, reinterpret_cast<void*>(4));
     Step(&cq, 4);
   }
+}
+
+// --cpus pins every router thread (gRPC's included, started after the flag
+// is applied) and the router still serves; a CPU it may not use is a usage
+// error that names the flag.
+TEST(EngineIntegration, RouterPinnedWithCpusFlag) {
+  const int cpu = AllowedCpus().back();
+  auto cluster = StartCluster(1, {absl::StrCat("--cpus=", cpu)});
+  ASSERT_NE(cluster, nullptr);
+  InferenceClient client(cluster->router_address(), Transport::kStream);
+  LabelledRequests in = SyntheticInputs(20);
+  for (const auto& req : in.requests) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    absl::Status status;
+    client.InferAsync(req, Seconds(5), [&](InferenceClient::Result r) {
+      std::lock_guard<std::mutex> lock(mu);
+      status = r.status;
+      done = true;
+      cv.notify_one();
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    EXPECT_TRUE(status.ok()) << status;
+  }
+  int threads = 0;
+  const std::string tasks = absl::StrCat("/proc/", cluster->router().pid(), "/task");
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream f(task.path() / "status");
+    std::string line, allowed;
+    while (std::getline(f, line)) {
+      if (absl::StartsWith(line, "Cpus_allowed_list:")) {
+        allowed = std::string(absl::StripAsciiWhitespace(line.substr(18)));
+      }
+    }
+    EXPECT_EQ(allowed, std::to_string(cpu)) << task.path();
+    ++threads;
+  }
+  EXPECT_GT(threads, 3) << "gRPC's threads should be among them";
+
+  std::string log = MakeWorkDir() + "/cpus.txt";
+  auto p = Subprocess::Start({BinDir() + "/superserve-router", "--model_repo=" + EmulatedRepo(),
+                              "--listen=127.0.0.1:0", "--cpus=0,4096"},
+                             log);
+  ASSERT_TRUE(p.ok());
+  auto st = p->Wait(Seconds(10));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2);
+  auto text = WaitForFile(log, Seconds(1));
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, HasSubstr("--cpus=0,4096: CPU 4096 is past the largest CPU number"));
 }
 
 TEST(EngineIntegration, AdminNeedsTheToken) {

@@ -46,6 +46,8 @@ ABSL_FLAG(double, throughput_start_qps, 4000, "router-throughput: first rate tri
 ABSL_FLAG(double, throughput_max_qps, 64000, "router-throughput: highest rate tried.");
 ABSL_FLAG(int32_t, throughput_workers, 16, "router-throughput: emulated workers.");
 ABSL_FLAG(std::string, bench_policy, "slackfit", "Policy the benchmark router runs.");
+ABSL_FLAG(std::string, router_cpus, "",
+          "The benchmark router's --cpus (empty = not pinned, the router's default).");
 ABSL_FLAG(std::string, throughput_transports, "unary,stream",
           "router-throughput: client transports to measure, in this order (unary: one "
           "Infer call per query; stream: one InferStream). max_qps is the best of them.");
@@ -102,6 +104,12 @@ LabelledRequests BenchInputs(int n) {
     in.labels.push_back(i % 10);
   }
   return in;
+}
+
+std::vector<std::string> RouterCpuFlags() {
+  const std::string cpus = absl::GetFlag(FLAGS_router_cpus);
+  if (cpus.empty()) return {};
+  return {"--cpus=" + cpus};
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -214,6 +222,7 @@ int RunRouterOverhead(const BenchmarkArgs& args) {
   o.policy = absl::GetFlag(FLAGS_bench_policy);
   o.workers = 1;
   o.emulate = true;
+  o.router_flags = RouterCpuFlags();
   auto cluster = LocalCluster::Start(o);
   if (!cluster.ok()) {
     std::fprintf(stderr, "router-overhead: %s\n", std::string(cluster.status().message()).c_str());
@@ -344,6 +353,7 @@ int RunRouterOverhead(const BenchmarkArgs& args) {
   if (args.json) {
     std::printf("%s\n", JsonWriter()
                             .Add("benchmark", "router-overhead")
+                            .Add("router_cpus", absl::GetFlag(FLAGS_router_cpus))
                             .Add("queries", static_cast<int64_t>(via_router.size()))
                             .Add("router_us_p50", r50)
                             .Add("router_us_p99", r99)
@@ -391,7 +401,8 @@ int RunRouterThroughput(const BenchmarkArgs& args) {
   o.workers = 1;
   o.instances_per_worker = workers;
   o.emulate = true;
-  o.router_flags = {"--log_level=warning"};
+  o.router_flags = RouterCpuFlags();
+  o.router_flags.push_back("--log_level=warning");
   auto cluster = LocalCluster::Start(o);
   if (!cluster.ok()) {
     std::fprintf(stderr, "router-throughput: %s\n", std::string(cluster.status().message()).c_str());
@@ -483,7 +494,9 @@ int RunRouterThroughput(const BenchmarkArgs& args) {
                          .Add("p99_ms", t.summary.p99_ms));
     }
     JsonWriter out;
-    out.Add("benchmark", "router-throughput").Add("max_qps", best);
+    out.Add("benchmark", "router-throughput")
+        .Add("router_cpus", absl::GetFlag(FLAGS_router_cpus))
+        .Add("max_qps", best);
     for (const auto& [name, lo] : maxima) out.Add("max_qps_" + name, lo);
     // The baseline of the same run: the first transport (unary by default).
     if (maxima.size() > 1 && maxima.front().second > 0) {
