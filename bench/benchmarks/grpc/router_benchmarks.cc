@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -62,9 +63,24 @@ std::string SelfDir() {
   return fs::read_symlink("/proc/self/exe", ec).parent_path().string();
 }
 
-std::string MakeTempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "superserve-bench-XXXXXX").string();
-  return mkdtemp(tmpl.data()) ? tmpl : "/tmp";
+// Runs `run(dir)` in a fresh scratch directory (model repository, process
+// logs, port files) and removes it afterwards, unless the run failed: then
+// the logs stay for the error message that points at them.
+int InScratchDir(const char* benchmark, const std::function<int(const std::string&)>& run) {
+  std::string dir = (fs::temp_directory_path() / "superserve-bench-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) {
+    std::fprintf(stderr, "%s: cannot create a scratch directory under %s\n", benchmark,
+                 fs::temp_directory_path().c_str());
+    return 1;
+  }
+  const int rc = run(dir);
+  if (rc == 0) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  } else {
+    std::fprintf(stderr, "%s: logs kept in %s\n", benchmark, dir.c_str());
+  }
+  return rc;
 }
 
 // A model repository with one emulated model whose subnets' latencies are
@@ -210,8 +226,7 @@ class DirectLink final : public v1::WorkerLink::CallbackService {
   v1::RouterMessage out_;
 };
 
-int RunRouterOverhead(const BenchmarkArgs& args) {
-  const std::string work = MakeTempDir();
+int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
   // Tiny emulated latencies (subnet 0 at batch 1: 20 us) so that execution
   // noise does not hide the router's share.
   const std::string repo = WriteEmulatedRepo(work + "/repo", 0.02);
@@ -379,6 +394,10 @@ struct Trial {
   ReplaySummary summary;
 };
 
+int MeasureRouterThroughput(const BenchmarkArgs& args,
+                            const std::vector<std::pair<std::string, Transport>>& transports,
+                            const std::string& work);
+
 int RunRouterThroughput(const BenchmarkArgs& args) {
   std::vector<std::pair<std::string, Transport>> transports;
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_throughput_transports), ',')) {
@@ -390,7 +409,14 @@ int RunRouterThroughput(const BenchmarkArgs& args) {
     }
     transports.emplace_back(std::string(name), *t);
   }
-  const std::string work = MakeTempDir();
+  return InScratchDir("router-throughput", [&](const std::string& work) {
+    return MeasureRouterThroughput(args, transports, work);
+  });
+}
+
+int MeasureRouterThroughput(const BenchmarkArgs& args,
+                            const std::vector<std::pair<std::string, Transport>>& transports,
+                            const std::string& work) {
   const std::string repo = WriteEmulatedRepo(work + "/repo", 1.0);
   const int workers = absl::GetFlag(FLAGS_throughput_workers);
   LocalClusterOptions o;
@@ -515,7 +541,11 @@ int RunRouterThroughput(const BenchmarkArgs& args) {
 RegisterBenchmark reg_overhead("router-overhead",
                                "p50/p99 latency through the router vs a direct worker call "
                                "(router + emulated workers as processes)",
-                               RunRouterOverhead);
+                               [](const BenchmarkArgs& args) {
+                                 return InScratchDir("router-overhead", [&](const std::string& w) {
+                                   return MeasureRouterOverhead(args, w);
+                                 });
+                               });
 RegisterBenchmark reg_throughput("router-throughput",
                                  "highest Poisson rate one router serves at >= 0.999 attainment "
                                  "with 16 emulated workers on this machine",
