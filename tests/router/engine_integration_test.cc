@@ -65,6 +65,21 @@ std::unique_ptr<LocalCluster> StartCluster(int workers, std::vector<std::string>
   return c.ok() ? *std::move(c) : nullptr;
 }
 
+// Runs BIN ARGS... (argv[0] names a binary in BinDir()) and expects a usage
+// error: exit status 2 and `message` in its output.
+void ExpectUsageError(std::vector<std::string> argv, const std::string& message) {
+  const std::string log = MakeWorkDir() + "/usage.txt";
+  argv[0] = BinDir() + "/" + argv[0];
+  auto p = Subprocess::Start(argv, log);
+  ASSERT_TRUE(p.ok());
+  auto st = p->Wait(Seconds(10));
+  ASSERT_TRUE(st.has_value()) << argv[0] << " did not exit";
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2) << argv[0];
+  auto text = WaitForFile(log, Seconds(1));
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, HasSubstr(message));
+}
+
 // The replay tests run once per client transport: unary Infer calls, and
 // one InferStream.
 class EngineIntegrationByTransport : public ::testing::TestWithParam<Transport> {};
@@ -285,17 +300,9 @@ TEST(EngineIntegration, RouterPinnedWithCpusFlag) {
   }
   EXPECT_GT(threads, 3) << "gRPC's threads should be among them";
 
-  std::string log = MakeWorkDir() + "/cpus.txt";
-  auto p = Subprocess::Start({BinDir() + "/superserve-router", "--model_repo=" + EmulatedRepo(),
-                              "--listen=127.0.0.1:0", "--cpus=0,4096"},
-                             log);
-  ASSERT_TRUE(p.ok());
-  auto st = p->Wait(Seconds(10));
-  ASSERT_TRUE(st.has_value());
-  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2);
-  auto text = WaitForFile(log, Seconds(1));
-  ASSERT_TRUE(text.ok());
-  EXPECT_THAT(*text, HasSubstr("--cpus=0,4096: CPU 4096 is past the largest CPU number"));
+  ExpectUsageError({"superserve-router", "--model_repo=" + EmulatedRepo(), "--listen=127.0.0.1:0",
+                    "--cpus=0,4096"},
+                   "--cpus=0,4096: CPU 4096 is past the largest CPU number");
 }
 
 TEST(EngineIntegration, AdminNeedsTheToken) {
@@ -355,17 +362,8 @@ TEST(EngineIntegration, EveryBinaryAnswersHelp) {
     EXPECT_THAT(*text, HasSubstr("--")) << bin;
   }
   // A bad flag value is a usage error that names the flag, not a crash.
-  std::string log = MakeWorkDir() + "/transport.txt";
-  auto p = Subprocess::Start({BinDir() + "/superserve-loadgen", "--trace=x.csv", "--model=emu",
-                              "--transport=udp"},
-                             log);
-  ASSERT_TRUE(p.ok());
-  auto st = p->Wait(Seconds(10));
-  ASSERT_TRUE(st.has_value());
-  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2);
-  auto text = WaitForFile(log, Seconds(1));
-  ASSERT_TRUE(text.ok());
-  EXPECT_THAT(*text, HasSubstr("--transport: unknown transport \"udp\""));
+  ExpectUsageError({"superserve-loadgen", "--trace=x.csv", "--model=emu", "--transport=udp"},
+                   "--transport: unknown transport \"udp\"");
 }
 
 }  // namespace
