@@ -81,7 +81,7 @@ absl::Status PinProcessToCpus(const std::vector<int>& cpus) {
   const std::string requested = absl::StrJoin(cpus, ",");
   if (sched_setaffinity(0, sizeof(want), &want) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("none of CPU(s) ", requested, " is available to this process (",
+        absl::StrCat("CPU(s) ", requested, " not available to this process (",
                      std::strerror(errno), ")"));
   }
   (void)sched_getaffinity(0, sizeof(got), &got);
