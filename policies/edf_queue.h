@@ -1,6 +1,7 @@
 #ifndef SUPERSERVE_POLICIES_EDF_QUEUE_H_
 #define SUPERSERVE_POLICIES_EDF_QUEUE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,6 +29,13 @@ class EdfQueue {
   // O(k log k) via a frontier walk of the heap).
   void PeekFront(size_t k, std::vector<Query>* out) const;
   void Clear() { heap_.clear(); }
+  // Removes every query for which pred(q) is true (pred sees each query
+  // exactly once). O(n): one pass and a heap rebuild.
+  template <typename Pred>
+  void RemoveIf(Pred pred) {
+    heap_.erase(std::remove_if(heap_.begin(), heap_.end(), pred), heap_.end());
+    for (size_t i = heap_.size() / 2; i-- > 0;) SiftDown(i);
+  }
   // Number of queries whose deadline is strictly before `t` (they form a
   // prefix of the EDF order), and in *next_deadline the deadline of the first
   // query not counted (INT64_MAX when none). O(count + 1): the walk prunes at

@@ -37,7 +37,15 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
     return std::make_unique<FixedSubnetPolicy>("infaas", profile, least, base);
   }
   if (name == "clipper+" || name == "clipper") {
-    int index = profile.SubnetIndex(config.fixed_subnet_id);
+    // -1: the profile's most accurate subnet (first on ties).
+    int index = 0;
+    if (config.fixed_subnet_id >= 0) {
+      index = profile.SubnetIndex(config.fixed_subnet_id);
+    } else {
+      for (int i = 1; i < static_cast<int>(profile.subnets.size()); ++i) {
+        if (profile.subnets[i].accuracy > profile.subnets[index].accuracy) index = i;
+      }
+    }
     if (index < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "policy clipper+ needs --fixed-subnet set to a subnet id of profile \"", profile.model,

@@ -14,12 +14,12 @@ namespace superserve {
 
 struct PolicyConfig {
   SlackFitOptions slackfit;   // its .base applies to every policy
-  int32_t fixed_subnet_id = -1;  // Clipper+: the profile's subnet id to serve
+  int32_t fixed_subnet_id = -1;  // Clipper+: the profile's subnet id to serve; -1 = most accurate
 };
 
 // Builds a policy by name: "slackfit", "slackfit-ma" (DESIGN.md's
 // most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours), "maxbatch", "maxacc",
-// "clipper+" (needs fixed_subnet_id), "infaas". The simulator's --policy and
+// "clipper+" (fixed_subnet_id; -1 = the most accurate), "infaas". The simulator's --policy and
 // the router's configuration both go through here.
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
                                                    const ModelProfile& profile,

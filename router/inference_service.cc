@@ -135,6 +135,11 @@ class InferStreamReactor final
     const v1::InferRequest& request() const override { return request_; }
     v1::InferResponse* response() override { return &response_; }
     void Answer(const absl::Status& status) override { stream_->Answer(this, status); }
+    // The request is ours: the input moves into the batch payload uncopied.
+    bool TakeInput(v1::Tensor* out) override {
+      out->Swap(request_.mutable_input());
+      return true;
+    }
 
     InferStreamReactor* const stream_;
     const uint64_t tag_;

@@ -90,10 +90,10 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_slackfit_buckets) > 0) {
     o.dispatcher.policy_config.slackfit.num_buckets = absl::GetFlag(FLAGS_slackfit_buckets);
   }
-  o.dispatcher.lookahead = std::max(1, absl::GetFlag(FLAGS_lookahead));
-  o.dispatcher.max_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_queue));
-  o.dispatcher.heartbeat_interval = Millis(absl::GetFlag(FLAGS_heartbeat_ms));
-  o.dispatcher.missed_heartbeats = absl::GetFlag(FLAGS_missed_heartbeats);
+  o.dispatcher.serving.lookahead = std::max(1, absl::GetFlag(FLAGS_lookahead));
+  o.dispatcher.serving.max_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_queue));
+  o.dispatcher.serving.heartbeat_interval = Millis(absl::GetFlag(FLAGS_heartbeat_ms));
+  o.dispatcher.serving.missed_heartbeats = absl::GetFlag(FLAGS_missed_heartbeats);
   if (o.model_repo.empty()) {
     std::fprintf(stderr, "superserve-router: --model-repo is required\n");
     return 2;
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   }
   SS_LOG(INFO) << "router serving on port " << server.port() << " (metrics port "
                << server.metrics_port() << ", policy " << o.dispatcher.policy << ", lookahead "
-               << o.dispatcher.lookahead << ")";
+               << o.dispatcher.serving.lookahead << ")";
   std::printf("listening grpc=%d metrics=%d\n", server.port(), server.metrics_port());
   std::fflush(stdout);
   if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {

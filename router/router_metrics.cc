@@ -13,19 +13,6 @@
 
 namespace superserve {
 
-const char* QueryOutcomeName(QueryOutcome o) {
-  switch (o) {
-    case QueryOutcome::kOk: return "ok";
-    case QueryOutcome::kLate: return "late";
-    case QueryOutcome::kDeadlineExceeded: return "deadline_exceeded";
-    case QueryOutcome::kUnavailable: return "unavailable";
-    case QueryOutcome::kResourceExhausted: return "resource_exhausted";
-    case QueryOutcome::kInvalidArgument: return "invalid_argument";
-    case QueryOutcome::kError: return "error";
-  }
-  return "?";
-}
-
 constexpr int kNumOutcomes = 7;
 
 struct RouterMetrics::ModelMetrics {
@@ -146,6 +133,14 @@ void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, 
     }
     c->Increment();
   }
+}
+
+void RouterMetrics::OnQueryDone(const QueryDone& d) {
+  OnQueryDone(*d.model, d.outcome, d.latency, d.accuracy, d.subnet_id);
+}
+
+void RouterMetrics::OnBatchSent(const BatchPlan& batch) {
+  OnBatch(batch.model, static_cast<int32_t>(batch.queries.size()));
 }
 
 void RouterMetrics::OnBatch(const std::string& model, int32_t queries) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/time.h"
+#include "serving/serving_observer.h"
 
 namespace prometheus {
 class Counter;
@@ -22,17 +23,6 @@ class Family;
 
 namespace superserve {
 
-// How a query ended, as the metrics and the load generator count it.
-enum class QueryOutcome {
-  kOk,                 // answered within its deadline
-  kLate,               // answered, but after its deadline (an SLO miss)
-  kDeadlineExceeded,   // dropped as infeasible or expired in the queue
-  kUnavailable,        // no live worker for its model
-  kResourceExhausted,  // the model's queue was full
-  kInvalidArgument,    // unknown model, bad tensor
-  kError,              // a worker reported a failure
-};
-const char* QueryOutcomeName(QueryOutcome o);
 
 // The router's Prometheus metrics (prometheus-cpp), served as text on
 // http://ADDR/metrics. Metric handles are cached per model / worker so the
@@ -47,10 +37,21 @@ const char* QueryOutcomeName(QueryOutcome o);
 //   superserve_queue_depth{model}                  pending queries
 //   superserve_worker_busy_fraction{worker}        executing share of the last interval
 //   superserve_workers_alive                       registered live workers
-class RouterMetrics {
+class RouterMetrics final : public ServingObserver {
  public:
   RouterMetrics();
-  ~RouterMetrics();
+  ~RouterMetrics() override;
+
+  // ServingObserver: the serving core's events become the metrics below.
+  void OnQueryDone(const QueryDone& done) override;
+  void OnBatchSent(const BatchPlan& batch) override;
+  void OnWorkersAlive(int32_t alive) override { SetWorkersAlive(alive); }
+  void OnQueueDepth(const std::string& model, int64_t depth) override {
+    SetQueueDepth(model, depth);
+  }
+  void OnWorkerBusyFraction(const std::string& worker, double fraction) override {
+    SetWorkerBusyFraction(worker, fraction);
+  }
 
   // Starts the HTTP endpoint on `address` ("127.0.0.1:0" picks a port).
   // Returns the bound port.

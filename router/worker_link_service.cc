@@ -67,7 +67,7 @@ class WorkerStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1:
         if (worker_ >= 0) dispatcher_->OnHeartbeat(worker_);
         break;
       case v1::WorkerMessage::kResult:
-        if (worker_ >= 0) dispatcher_->OnBatchResult(worker_, in_.result());
+        if (worker_ >= 0) dispatcher_->OnBatchResult(worker_, in_.mutable_result());
         break;
       default:
         break;

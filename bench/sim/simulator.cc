@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <queue>
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "policies/edf_queue.h"
+#include "common/clock.h"
+#include "serving/serving_core.h"
 
 namespace superserve {
 
@@ -18,26 +20,58 @@ double SimulationResult::throughput_qps() const {
 
 namespace {
 
+// The caller keeps its policy (tests inspect it afterwards); the serving core
+// owns what it schedules with, so it gets this forwarding shell.
+class BorrowedPolicy final : public Policy {
+ public:
+  explicit BorrowedPolicy(Policy* policy) : policy_(policy) {}
+  std::string_view name() const override { return policy_->name(); }
+  Decision Decide(const SchedulingContext& ctx) override { return policy_->Decide(ctx); }
+  void OnArrival(const Query& q, Nanos now) override { policy_->OnArrival(q, now); }
+  void OnCompletion(const CompletionTelemetry& t) override { policy_->OnCompletion(t); }
+
+ private:
+  Policy* const policy_;
+};
+
+// Simulated queries need no answer beyond what the observer counts.
+class DiscardingHandle final : public QueryHandle {
+ public:
+  void Deliver(QueryAnswer) override {}
+};
+
 struct Completion {
   Nanos time;
   int32_t worker;
-  uint32_t epoch;
+  uint64_t batch_id;
+  Nanos exec;
+  std::vector<QueryId> queries;
   bool operator>(const Completion& o) const {
-    return time > o.time || (time == o.time && worker > o.worker);
+    return time > o.time || (time == o.time && batch_id > o.batch_id);
   }
 };
 
-struct WorkerState {
-  bool alive = true;
-  bool busy = false;
-  uint32_t epoch = 0;
-  int32_t subnet_index = -1;
-  int32_t batch_size = 0;
-  Nanos exec = 0;
-  std::vector<Query> batch;
+class Simulation;
+
+// An emulated worker: runs each batch for its (scaled, noisy) profiled
+// latency plus the dispatch overhead, on the simulated clock.
+class EmulatedWorker final : public WorkerChannel {
+ public:
+  EmulatedWorker(Simulation* sim, int32_t id) : sim_(sim), id_(id) {}
+  void OnRegistered(const std::string&, Nanos) override {}
+  void Send(BatchPlan batch) override;
+  void Close(const absl::Status&) override {}
+
+ private:
+  Simulation* const sim_;
+  const int32_t id_;
 };
 
-class Simulation {
+// Trace replay around the serving core: arrivals, emulated workers, worker
+// failures and the core's ticks are events on one simulated clock; the core
+// makes every scheduling decision, exactly as in the router. The simulation
+// observes the core to count met, late and dropped queries.
+class Simulation final : public ServingObserver {
  public:
   Simulation(const ModelProfile& profile, absl::Span<const Nanos> arrivals, Policy* policy,
              const SimulatorOptions& options)
@@ -45,12 +79,9 @@ class Simulation {
         arrivals_(arrivals),
         policy_(policy),
         options_(options),
-        workers_(std::max(0, options.workers)),
         rng_(options.seed) {
     double cv = std::max(0.0, options.noise_cv);
     sigma_ = std::sqrt(std::log(1 + cv * cv));
-    for (int32_t w = 0; w < options.workers; ++w) free_.push_back(w);
-    live_workers_ = options.workers;
     failures_ = options.worker_failures;
     std::sort(failures_.begin(), failures_.end());
     result_.policy = std::string(policy->name());
@@ -60,50 +91,115 @@ class Simulation {
   }
 
   absl::StatusOr<SimulationResult> Run() {
+    ServingOptions serving = options_.serving;
+    serving.missed_heartbeats = 0;  // emulated workers do not heartbeat
+    serving.max_queue = std::numeric_limits<size_t>::max();
+    serving.log_lifecycle = false;  // thousands of runs in a reproduction
+    ServingCore core(serving, &clock_, this, [this](Nanos t) { tick_at_ = std::min(tick_at_, t); });
+    core_ = &core;
+    if (auto s = core.AddModel(profile_, std::make_unique<BorrowedPolicy>(policy_)); !s.ok()) {
+      return s;
+    }
+    WorkerRegistration reg;
+    reg.name = "sim";
+    reg.emulated = true;
+    reg.models = {profile_.model};
+    for (int32_t w = 0; w < options_.workers; ++w) {
+      auto id = core.RegisterWorker(reg, std::make_shared<EmulatedWorker>(this, w));
+      if (!id.ok()) return id.status();
+      live_.push_back(*id);
+    }
     size_t next_arrival = 0, next_failure = 0;
-    Nanos wake = INT64_MAX;
+    tick_at_ = std::numeric_limits<Nanos>::max();
     while (true) {
-      const Nanos t_arrival = next_arrival < arrivals_.size() ? arrivals_[next_arrival] : INT64_MAX;
-      const Nanos t_done = completions_.empty() ? INT64_MAX : completions_.top().time;
-      const Nanos t_fail = next_failure < failures_.size() ? failures_[next_failure] : INT64_MAX;
-      const Nanos t = std::min({t_arrival, t_done, t_fail, wake});
-      if (t == INT64_MAX) break;
-      now_ = t;
+      const Nanos kNever = std::numeric_limits<Nanos>::max();
+      const Nanos t_arrival = next_arrival < arrivals_.size() ? arrivals_[next_arrival] : kNever;
+      const Nanos t_done = completions_.empty() ? kNever : completions_.top().time;
+      const Nanos t_fail = next_failure < failures_.size() ? failures_[next_failure] : kNever;
+      // Ticks matter only while queries are outstanding (sweeps, wake-ups).
+      const Nanos t_tick = outstanding_ > 0 ? std::max(tick_at_, clock_.Now()) : kNever;
+      const Nanos t = std::min({t_arrival, t_done, t_fail, t_tick});
+      if (t == kNever) break;
+      if (auto s = clock_.AdvanceTo(std::max(t, clock_.Now())); !s.ok()) return s;
       if (t_done == t) {
         Completion c = completions_.top();
         completions_.pop();
-        if (c.epoch == workers_[c.worker].epoch) Complete(c.worker);
+        BatchOutcome out;
+        out.batch_id = c.batch_id;
+        out.exec = c.exec;
+        out.outputs.reserve(c.queries.size());
+        for (QueryId id : c.queries) out.outputs.emplace_back(id, nullptr);
+        core.OnBatchResult(c.worker, std::move(out));
       } else if (t_fail == t) {
         ++next_failure;
-        FailOneWorker();
-      } else if (t_arrival == t) {
-        // All arrivals at this instant, then one scheduling round.
-        while (next_arrival < arrivals_.size() && arrivals_[next_arrival] == t) {
-          Query q{next_arrival, 0, t, t + options_.slo};
-          ++next_arrival;
-          queue_.Push(q);
-          Bin(t).arrivals++;
-          policy_->OnArrival(q, t);
+        // One more worker fails: the highest live id.
+        if (!live_.empty()) {
+          const int32_t id = live_.back();
+          live_.pop_back();
+          core.OnWorkerGone(id, absl::UnavailableError("simulated failure"));
         }
+      } else if (t_arrival == t) {
+        QueryRequest req;
+        req.model = profile_.model;
+        req.deadline = t + options_.slo;
+        ++outstanding_;
+        ++next_arrival;
+        Bin(t).arrivals++;
+        core.Submit(&handle_, req);
       } else {
-        wake = INT64_MAX;
+        tick_at_ = core.Tick();
       }
-      absl::Status s = Schedule(&wake);
-      if (!s.ok()) return s;
     }
-    // Nobody left to serve these (every worker failed, or the policy idled).
-    while (!queue_.empty()) {
-      queue_.Pop();
-      ++result_.dropped;
-      Bin(now_).dropped++;
-    }
-    result_.last_event = now_;
+    draining_ = true;  // the workers' shutdown is not a failure to report
+    core.Shutdown();   // answers anything left (counted as dropped)
+    core_ = nullptr;
+    result_.last_event = clock_.Now();
     if (!latencies_.empty()) {
       size_t k = static_cast<size_t>(0.99 * static_cast<double>(latencies_.size() - 1));
       std::nth_element(latencies_.begin(), latencies_.begin() + k, latencies_.end());
       result_.p99_latency = latencies_[k];
     }
     return std::move(result_);
+  }
+
+  // An emulated worker took a batch.
+  void Start(int32_t worker, const BatchPlan& b) {
+    const Nanos exec = LatencyOf(b.subnet_index, b.batch_size);
+    const Nanos start = std::max(clock_.Now(), b.earliest);
+    completions_.push({start + options_.dispatch_overhead + exec, worker, b.batch_id, exec,
+                       b.queries});
+  }
+
+  // ServingObserver
+  void OnQueryDone(const QueryDone& d) override {
+    --outstanding_;
+    TimelineBin& bin = Bin(d.now);
+    if (d.outcome == QueryOutcome::kOk || d.outcome == QueryOutcome::kLate) {
+      latencies_.push_back(d.latency);
+      if (d.outcome == QueryOutcome::kOk) {
+        ++result_.met;
+        result_.accuracy_sum += d.accuracy;
+        bin.met++;
+        bin.accuracy_sum += d.accuracy;
+      } else {
+        ++result_.late;
+        bin.late++;
+      }
+    } else {
+      ++result_.dropped;
+      bin.dropped++;
+    }
+  }
+  void OnBatchSent(const BatchPlan& b) override {
+    ++result_.batches;
+    TimelineBin& bin = Bin(b.sent_at);
+    bin.batches++;
+    bin.batched_queries += static_cast<int64_t>(b.queries.size());
+  }
+  void OnWorkersAlive(int32_t alive) override {
+    if (draining_) return;
+    live_workers_ = alive;
+    Bin(clock_.Now()).live_workers = alive;
   }
 
  private:
@@ -128,117 +224,28 @@ class Simulation {
     return std::max<Nanos>(1, static_cast<Nanos>(static_cast<double>(base) * factor));
   }
 
-  absl::Status Schedule(Nanos* wake) {
-    while (!free_.empty() && !queue_.empty()) {
-      SchedulingContext ctx{queue_, now_, absl::MakeConstSpan(free_), live_workers_};
-      Decision d = policy_->Decide(ctx);
-      if (d.drop < 0 || d.drop > static_cast<int32_t>(queue_.size())) {
-        return absl::InternalError(absl::StrCat(std::string(policy_->name()), ": bad drop ", d.drop));
-      }
-      for (int32_t i = 0; i < d.drop; ++i) {
-        queue_.Pop();
-        ++result_.dropped;
-      }
-      if (d.drop > 0) Bin(now_).dropped += d.drop;
-      if (d.kind == Decision::Kind::kWakeAt) {
-        if (d.wake_at > now_) *wake = std::min(*wake, d.wake_at);
-        return absl::OkStatus();
-      }
-      if (d.kind != Decision::Kind::kDispatch) {
-        if (d.drop > 0) continue;  // ask again about what is left
-        return absl::OkStatus();
-      }
-      auto it = std::find(free_.begin(), free_.end(), d.worker);
-      if (it == free_.end() || d.take < 1 || d.take > d.batch_size ||
-          d.take > static_cast<int32_t>(queue_.size()) || d.subnet_index < 0 ||
-          d.subnet_index >= static_cast<int32_t>(profile_.subnets.size()) ||
-          profile_.BatchIndex(d.batch_size) < 0) {
-        return absl::InternalError(absl::StrCat(
-            std::string(policy_->name()), ": invalid dispatch (worker ", d.worker, ", take ", d.take,
-            ", batch ", d.batch_size, ", subnet ", d.subnet_index, ")"));
-      }
-      free_.erase(it);
-      WorkerState& w = workers_[d.worker];
-      w.busy = true;
-      w.batch.clear();
-      queue_.PopFront(static_cast<size_t>(d.take), &w.batch);
-      w.subnet_index = d.subnet_index;
-      w.batch_size = d.batch_size;
-      w.exec = LatencyOf(d.subnet_index, d.batch_size);
-      completions_.push({now_ + options_.dispatch_overhead + w.exec, d.worker, w.epoch});
-      ++result_.batches;
-      TimelineBin& b = Bin(now_);
-      b.batches++;
-      b.batched_queries += d.take;
-    }
-    return absl::OkStatus();
-  }
-
-  void Complete(int32_t worker) {
-    WorkerState& w = workers_[worker];
-    const double accuracy = profile_.subnets[w.subnet_index].accuracy;
-    TimelineBin& b = Bin(now_);
-    for (const Query& q : w.batch) {
-      latencies_.push_back(now_ - q.arrival);
-      if (now_ <= q.deadline) {
-        ++result_.met;
-        result_.accuracy_sum += accuracy;
-        b.met++;
-        b.accuracy_sum += accuracy;
-      } else {
-        ++result_.late;
-        b.late++;
-      }
-    }
-    w.batch.clear();
-    w.busy = false;
-    free_.insert(std::lower_bound(free_.begin(), free_.end(), worker), worker);
-    CompletionTelemetry t;
-    t.worker = worker;
-    t.subnet_index = w.subnet_index;
-    t.batch_size = w.batch_size;
-    t.exec = w.exec;
-    t.overhead = options_.dispatch_overhead;
-    t.now = now_;
-    policy_->OnCompletion(t);
-  }
-
-  void FailOneWorker() {
-    for (int32_t id = static_cast<int32_t>(workers_.size()) - 1; id >= 0; --id) {
-      WorkerState& w = workers_[id];
-      if (!w.alive) continue;
-      w.alive = false;
-      ++w.epoch;  // its pending completion no longer counts
-      --live_workers_;
-      if (w.busy) {
-        for (const Query& q : w.batch) queue_.Push(q);
-        w.batch.clear();
-        w.busy = false;
-      } else {
-        free_.erase(std::find(free_.begin(), free_.end(), id));
-      }
-      Bin(now_).live_workers = live_workers_;
-      return;
-    }
-  }
-
   const ModelProfile& profile_;
   absl::Span<const Nanos> arrivals_;
   Policy* policy_;
   SimulatorOptions options_;
-  std::vector<WorkerState> workers_;
-  std::vector<int32_t> free_;  // ascending ids of free live workers
+  SimulatedClock clock_;
+  ServingCore* core_ = nullptr;
+  DiscardingHandle handle_;
+  std::vector<int32_t> live_;  // live worker ids, ascending
   int32_t live_workers_ = 0;
+  int64_t outstanding_ = 0;    // submitted, not yet answered
+  bool draining_ = false;
+  Nanos tick_at_ = 0;
   std::vector<Nanos> failures_;
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>>
       completions_;
-  EdfQueue queue_;
-  Nanos now_ = 0;
   std::mt19937_64 rng_;
   double sigma_ = 0;
   std::vector<Nanos> latencies_;
   SimulationResult result_;
 };
+
+void EmulatedWorker::Send(BatchPlan batch) { sim_->Start(id_, batch); }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include "common/model_profile.h"
 #include "common/time.h"
 #include "policies/policy.h"
+#include "serving/serving_core.h"
 
 namespace superserve {
 
@@ -29,10 +30,13 @@ struct SimulatorOptions {
   // Router -> worker -> router time added to every batch (RPC + transfer);
   // reported to the policy as telemetry overhead.
   Nanos dispatch_overhead = Micros(500);
-  // At each of these times one more worker (the highest live id) fails; its
-  // in-flight batch goes back to the queue (the policy drops what can no
-  // longer make its deadline).
+  // At each of these times one more worker (the highest live id) fails; the
+  // serving core applies the router's rule to its in-flight batch: queries
+  // that can still make their deadline are re-queued, the rest dropped.
   std::vector<Nanos> worker_failures;
+  // The serving core's options (lookahead, batch grace, tick interval); the
+  // simulator turns heartbeat checks off and the queue bound up.
+  ServingOptions serving;
   Nanos timeline_bin = Seconds(1);
 };
 
@@ -70,10 +74,10 @@ struct SimulationResult {
 };
 
 // Discrete-event simulation on the simulated clock: queries arrive at the
-// trace's times with deadline arrival + slo, a router-side EDF queue holds
-// them, and whenever a worker is free (or an arrival, completion or
-// requested wake-up happens) the policy decides. Workers run each batch for
-// the profile's latency (times the optional noise) plus the dispatch
+// trace's times with deadline arrival + slo and go through the router's own
+// serving core (serving/: EDF queue, policy, the rules for applying its
+// decisions, worker loss), with emulated workers that run each batch for the
+// profile's latency (times the optional noise and scale) plus the dispatch
 // overhead. Every query ends exactly once as met, late or dropped.
 absl::StatusOr<SimulationResult> Simulate(const ModelProfile& profile,
                                           absl::Span<const Nanos> arrivals, Policy* policy,

@@ -92,4 +92,26 @@ TEST(EdfQueueTest, CountDeadlinesBeforeStopsAtTheLimit) {
 }
 
 }  // namespace
+TEST(EdfQueueTest, RemoveIfKeepsEdfOrderOnRandomWorkload) {
+  std::mt19937_64 rng(11);
+  EdfQueue q;
+  std::vector<Query> kept;
+  for (QueryId i = 0; i < 3000; ++i) {
+    Query x{i, 0, 0, static_cast<Nanos>(rng() % 500)};
+    q.Push(x);
+    if (i % 3 != 0) kept.push_back(x);
+  }
+  size_t seen = 0;
+  q.RemoveIf([&](const Query& x) {
+    ++seen;
+    return x.id % 3 == 0;
+  });
+  EXPECT_EQ(seen, 3000u);  // each query offered exactly once
+  std::sort(kept.begin(), kept.end(), [](const Query& a, const Query& b) {
+    return a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id);
+  });
+  ASSERT_EQ(q.size(), kept.size());
+  for (const Query& want : kept) ASSERT_EQ(q.Pop().id, want.id);
+}
+
 }  // namespace superserve

@@ -86,11 +86,11 @@ class DispatcherTest : public ::testing::Test {
   void Make(const std::string& policy, int lookahead = 1, size_t max_queue = 1000) {
     DispatcherOptions o;
     o.policy = policy;
-    o.lookahead = lookahead;
-    o.max_queue = max_queue;
+    o.serving.lookahead = lookahead;
+    o.serving.max_queue = max_queue;
     o.run_timer_thread = false;
-    o.heartbeat_interval = Millis(100);
-    o.missed_heartbeats = 3;
+    o.serving.heartbeat_interval = Millis(100);
+    o.serving.missed_heartbeats = 3;
     d_ = std::make_unique<Dispatcher>(o, &clock_, &metrics_);
     ASSERT_TRUE(d_->AddModel(TestProfile()).ok());
   }
@@ -107,6 +107,8 @@ class DispatcherTest : public ::testing::Test {
     *conn_out = conn.get();
     return *id;
   }
+
+  void Result(int32_t worker, v1::BatchResult r) { d_->OnBatchResult(worker, &r); }
 
   // A query that outlives the dispatcher (which answers what is pending when
   // it is destroyed).
@@ -149,7 +151,7 @@ TEST_F(DispatcherTest, DispatchesWithControlTupleAndAnswersWithServingSubnet) {
   EXPECT_EQ(batch->batch().queries(0).input().data(), q.request().input().data());
   EXPECT_EQ(q.answers, 0);
   ASSERT_TRUE(clock_.Advance(Millis(3)).ok());
-  d_->OnBatchResult(w, OkResult(batch->batch(), 2500));
+  Result(w, OkResult(batch->batch(), 2500));
   ASSERT_EQ(q.answers, 1);
   EXPECT_TRUE(q.status.ok()) << q.status;
   EXPECT_EQ(q.response_.served_by().subnet_id(), 11);
@@ -158,7 +160,7 @@ TEST_F(DispatcherTest, DispatchesWithControlTupleAndAnswersWithServingSubnet) {
   EXPECT_EQ(q.response_.exec_us(), 2500);
   EXPECT_EQ(q.response_.output().data().size(), 12u);
   // A duplicate result (e.g. after a re-queue) must not answer twice.
-  d_->OnBatchResult(w, OkResult(batch->batch()));
+  Result(w, OkResult(batch->batch()));
   EXPECT_EQ(q.answers, 1);
 }
 
@@ -195,7 +197,7 @@ TEST_F(DispatcherTest, WorkerLossRequeuesFeasibleAndFailsTheRest) {
   EXPECT_TRUE(c0->closed);
   EXPECT_EQ(far.answers, 0);
   ASSERT_TRUE(clock_.Advance(Millis(2)).ok());
-  d_->OnBatchResult(w1, OkResult(b1->batch()));
+  Result(w1, OkResult(b1->batch()));
   EXPECT_EQ(near.answers, 1);
   auto again = c1->NextBatch();
   ASSERT_NE(again, nullptr);
@@ -264,13 +266,13 @@ TEST_F(DispatcherTest, WorkerErrorIsForwardedAndWorkerStaysUsable) {
   bad.set_batch_id(b->batch().batch_id());
   bad.set_error("boom");
   bad.set_error_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
-  d_->OnBatchResult(w, bad);
+  Result(w, bad);
   ASSERT_EQ(q1.answers, 1);
   EXPECT_EQ(q1.status.code(), absl::StatusCode::kInvalidArgument);
   d_->Submit(&q2, clock_.Now() + Millis(100));
   auto b2 = c->NextBatch();
   ASSERT_NE(b2, nullptr);
-  d_->OnBatchResult(w, OkResult(b2->batch()));
+  Result(w, OkResult(b2->batch()));
   EXPECT_TRUE(q2.status.ok());
 }
 
@@ -283,7 +285,7 @@ TEST_F(DispatcherTest, InfeasibleQueriesAreDroppedByThePolicy) {
   auto b = c->NextBatch();
   d_->Submit(&hopeless, clock_.Now() + Millis(2));  // waits: the only worker is busy
   ASSERT_TRUE(clock_.Advance(Millis(2)).ok());
-  d_->OnBatchResult(w, OkResult(b->batch()));
+  Result(w, OkResult(b->batch()));
   ASSERT_EQ(hopeless.answers, 1);
   EXPECT_EQ(hopeless.status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(metrics_.Scrape(),
@@ -303,7 +305,7 @@ TEST_F(DispatcherTest, CancelledQueuedQueryIsAnsweredAndNeverDispatched) {
   EXPECT_EQ(gone.answers, 0) << "answered when its turn comes, not inside OnCancel";
   d_->OnCancelled(&running);  // on a worker: answered when its batch returns
   EXPECT_EQ(running.answers, 0);
-  d_->OnBatchResult(w, OkResult(b->batch()));
+  Result(w, OkResult(b->batch()));
   EXPECT_EQ(running.answers, 1);
   auto b2 = c->NextBatch();
   ASSERT_NE(b2, nullptr);

@@ -1,0 +1,62 @@
+#ifndef SUPERSERVE_SERVING_MODEL_REGISTRY_H_
+#define SUPERSERVE_SERVING_MODEL_REGISTRY_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "common/model_profile.h"
+#include "policies/policy.h"
+#include "serving/model_scheduler.h"
+
+namespace superserve {
+
+using ModelId = uint64_t;
+
+// A model being served: its profile, its version and its scheduler. Owned
+// by the registry; removing the model frees all of it.
+struct ServedModel {
+  ServedModel(ModelId id, int64_t version, const ModelProfile& profile,
+              std::unique_ptr<Policy> policy)
+      : id(id),
+        version(version),
+        name(std::make_shared<const std::string>(profile.model)),
+        profile(profile),
+        scheduler(&this->profile, std::move(policy)) {}
+
+  const ModelId id;         // never reused, so a stale id finds nothing
+  const int64_t version;    // 1 for a name's first registration, then +1
+  const std::shared_ptr<const std::string> name;
+  const ModelProfile profile;
+  ModelScheduler scheduler;
+};
+
+// The models the engine serves, by name and by id. Not thread-safe.
+class ModelRegistry {
+ public:
+  // ALREADY_EXISTS if a model of that name is served.
+  absl::StatusOr<ServedModel*> Add(const ModelProfile& profile, std::unique_ptr<Policy> policy);
+  // Takes the model out; the caller answers its queries, then drops it.
+  std::unique_ptr<ServedModel> Remove(absl::string_view name);
+
+  ServedModel* Find(absl::string_view name) const;
+  ServedModel* Find(ModelId id) const;
+  // Every served model, ascending id (registration order).
+  std::vector<ServedModel*> All() const;
+  size_t size() const { return by_id_.size(); }
+
+ private:
+  std::map<ModelId, std::unique_ptr<ServedModel>> by_id_;
+  absl::flat_hash_map<std::string, ModelId> by_name_;
+  absl::flat_hash_map<std::string, int64_t> last_version_;
+  ModelId next_id_ = 1;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_SERVING_MODEL_REGISTRY_H_

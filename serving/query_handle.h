@@ -1,0 +1,53 @@
+#ifndef SUPERSERVE_SERVING_QUERY_HANDLE_H_
+#define SUPERSERVE_SERVING_QUERY_HANDLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/time.h"
+#include "policies/query.h"
+
+namespace superserve {
+
+// Bytes that travel with a query: its input on the way to a worker, its
+// output on the way back. The serving core never looks inside and never
+// copies them; it only hands the pointer on. The router's payloads hold wire
+// tensors, the simulator's are empty.
+class QueryPayload {
+ public:
+  virtual ~QueryPayload() = default;
+};
+
+// The one terminal answer of an accepted query.
+struct QueryAnswer {
+  absl::Status status;
+  // The rest is set only when status is OK.
+  std::shared_ptr<QueryPayload> output;
+  int32_t subnet_id = -1;
+  double accuracy = 0;  // the subnet's profiled top-1 accuracy, percent
+  std::shared_ptr<const std::string> worker;
+  int32_t batch_size = 0;  // queries in the batch that served it
+  Nanos queued = 0;        // arrival to dispatch
+  Nanos exec = 0;          // the batch's execution time on its worker
+};
+
+// The answering end of one query, implemented by the router over a gRPC call
+// and by the simulator in memory.
+class QueryHandle {
+ public:
+  virtual ~QueryHandle() = default;
+  // Called exactly once for every query handed to ServingCore::Submit
+  // (accepted or not), never while the core holds its lock, on whichever
+  // thread produced the answer. The handle may delete itself here.
+  virtual void Deliver(QueryAnswer answer) = 0;
+
+  // Written by the core, under its lock, when it accepts the query (0 = not
+  // accepted): lets a cancelled call find its queue entry.
+  QueryId query_id = 0;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_SERVING_QUERY_HANDLE_H_

@@ -1,0 +1,668 @@
+#include "serving/serving_core.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+namespace superserve {
+namespace {
+
+// Busy fractions are reported over windows of at least this length.
+constexpr Nanos kBusyWindow = Millis(500);
+
+Nanos SaturatingAdd(Nanos a, Nanos b) {
+  if (b > 0 && a > std::numeric_limits<Nanos>::max() - b) return std::numeric_limits<Nanos>::max();
+  return a + b;
+}
+
+}  // namespace
+
+const char* QueryOutcomeName(QueryOutcome o) {
+  switch (o) {
+    case QueryOutcome::kOk: return "ok";
+    case QueryOutcome::kLate: return "late";
+    case QueryOutcome::kDeadlineExceeded: return "deadline_exceeded";
+    case QueryOutcome::kUnavailable: return "unavailable";
+    case QueryOutcome::kResourceExhausted: return "resource_exhausted";
+    case QueryOutcome::kInvalidArgument: return "invalid_argument";
+    case QueryOutcome::kError: return "error";
+  }
+  return "unknown";
+}
+
+ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObserver* observer,
+                         std::function<void(Nanos)> request_tick)
+    : options_(std::move(options)),
+      clock_(clock),
+      observer_(observer),
+      request_tick_(std::move(request_tick)) {
+  absl::MutexLock lock(&mu_);
+  next_tick_ = clock_->Now() + options_.tick_interval;
+}
+
+ServingCore::~ServingCore() { Shutdown(); }
+
+// ---------------------------------------------------------------- effects
+
+void ServingCore::Apply(Effects* e) {
+  for (auto& [channel, plan] : e->sends) {
+    if (observer_ != nullptr) observer_->OnBatchSent(plan);
+    channel->Send(std::move(plan));
+  }
+  for (auto& [handle, answer] : e->answers) handle->Deliver(std::move(answer));
+  for (auto& [channel, why] : e->closes) channel->Close(why);
+  if (observer_ != nullptr) {
+    for (auto& [model, done] : e->done) {
+      done.model = model.get();
+      observer_->OnQueryDone(done);
+    }
+    for (const auto& [model, depth] : e->depths) observer_->OnQueueDepth(*model, depth);
+    for (const auto& [worker, fraction] : e->busy) observer_->OnWorkerBusyFraction(*worker, fraction);
+    if (e->workers_alive >= 0) observer_->OnWorkersAlive(e->workers_alive);
+  }
+  if (e->wake > 0 && request_tick_) request_tick_(e->wake);
+}
+
+// ---------------------------------------------------------------- models
+
+absl::Status ServingCore::AddModel(const ModelProfile& profile, std::unique_ptr<Policy> policy) {
+  if (profile.subnets.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model \"", profile.model, "\": no subnets to schedule"));
+  }
+  if (policy == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("model \"", profile.model, "\": no policy"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("shutting down");
+  auto added = models_.Add(profile, std::move(policy));
+  if (!added.ok()) return added.status();
+  ServedModel* m = *added;
+  int32_t attached = 0;
+  for (const WorkerRecord& w : workers_.records()) {
+    if (!w.alive) continue;
+    const auto& d = w.declared_models;
+    if (std::find(d.begin(), d.end(), profile.model) != d.end()) {
+      m->scheduler.AddWorker(w.id);
+      ++attached;
+    }
+  }
+  if (options_.log_lifecycle) SS_LOG(INFO) << "serving model " << profile.model << " v" << m->version << " ("
+               << profile.subnets.size() << " subnets, policy " << m->scheduler.policy().name()
+               << ", " << attached << " workers)";
+  return absl::OkStatus();
+}
+
+absl::Status ServingCore::RemoveModel(const std::string& name) {
+  Effects e;
+  std::unique_ptr<ServedModel> removed;  // freed after the lock is released
+  {
+    absl::MutexLock lock(&mu_);
+    ServedModel* m = models_.Find(name);
+    if (m == nullptr) return absl::NotFoundError(absl::StrCat("model \"", name, "\" is not served"));
+    const Nanos now = clock_->Now();
+    const absl::Status gone = absl::UnavailableError(absl::StrCat("model ", name, " unregistered"));
+    for (QueryId id : m->scheduler.TakeAll()) FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
+    // Batches on workers keep their slot until the worker answers (it is
+    // busy with them), but their queries are answered now.
+    for (WorkerRecord& w : workers_.records()) {
+      for (auto& [batch_id, b] : w.inflight) {
+        if (b.model != m->id) continue;
+        for (QueryId id : b.queries) FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
+        b.queries.clear();
+      }
+    }
+    removed = models_.Remove(name);
+    if (options_.log_lifecycle) SS_LOG(INFO) << "model " << name << " removed";
+  }
+  Apply(&e);
+  return absl::OkStatus();
+}
+
+std::vector<ModelSummary> ServingCore::ListModels() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<ModelSummary> out;
+  for (const ServedModel* m : models_.All()) {
+    ModelSummary s;
+    s.name = *m->name;
+    s.family = m->profile.family;
+    s.version = m->version;
+    s.num_subnets = static_cast<int32_t>(m->profile.subnets.size());
+    s.min_accuracy = 100;
+    for (const auto& sub : m->profile.subnets) {
+      s.min_accuracy = std::min(s.min_accuracy, sub.accuracy);
+      s.max_accuracy = std::max(s.max_accuracy, sub.accuracy);
+    }
+    s.batch_sizes = m->profile.batch_sizes;
+    s.workers = static_cast<int32_t>(m->scheduler.workers().size());
+    s.queued = static_cast<int64_t>(m->scheduler.queued());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- queries
+
+void ServingCore::Submit(QueryHandle* handle, QueryRequest request) {
+  Submit(handle, std::move(request), [](const ModelProfile&) { return absl::OkStatus(); });
+}
+
+void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck check) {
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    const Nanos now = clock_->Now();
+    ServedModel* m = shut_down_ ? nullptr : models_.Find(request.model);
+    absl::Status input;
+    if (shut_down_) {
+      RejectLocked(handle, request.model, absl::UnavailableError("shutting down"),
+                   QueryOutcome::kUnavailable, now, &e);
+    } else if (m == nullptr) {
+      RejectLocked(handle, request.model,
+                   absl::InvalidArgumentError(absl::StrCat("unknown model \"", request.model, "\"")),
+                   QueryOutcome::kInvalidArgument, now, &e);
+    } else if (input = check(m->profile); !input.ok()) {
+      RejectLocked(handle, request.model,
+                   absl::InvalidArgumentError(
+                       absl::StrCat("model ", *m->name, " input: ", input.message())),
+                   QueryOutcome::kInvalidArgument, now, &e);
+    } else if (m->scheduler.workers().empty()) {
+      RejectLocked(handle, request.model,
+                   absl::UnavailableError(absl::StrCat("no live worker serves model ", *m->name)),
+                   QueryOutcome::kUnavailable, now, &e);
+    } else {
+      if (m->scheduler.queued() >= options_.max_queue) {
+        // Expired and cancelled entries do not hold places: sweep them first.
+        std::vector<QueryId> expired, cancelled;
+        m->scheduler.Sweep(now, &expired, &cancelled);
+        for (QueryId id : expired) {
+          FailLocked(id, absl::DeadlineExceededError("deadline passed while queued"),
+                     QueryOutcome::kDeadlineExceeded, now, &e);
+        }
+        for (QueryId id : cancelled) {
+          FailLocked(id, absl::DeadlineExceededError("cancelled by the client"),
+                     QueryOutcome::kDeadlineExceeded, now, &e);
+        }
+        stats_.swept += static_cast<int64_t>(expired.size() + cancelled.size());
+      }
+      if (m->scheduler.queued() >= options_.max_queue) {
+        RejectLocked(handle, request.model,
+                     absl::ResourceExhaustedError(absl::StrCat(
+                         "model ", *m->name, " queue is full (", options_.max_queue, ")")),
+                     QueryOutcome::kResourceExhausted, now, &e);
+      } else if (request.deadline <= now) {
+        RejectLocked(handle, request.model,
+                     absl::DeadlineExceededError("deadline already passed on arrival"),
+                     QueryOutcome::kDeadlineExceeded, now, &e);
+      } else {
+        PendingQuery p;
+        p.query.id = ++next_query_id_;
+        p.query.application = ApplicationIdLocked(request.application);
+        p.query.arrival = now;
+        p.query.deadline = request.deadline;
+        p.handle = handle;
+        p.input = std::move(request.payload);
+        p.model = m->id;
+        handle->query_id = p.query.id;
+        m->scheduler.Push(p.query, now);
+        pending_.emplace(p.query.id, std::move(p));
+        ++stats_.accepted;
+        ScheduleLocked(m, now, &e);
+      }
+    }
+  }
+  Apply(&e);
+}
+
+void ServingCore::OnCancelled(QueryHandle* handle) {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(handle->query_id);
+  if (it == pending_.end() || it->second.handle != handle || it->second.on_worker) return;
+  ServedModel* m = models_.Find(it->second.model);
+  if (m == nullptr) return;
+  m->scheduler.MarkCancelled(it->first);
+  ++stats_.cancelled;
+}
+
+int32_t ServingCore::ApplicationIdLocked(absl::string_view application) {
+  auto it = applications_.find(application);
+  if (it != applications_.end()) return it->second;
+  const int32_t id = static_cast<int32_t>(applications_.size());
+  applications_.emplace(std::string(application), id);
+  return id;
+}
+
+void ServingCore::RejectLocked(QueryHandle* handle, absl::string_view model,
+                               const absl::Status& status, QueryOutcome outcome, Nanos now,
+                               Effects* e) {
+  ServedModel* m = models_.Find(model);
+  QueryDone done;
+  done.outcome = outcome;
+  done.now = now;
+  e->done.emplace_back(m != nullptr ? m->name : unknown_model_, done);
+  QueryAnswer a;
+  a.status = status;
+  e->answers.emplace_back(handle, std::move(a));
+}
+
+void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outcome, Nanos now,
+                               Effects* e) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  const PendingQuery& p = it->second;
+  if (outcome == QueryOutcome::kOk && now > p.query.deadline) outcome = QueryOutcome::kLate;
+  const ServedModel* m = models_.Find(p.model);
+  QueryDone done;
+  done.id = id;
+  done.outcome = outcome;
+  done.now = now;
+  done.latency = now - p.query.arrival;
+  if (answer.status.ok()) {
+    done.accuracy = answer.accuracy;
+    done.subnet_id = answer.subnet_id;
+  }
+  e->done.emplace_back(m != nullptr ? m->name : unknown_model_, done);
+  e->answers.emplace_back(p.handle, std::move(answer));
+  pending_.erase(it);
+  ++stats_.answered;
+}
+
+void ServingCore::FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome,
+                             Nanos now, Effects* e) {
+  QueryAnswer a;
+  a.status = status;
+  AnswerLocked(id, std::move(a), outcome, now, e);
+}
+
+// ---------------------------------------------------------------- scheduling
+
+void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e) {
+  ModelScheduler& s = m->scheduler;
+  if (s.empty()) return;
+  slots_.clear();
+  for (int32_t w : s.workers()) {
+    if (int32_t n = workers_.FreeSlots(w, options_.lookahead); n > 0) slots_.push_back({w, n});
+  }
+  if (slots_.empty()) return;
+  ScheduleResult r = s.Schedule(now, &slots_, static_cast<int32_t>(s.workers().size()));
+  for (QueryId id : r.dropped) {
+    FailLocked(id, absl::DeadlineExceededError("dropped: deadline cannot be met"),
+               QueryOutcome::kDeadlineExceeded, now, e);
+  }
+  for (QueryId id : r.cancelled) {
+    FailLocked(id, absl::DeadlineExceededError("cancelled by the client"),
+               QueryOutcome::kDeadlineExceeded, now, e);
+  }
+  for (TakenBatch& b : r.batches) DispatchLocked(m, std::move(b), now, e);
+  if (!r.invalid.empty()) {
+    // A policy bug. Answer the queue instead of guessing a batch, so that
+    // every query still gets exactly one answer.
+    SS_LOG(ERROR) << "model " << *m->name << ": " << r.invalid;
+    for (QueryId id : s.TakeAll()) {
+      FailLocked(id, absl::InternalError(r.invalid), QueryOutcome::kError, now, e);
+    }
+  }
+  if (s.wake_at() > 0 && s.wake_at() < next_tick_) {
+    next_tick_ = s.wake_at();
+    e->wake = e->wake > 0 ? std::min(e->wake, next_tick_) : next_tick_;
+  }
+}
+
+void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
+  // The most urgent model first: its head has the earliest deadline.
+  std::vector<std::pair<Nanos, ServedModel*>> order;
+  for (ServedModel* m : models_.All()) {
+    const auto& ws = m->scheduler.workers();
+    if (m->scheduler.empty() || !std::binary_search(ws.begin(), ws.end(), worker)) continue;
+    order.emplace_back(m->scheduler.head_deadline(), m);
+  }
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first ||
+                                                      (a.first == b.first &&
+                                                       a.second->id < b.second->id); });
+  for (const auto& [deadline, m] : order) ScheduleLocked(m, now, e);
+}
+
+void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e) {
+  WorkerRecord* w = workers_.GetAlive(taken.worker);
+  if (w == nullptr) {  // cannot happen: slots hold live workers only
+    for (const Query& q : taken.queries) RequeueLocked(q.id, now, e);
+    return;
+  }
+  const SubnetProfile& subnet = m->profile.subnets[taken.subnet_index];
+  BatchPlan plan;
+  plan.batch_id = ++next_batch_id_;
+  plan.worker = taken.worker;
+  plan.model = *m->name;
+  plan.subnet_index = taken.subnet_index;
+  plan.subnet_id = subnet.id;
+  plan.control = subnet.control;
+  plan.batch_size = taken.batch_size;
+  plan.sent_at = now;
+  plan.earliest = taken.earliest;
+  plan.latest = taken.latest;
+  InflightBatch inflight;
+  inflight.id = plan.batch_id;
+  inflight.model = m->id;
+  inflight.subnet_index = taken.subnet_index;
+  inflight.batch_size = taken.batch_size;
+  inflight.sent_at = now;
+  Nanos latest_deadline = now;
+  plan.queries.reserve(taken.queries.size());
+  plan.inputs.reserve(taken.queries.size());
+  for (const Query& q : taken.queries) {
+    auto it = pending_.find(q.id);
+    if (it == pending_.end()) continue;
+    it->second.dispatched_at = now;
+    it->second.on_worker = true;
+    plan.queries.push_back(q.id);
+    plan.inputs.push_back(it->second.input);
+    latest_deadline = std::max(latest_deadline, q.deadline);
+  }
+  if (plan.queries.empty()) return;
+  inflight.deadline = SaturatingAdd(latest_deadline, options_.batch_grace);
+  inflight.queries = plan.queries;
+  workers_.AddInflight(taken.worker, std::move(inflight));
+  ++stats_.batches;
+  e->sends.emplace_back(w->channel, std::move(plan));
+}
+
+void ServingCore::RequeueLocked(QueryId id, Nanos now, Effects* e) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  PendingQuery& p = it->second;
+  ServedModel* m = models_.Find(p.model);
+  if (m == nullptr) {
+    FailLocked(id, absl::UnavailableError("model unregistered"), QueryOutcome::kUnavailable, now, e);
+    return;
+  }
+  switch (m->scheduler.TryRequeue(p.query, now)) {
+    case ModelScheduler::Requeue::kQueued:
+      p.on_worker = false;
+      ++stats_.requeued;
+      return;
+    case ModelScheduler::Requeue::kNoWorker:
+      FailLocked(id, absl::UnavailableError(absl::StrCat("no live worker serves model ", *m->name)),
+                 QueryOutcome::kUnavailable, now, e);
+      return;
+    case ModelScheduler::Requeue::kTooLate:
+      FailLocked(id,
+                 absl::DeadlineExceededError("its batch did not complete and too little time is "
+                                             "left to retry"),
+                 QueryOutcome::kDeadlineExceeded, now, e);
+      return;
+  }
+}
+
+// ---------------------------------------------------------------- workers
+
+absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& worker,
+                                                    std::shared_ptr<WorkerChannel> channel) {
+  Effects e;
+  int32_t id;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return absl::UnavailableError("shutting down");
+    const Nanos now = clock_->Now();
+    id = workers_.Add(worker.name, worker.emulated, worker.models, channel, now);
+    int32_t served = 0;
+    for (const std::string& name : worker.models) {
+      if (ServedModel* m = models_.Find(name)) {
+        m->scheduler.AddWorker(id);
+        ++served;
+      }
+    }
+    const WorkerRecord& w = *workers_.Get(id);
+    // Under the lock, so that no batch can overtake the registration.
+    channel->OnRegistered(*w.name, options_.missed_heartbeats > 0 ? options_.heartbeat_interval : 0);
+    if (options_.log_lifecycle) {
+      SS_LOG(INFO) << "worker " << *w.name << " registered" << (worker.emulated ? " (emulated)" : "")
+                 << ", serving " << served << " of " << worker.models.size()
+                 << " declared models";
+    }
+    e.workers_alive = workers_.alive();
+    ScheduleWorkerLocked(id, now, &e);
+  }
+  Apply(&e);
+  return id;
+}
+
+void ServingCore::OnHeartbeat(int32_t worker) {
+  absl::MutexLock lock(&mu_);
+  workers_.Heard(worker, clock_->Now());
+}
+
+void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    const Nanos now = clock_->Now();
+    WorkerRecord* w = workers_.GetAlive(worker);
+    if (w == nullptr) return;  // a dead worker's late result: its queries were handled
+    w->last_heard = now;
+    std::optional<InflightBatch> b = workers_.TakeInflight(worker, outcome.batch_id);
+    if (!b) {
+      SS_LOG(WARNING) << "worker " << *w->name << " answered unknown batch " << outcome.batch_id;
+      return;
+    }
+    w->busy += outcome.exec;
+    ServedModel* m = models_.Find(b->model);
+    if (m != nullptr) {
+      CompletionTelemetry t;
+      t.worker = worker;
+      t.subnet_index = b->subnet_index;
+      t.batch_size = b->batch_size;
+      t.exec = outcome.exec;
+      t.overhead = std::max<Nanos>(0, now - b->sent_at - outcome.exec - outcome.worker_queue);
+      t.now = now;
+      m->scheduler.OnCompletion(t);
+    }
+    if (m != nullptr && !b->queries.empty()) {
+      if (outcome.status.ok()) {
+        const SubnetProfile& subnet = m->profile.subnets[b->subnet_index];
+        const size_t n = b->queries.size();
+        std::vector<char> answered(n, 0);
+        int32_t foreign = 0, duplicate = 0;
+        for (size_t i = 0; i < outcome.outputs.size(); ++i) {
+          const QueryId id = outcome.outputs[i].first;
+          size_t k = i < n && b->queries[i] == id
+                         ? i
+                         : static_cast<size_t>(
+                               std::find(b->queries.begin(), b->queries.end(), id) -
+                               b->queries.begin());
+          if (k >= n) {
+            ++foreign;
+            continue;
+          }
+          if (answered[k]) {
+            ++duplicate;
+            continue;
+          }
+          answered[k] = 1;
+          auto pit = pending_.find(id);
+          if (pit == pending_.end()) continue;
+          QueryAnswer a;
+          a.output = std::move(outcome.outputs[i].second);
+          a.subnet_id = subnet.id;
+          a.accuracy = subnet.accuracy;
+          a.worker = w->name;
+          a.batch_size = static_cast<int32_t>(n);
+          a.queued = pit->second.dispatched_at - pit->second.query.arrival;
+          a.exec = outcome.exec;
+          AnswerLocked(id, std::move(a), QueryOutcome::kOk, now, &e);
+        }
+        if (foreign > 0 || duplicate > 0 || outcome.outputs.size() != n) {
+          SS_LOG(WARNING) << "worker " << *w->name << " batch " << b->id << ": "
+                          << outcome.outputs.size() << " results for " << n << " queries ("
+                          << foreign << " foreign, " << duplicate << " duplicate ids ignored)";
+        }
+        for (size_t k = 0; k < n; ++k) {
+          if (answered[k]) continue;
+          FailLocked(b->queries[k],
+                     absl::InternalError(absl::StrCat("worker ", *w->name,
+                                                      " returned no result for this query (",
+                                                      outcome.outputs.size(), " results for ", n,
+                                                      " queries)")),
+                     QueryOutcome::kError, now, &e);
+        }
+      } else if (outcome.status.code() == absl::StatusCode::kDeadlineExceeded) {
+        // The worker could not start within the window: try again elsewhere.
+        for (QueryId id : b->queries) RequeueLocked(id, now, &e);
+        ScheduleLocked(m, now, &e);
+      } else {
+        const absl::Status st(outcome.status.code(),
+                              absl::StrCat("worker ", *w->name, ": ", outcome.status.message()));
+        for (QueryId id : b->queries) FailLocked(id, st, QueryOutcome::kError, now, &e);
+      }
+    }
+    ScheduleWorkerLocked(worker, now, &e);
+  }
+  Apply(&e);
+}
+
+void ServingCore::OnWorkerGone(int32_t worker, const absl::Status& why) {
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    WorkerGoneLocked(worker, why, clock_->Now(), &e);
+  }
+  Apply(&e);
+}
+
+void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nanos now,
+                                   Effects* e) {
+  WorkerRecord* w = workers_.GetAlive(worker);
+  if (w == nullptr) return;
+  const std::shared_ptr<WorkerChannel> channel = w->channel;
+  if (options_.log_lifecycle) {
+    SS_LOG(WARNING) << "worker " << *w->name << " gone (" << why.message() << "); "
+                    << w->inflight.size() << " batches in flight";
+  }
+  std::vector<InflightBatch> lost = workers_.MarkDead(worker);
+  e->closes.emplace_back(channel, absl::UnavailableError(
+                                      absl::StrCat("worker declared dead: ", why.message())));
+  e->workers_alive = workers_.alive();
+  std::vector<ServedModel*> affected;
+  for (ServedModel* m : models_.All()) {
+    const auto& ws = m->scheduler.workers();
+    if (!std::binary_search(ws.begin(), ws.end(), worker)) continue;
+    m->scheduler.RemoveWorker(worker);
+    affected.push_back(m);
+  }
+  for (const InflightBatch& b : lost) {
+    for (QueryId id : b.queries) RequeueLocked(id, now, e);
+  }
+  for (ServedModel* m : affected) {
+    if (m->scheduler.workers().empty()) {
+      const absl::Status none =
+          absl::UnavailableError(absl::StrCat("no live worker serves model ", *m->name));
+      for (QueryId id : m->scheduler.TakeAll()) {
+        FailLocked(id, none, QueryOutcome::kUnavailable, now, e);
+      }
+    } else {
+      ScheduleLocked(m, now, e);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- timer
+
+Nanos ServingCore::Tick() {
+  Effects e;
+  Nanos next;
+  {
+    absl::MutexLock lock(&mu_);
+    const Nanos now = clock_->Now();
+    next = now + options_.tick_interval;
+    if (shut_down_) return next;
+    if (options_.missed_heartbeats > 0 && options_.heartbeat_interval > 0) {
+      for (int32_t w :
+           workers_.Silent(now, options_.heartbeat_interval * options_.missed_heartbeats)) {
+        WorkerGoneLocked(w, absl::UnavailableError("missed heartbeats"), now, &e);
+      }
+    }
+    for (int32_t w : workers_.Overdue(now)) {
+      WorkerGoneLocked(w,
+                       absl::UnavailableError("a batch is overdue (no result by its latest query "
+                                              "deadline plus the grace): worker hung"),
+                       now, &e);
+    }
+    if (observer_ != nullptr) {
+      for (WorkerRecord& w : workers_.records()) {
+        if (!w.alive || now - w.busy_since < kBusyWindow) continue;
+        e.busy.emplace_back(w.name, std::min(1.0, static_cast<double>(w.busy) /
+                                                      static_cast<double>(now - w.busy_since)));
+        w.busy = 0;
+        w.busy_since = now;
+      }
+    }
+    std::vector<QueryId> expired, cancelled;
+    for (ServedModel* m : models_.All()) {
+      ModelScheduler& s = m->scheduler;
+      expired.clear();
+      cancelled.clear();
+      s.Sweep(now, &expired, &cancelled);
+      for (QueryId id : expired) {
+        FailLocked(id, absl::DeadlineExceededError("deadline passed while queued"),
+                   QueryOutcome::kDeadlineExceeded, now, &e);
+      }
+      for (QueryId id : cancelled) {
+        FailLocked(id, absl::DeadlineExceededError("cancelled by the client"),
+                   QueryOutcome::kDeadlineExceeded, now, &e);
+      }
+      stats_.swept += static_cast<int64_t>(expired.size() + cancelled.size());
+      if (s.wake_at() != 0 && s.wake_at() <= now) {
+        s.clear_wake();
+        next_tick_ = next;  // lets ScheduleLocked ask for an earlier tick
+        ScheduleLocked(m, now, &e);
+      }
+      if (s.wake_at() != 0) next = std::min(next, std::max(s.wake_at(), now + 1));
+      if (observer_ != nullptr) e.depths.emplace_back(m->name, static_cast<int64_t>(s.queued()));
+    }
+    next_tick_ = next;
+    e.wake = 0;  // the owner learns `next` from the return value
+  }
+  Apply(&e);
+  return next;
+}
+
+// ---------------------------------------------------------------- shutdown
+
+void ServingCore::Shutdown() {
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    const Nanos now = clock_->Now();
+    std::vector<QueryId> ids;
+    ids.reserve(pending_.size());
+    for (const auto& [id, p] : pending_) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    for (QueryId id : ids) {
+      FailLocked(id, absl::UnavailableError("shutting down"), QueryOutcome::kUnavailable, now, &e);
+    }
+    for (ServedModel* m : models_.All()) m->scheduler.TakeAll();
+    for (WorkerRecord& w : workers_.records()) {
+      if (!w.alive) continue;
+      const std::shared_ptr<WorkerChannel> channel = w.channel;
+      workers_.MarkDead(w.id);
+      e.closes.emplace_back(channel, absl::UnavailableError("shutting down"));
+    }
+    e.workers_alive = workers_.alive();
+  }
+  Apply(&e);
+}
+
+ServingStats ServingCore::Stats() const {
+  absl::MutexLock lock(&mu_);
+  ServingStats s = stats_;
+  s.pending = static_cast<int64_t>(pending_.size());
+  s.workers_alive = workers_.alive();
+  s.models = static_cast<int32_t>(models_.size());
+  return s;
+}
+
+}  // namespace superserve

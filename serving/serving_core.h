@@ -1,0 +1,216 @@
+#ifndef SUPERSERVE_SERVING_SERVING_CORE_H_
+#define SUPERSERVE_SERVING_SERVING_CORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/model_profile.h"
+#include "policies/policy.h"
+#include "serving/batch.h"
+#include "serving/model_registry.h"
+#include "serving/query_handle.h"
+#include "serving/serving_observer.h"
+#include "serving/worker_channel.h"
+#include "serving/worker_pool.h"
+
+namespace superserve {
+
+struct ServingOptions {
+  // Batches a worker may hold at once (1 = the next batch is decided only
+  // when the worker is free; k > 1 pipelines k batches).
+  int32_t lookahead = 1;
+  // Live queued queries per model beyond which arrivals get
+  // RESOURCE_EXHAUSTED (expired and cancelled ones do not count).
+  size_t max_queue = 100000;
+  // Workers heartbeat this often; `missed_heartbeats` silent intervals mark a
+  // worker dead. 0 = no heartbeat check (the simulator's emulated workers).
+  Nanos heartbeat_interval = Millis(500);
+  int32_t missed_heartbeats = 4;
+  // A batch not answered by its latest query deadline plus this marks its
+  // worker dead (hung), whatever its heartbeats say.
+  Nanos batch_grace = Seconds(1);
+  // How often Tick runs at the latest: sweeps expired and cancelled queries
+  // out of the queues (answered without waiting for a worker), checks
+  // liveness, refreshes gauges.
+  Nanos tick_interval = Millis(10);
+  // Log models and workers coming and going (INFO/WARNING); the simulator
+  // turns it off.
+  bool log_lifecycle = true;
+};
+
+struct ServingStats {
+  int64_t accepted = 0;   // queries that entered a queue
+  int64_t answered = 0;   // terminal answers of accepted queries
+  int64_t requeued = 0;   // put back after their batch did not complete
+  int64_t cancelled = 0;  // queued queries whose client gave up
+  int64_t swept = 0;      // answered by the sweep (expired or cancelled)
+  int64_t batches = 0;
+  int64_t pending = 0;
+  int32_t workers_alive = 0;
+  int32_t models = 0;
+};
+
+struct ModelSummary {
+  std::string name;
+  std::string family;
+  int64_t version = 0;
+  int32_t num_subnets = 0;
+  double min_accuracy = 0;
+  double max_accuracy = 0;
+  std::vector<int32_t> batch_sizes;
+  int32_t workers = 0;
+  int64_t queued = 0;
+};
+
+struct WorkerRegistration {
+  std::string name;  // requested; the core appends "#<id>"
+  bool emulated = false;
+  std::vector<std::string> models;  // the models the worker can serve
+};
+
+// What a query asks for. `payload` is the input the worker will need.
+struct QueryRequest {
+  absl::string_view model;
+  absl::string_view application;
+  Nanos deadline = 0;  // absolute, on the core's clock
+  std::shared_ptr<QueryPayload> payload;
+};
+
+// The serving core: the router's scheduling path without gRPC, and the
+// simulator's without emulation. It ties a ModelRegistry (what is served), a
+// WorkerPool (who serves, what each holds) and one ModelScheduler per model
+// (queue, policy, the rules for applying a decision), and keeps the one
+// contract: every query handed to Submit gets exactly one answer.
+//
+// Thread-safe. One mutex keeps the three consistent; it is never held while
+// calling out: answers, channel sends (which encode the inputs) and observer
+// calls all run after it is released, on the calling thread.
+//
+// Time comes from `clock`; nothing runs by itself. The owner calls Tick when
+// it asked to be called (the router from a timer thread, the simulator from
+// its event loop), and is told of an earlier wake-up via `request_tick`.
+class ServingCore {
+ public:
+  ServingCore(ServingOptions options, const Clock* clock, ServingObserver* observer = nullptr,
+              std::function<void(Nanos)> request_tick = nullptr);
+  ~ServingCore();
+  ServingCore(const ServingCore&) = delete;
+  ServingCore& operator=(const ServingCore&) = delete;
+
+  // --- models
+  // Serves `profile` with `policy`; workers that declared the model attach.
+  absl::Status AddModel(const ModelProfile& profile, std::unique_ptr<Policy> policy);
+  // Stops serving: queued and in-flight queries are answered UNAVAILABLE, and
+  // the model's queue, policy and profile are freed. A removed model's late
+  // batch results are ignored.
+  absl::Status RemoveModel(const std::string& name);
+  std::vector<ModelSummary> ListModels() const;
+
+  // --- queries. Always answers through `handle`, now or later. `check` runs
+  // under the lock once the model is known (e.g. validates the input against
+  // its profile); it must be O(1) and must not call back into the core.
+  using InputCheck = absl::FunctionRef<absl::Status(const ModelProfile&)>;
+  void Submit(QueryHandle* handle, QueryRequest request, InputCheck check);
+  void Submit(QueryHandle* handle, QueryRequest request);
+  // The client gave up. A queued query is answered DEADLINE_EXCEEDED by the
+  // next sweep (or when a dispatch reaches it) and never runs; one on a
+  // worker is answered when its batch returns. Never answers inline.
+  void OnCancelled(QueryHandle* handle);
+
+  // --- workers
+  absl::StatusOr<int32_t> RegisterWorker(const WorkerRegistration& worker,
+                                         std::shared_ptr<WorkerChannel> channel);
+  void OnHeartbeat(int32_t worker);
+  void OnBatchResult(int32_t worker, BatchOutcome outcome);
+  // Idempotent. The worker's in-flight queries are re-queued if they can
+  // still make their deadline, else answered DEADLINE_EXCEEDED.
+  void OnWorkerGone(int32_t worker, const absl::Status& why);
+
+  // Fires due policy wake-ups, sweeps expired and cancelled queries, marks
+  // silent and hung workers dead, refreshes gauges. Returns when it next
+  // wants to run.
+  Nanos Tick();
+
+  // Answers everything pending UNAVAILABLE and closes every worker channel.
+  // Later calls are refused (UNAVAILABLE).
+  void Shutdown();
+
+  ServingStats Stats() const;
+  const Clock* clock() const { return clock_; }
+
+ private:
+  struct PendingQuery {
+    Query query;
+    QueryHandle* handle = nullptr;
+    std::shared_ptr<QueryPayload> input;
+    ModelId model = 0;
+    Nanos dispatched_at = 0;
+    bool on_worker = false;
+  };
+  // Work decided under mu_ and carried out after it is released.
+  struct Effects {
+    std::vector<std::tuple<std::shared_ptr<WorkerChannel>, std::shared_ptr<const std::string>,
+                           Nanos>>
+        registered;
+    std::vector<std::pair<std::shared_ptr<WorkerChannel>, BatchPlan>> sends;
+    std::vector<std::pair<QueryHandle*, QueryAnswer>> answers;
+    std::vector<std::pair<std::shared_ptr<WorkerChannel>, absl::Status>> closes;
+    std::vector<std::pair<std::shared_ptr<const std::string>, QueryDone>> done;
+    std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
+    std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
+    int32_t workers_alive = -1;  // >= 0: report it
+    Nanos wake = 0;              // > 0: ask the owner for a Tick at this time
+  };
+
+  void Apply(Effects* e);
+  void ScheduleLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers an accepted query and forgets it.
+  void AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outcome, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome, Nanos now,
+                  Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RequeueLocked(QueryId id, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WorkerGoneLocked(int32_t worker, const absl::Status& why, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RejectLocked(QueryHandle* handle, absl::string_view model, const absl::Status& status,
+                    QueryOutcome outcome, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int32_t ApplicationIdLocked(absl::string_view application) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ServingOptions options_;
+  const Clock* const clock_;
+  ServingObserver* const observer_;  // may be null
+  const std::function<void(Nanos)> request_tick_;
+  const std::shared_ptr<const std::string> unknown_model_ =
+      std::make_shared<const std::string>("_unknown");
+
+  mutable absl::Mutex mu_;
+  ModelRegistry models_ ABSL_GUARDED_BY(mu_);
+  WorkerPool workers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<QueryId, PendingQuery> pending_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int32_t> applications_ ABSL_GUARDED_BY(mu_);
+  QueryId next_query_id_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
+  ServingStats stats_ ABSL_GUARDED_BY(mu_);
+  std::vector<FreeSlot> slots_ ABSL_GUARDED_BY(mu_);  // scratch
+  Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_SERVING_SERVING_CORE_H_

@@ -1,0 +1,52 @@
+#ifndef SUPERSERVE_SERVING_SERVING_OBSERVER_H_
+#define SUPERSERVE_SERVING_SERVING_OBSERVER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/time.h"
+#include "policies/query.h"
+#include "serving/batch.h"
+
+namespace superserve {
+
+enum class QueryOutcome {
+  kOk,                 // answered within its deadline
+  kLate,               // answered, but after its deadline (an SLO miss)
+  kDeadlineExceeded,   // dropped as infeasible, expired in the queue, or cancelled
+  kUnavailable,        // no live worker, model removed, or shutting down
+  kResourceExhausted,  // the model's queue was full
+  kInvalidArgument,    // unknown model, bad input
+  kError,              // a worker failed the batch
+};
+const char* QueryOutcomeName(QueryOutcome o);
+
+struct QueryDone {
+  const std::string* model = nullptr;  // "_unknown" for an unknown model
+  QueryId id = 0;                      // 0 = rejected on arrival
+  QueryOutcome outcome = QueryOutcome::kOk;
+  Nanos now = 0;
+  Nanos latency = 0;   // arrival to answer
+  double accuracy = 0; // served subnet's accuracy (ok and late), percent
+  int32_t subnet_id = -1;
+};
+
+// What the core did, for metrics, reports and tests. Called outside the
+// core's lock, possibly from several threads at once; the default does
+// nothing. The router's Prometheus metrics and the simulator's report are
+// both observers, so both count the same events.
+class ServingObserver {
+ public:
+  virtual ~ServingObserver() = default;
+  virtual void OnQueryDone(const QueryDone& done) {}
+  // Before the batch goes to its worker's channel.
+  virtual void OnBatchSent(const BatchPlan& batch) {}
+  virtual void OnWorkersAlive(int32_t alive) {}
+  // Refreshed on every Tick.
+  virtual void OnQueueDepth(const std::string& model, int64_t depth) {}
+  virtual void OnWorkerBusyFraction(const std::string& worker, double fraction) {}
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_SERVING_SERVING_OBSERVER_H_

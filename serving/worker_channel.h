@@ -1,0 +1,30 @@
+#ifndef SUPERSERVE_SERVING_WORKER_CHANNEL_H_
+#define SUPERSERVE_SERVING_WORKER_CHANNEL_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/time.h"
+#include "serving/batch.h"
+
+namespace superserve {
+
+// The core's way to one worker: batches go out through it, their results
+// come back through ServingCore::OnBatchResult. The router implements it over
+// the worker's gRPC stream (router/grpc_worker_channel.h), the simulator with
+// an emulated worker on the simulated clock. The core calls it only outside
+// its lock, and for one channel in the order the core decided.
+class WorkerChannel {
+ public:
+  virtual ~WorkerChannel() = default;
+  // First call on a channel: the worker is registered under this name and
+  // should heartbeat this often (0 = no heartbeats expected).
+  virtual void OnRegistered(const std::string& assigned_name, Nanos heartbeat_interval) = 0;
+  virtual void Send(BatchPlan batch) = 0;
+  // The core gave up on this worker (declared dead, or shutting down).
+  virtual void Close(const absl::Status& why) = 0;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_SERVING_WORKER_CHANNEL_H_

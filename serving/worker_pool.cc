@@ -1,0 +1,94 @@
+#include "serving/worker_pool.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace superserve {
+
+int32_t WorkerPool::Add(const std::string& requested_name, bool emulated,
+                        std::vector<std::string> models, std::shared_ptr<WorkerChannel> channel,
+                        Nanos now) {
+  const int32_t id = static_cast<int32_t>(workers_.size());
+  WorkerRecord w;
+  w.id = id;
+  w.name = std::make_shared<const std::string>(requested_name.empty()
+                                                   ? absl::StrCat("worker-", id)
+                                                   : absl::StrCat(requested_name, "#", id));
+  w.emulated = emulated;
+  w.declared_models = std::move(models);
+  w.channel = std::move(channel);
+  w.last_heard = now;
+  w.busy_since = now;
+  workers_.push_back(std::move(w));
+  ++alive_;
+  return id;
+}
+
+WorkerRecord* WorkerPool::Get(int32_t id) {
+  if (id < 0 || id >= static_cast<int32_t>(workers_.size())) return nullptr;
+  return &workers_[id];
+}
+
+WorkerRecord* WorkerPool::GetAlive(int32_t id) {
+  WorkerRecord* w = Get(id);
+  return w != nullptr && w->alive ? w : nullptr;
+}
+
+void WorkerPool::Heard(int32_t id, Nanos now) {
+  if (WorkerRecord* w = GetAlive(id)) w->last_heard = now;
+}
+
+int32_t WorkerPool::FreeSlots(int32_t id, int32_t lookahead) const {
+  const WorkerRecord& w = workers_[id];
+  if (!w.alive) return 0;
+  return std::max<int32_t>(0, lookahead - static_cast<int32_t>(w.inflight.size()));
+}
+
+void WorkerPool::AddInflight(int32_t id, InflightBatch batch) {
+  const uint64_t batch_id = batch.id;
+  workers_[id].inflight.emplace(batch_id, std::move(batch));
+}
+
+std::optional<InflightBatch> WorkerPool::TakeInflight(int32_t id, uint64_t batch_id) {
+  WorkerRecord* w = GetAlive(id);
+  if (w == nullptr) return std::nullopt;
+  auto it = w->inflight.find(batch_id);
+  if (it == w->inflight.end()) return std::nullopt;
+  InflightBatch b = std::move(it->second);
+  w->inflight.erase(it);
+  return b;
+}
+
+std::vector<InflightBatch> WorkerPool::MarkDead(int32_t id) {
+  std::vector<InflightBatch> out;
+  WorkerRecord* w = GetAlive(id);
+  if (w == nullptr) return out;
+  w->alive = false;
+  --alive_;
+  for (auto& [batch_id, b] : w->inflight) out.push_back(std::move(b));
+  w->inflight.clear();
+  return out;
+}
+
+std::vector<int32_t> WorkerPool::Silent(Nanos now, Nanos silent_limit) const {
+  std::vector<int32_t> out;
+  for (const WorkerRecord& w : workers_) {
+    if (w.alive && now - w.last_heard > silent_limit) out.push_back(w.id);
+  }
+  return out;
+}
+
+std::vector<int32_t> WorkerPool::Overdue(Nanos now) const {
+  std::vector<int32_t> out;
+  for (const WorkerRecord& w : workers_) {
+    if (!w.alive) continue;
+    for (const auto& [batch_id, b] : w.inflight) {
+      if (now > b.deadline) {
+        out.push_back(w.id);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace superserve

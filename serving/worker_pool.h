@@ -1,0 +1,85 @@
+#ifndef SUPERSERVE_SERVING_WORKER_POOL_H_
+#define SUPERSERVE_SERVING_WORKER_POOL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/time.h"
+#include "policies/query.h"
+#include "serving/model_registry.h"
+#include "serving/worker_channel.h"
+
+namespace superserve {
+
+// A batch a worker holds. `deadline` is when the core stops waiting for it:
+// the latest deadline of its queries plus a grace. A batch whose model was
+// removed keeps its slot (the worker is still busy with it) but has no
+// queries left to answer.
+struct InflightBatch {
+  uint64_t id = 0;
+  ModelId model = 0;
+  int32_t subnet_index = -1;
+  int32_t batch_size = 0;
+  Nanos sent_at = 0;
+  Nanos deadline = 0;
+  std::vector<QueryId> queries;
+};
+
+struct WorkerRecord {
+  int32_t id = -1;
+  std::shared_ptr<const std::string> name;
+  bool alive = true;
+  bool emulated = false;
+  std::vector<std::string> declared_models;
+  std::shared_ptr<WorkerChannel> channel;
+  Nanos last_heard = 0;
+  Nanos busy = 0;  // summed execution time since busy_since
+  Nanos busy_since = 0;
+  std::map<uint64_t, InflightBatch> inflight;  // by batch id
+};
+
+// The workers that registered: liveness (heartbeats, per-batch deadlines)
+// and the batches each holds. Ids are dense and never reused. Not
+// thread-safe.
+class WorkerPool {
+ public:
+  // Registers a live worker; its name is "<requested>#<id>" (or "worker-<id>").
+  int32_t Add(const std::string& requested_name, bool emulated, std::vector<std::string> models,
+              std::shared_ptr<WorkerChannel> channel, Nanos now);
+  // Any worker ever registered (alive or not); nullptr for an unknown id.
+  WorkerRecord* Get(int32_t id);
+  WorkerRecord* GetAlive(int32_t id);
+  int32_t alive() const { return alive_; }
+
+  void Heard(int32_t id, Nanos now);
+  // Live, and holds fewer than `lookahead` batches: how many more it may take.
+  int32_t FreeSlots(int32_t id, int32_t lookahead) const;
+
+  void AddInflight(int32_t id, InflightBatch batch);
+  // Removes and returns the batch; nullopt if the worker does not hold it
+  // (a result for a batch already given up on).
+  std::optional<InflightBatch> TakeInflight(int32_t id, uint64_t batch_id);
+
+  // Marks the worker dead and hands back the batches it held. Idempotent:
+  // a dead worker returns nothing.
+  std::vector<InflightBatch> MarkDead(int32_t id);
+
+  // Live workers silent for longer than `silent_limit`.
+  std::vector<int32_t> Silent(Nanos now, Nanos silent_limit) const;
+  // Live workers holding a batch past its deadline.
+  std::vector<int32_t> Overdue(Nanos now) const;
+
+  std::vector<WorkerRecord>& records() { return workers_; }
+
+ private:
+  std::vector<WorkerRecord> workers_;
+  int32_t alive_ = 0;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_SERVING_WORKER_POOL_H_
