@@ -28,7 +28,8 @@ void QueryResponder::Deliver(QueryAnswer answer) {
 
 Dispatcher::Dispatcher(DispatcherOptions options, const Clock* clock, RouterMetrics* metrics)
     : options_(std::move(options)),
-      core_(options_.serving, clock, metrics, [this](Nanos t) { RequestTick(t); }) {
+      core_(options_.serving, clock, metrics, [this](Nanos t) { RequestTick(t); }),
+      timer_next_(clock->Now() + options_.serving.tick_interval) {
   if (options_.run_timer_thread) timer_ = std::thread([this] { TimerLoop(); });
 }
 
@@ -110,13 +111,19 @@ void Dispatcher::RequestTick(Nanos t) {
   }
 }
 
+Nanos Dispatcher::Tick() {
+  const Nanos next = core_.Tick();
+  std::lock_guard<std::mutex> lock(timer_mu_);
+  timer_next_ = next;
+  return next;
+}
+
 void Dispatcher::TimerLoop() {
   std::unique_lock<std::mutex> lock(timer_mu_);
   while (!timer_stop_) {
     lock.unlock();
-    const Nanos next = core_.Tick();
+    Tick();
     lock.lock();
-    timer_next_ = next;
     while (!timer_stop_) {
       const Nanos wait = timer_next_ - core_.clock()->Now();
       if (wait <= 0) break;

@@ -70,8 +70,13 @@ class Dispatcher {
   void OnBatchResult(int32_t worker, v1::BatchResult* result);
   void OnWorkerGone(int32_t worker, const absl::Status& why) { core_.OnWorkerGone(worker, why); }
 
-  // See ServingCore::Tick.
-  Nanos Tick() { return core_.Tick(); }
+  // See ServingCore::Tick. Without the timer thread the caller ticks, at
+  // next_tick() at the latest.
+  Nanos Tick();
+  Nanos next_tick() {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    return timer_next_;
+  }
 
   // Answers every pending query UNAVAILABLE and stops the timer thread.
   void Shutdown();
@@ -88,7 +93,7 @@ class Dispatcher {
 
   std::mutex timer_mu_;
   std::condition_variable timer_cv_;
-  Nanos timer_next_ = 0;  // when the timer thread will Tick next
+  Nanos timer_next_;  // when Tick is due next
   bool timer_stop_ = false;
   std::thread timer_;
 };

@@ -110,7 +110,7 @@ class Simulation final : public ServingObserver {
       live_.push_back(*id);
     }
     size_t next_arrival = 0, next_failure = 0;
-    tick_at_ = std::numeric_limits<Nanos>::max();
+    tick_at_ = clock_.Now() + serving.tick_interval;  // the core's first tick
     while (true) {
       const Nanos kNever = std::numeric_limits<Nanos>::max();
       const Nanos t_arrival = next_arrival < arrivals_.size() ? arrivals_[next_arrival] : kNever;
@@ -164,7 +164,10 @@ class Simulation final : public ServingObserver {
 
   // An emulated worker took a batch.
   void Start(int32_t worker, const BatchPlan& b) {
-    const Nanos exec = LatencyOf(b.subnet_index, b.batch_size);
+    const Nanos exec =
+        options_.exec_time
+            ? options_.exec_time(b.subnet_id, static_cast<int32_t>(b.queries.size()))
+            : LatencyOf(b.subnet_index, b.batch_size);
     const Nanos start = std::max(clock_.Now(), b.earliest);
     completions_.push({start + options_.dispatch_overhead + exec, worker, b.batch_id, exec,
                        b.queries});
@@ -172,6 +175,7 @@ class Simulation final : public ServingObserver {
 
   // ServingObserver
   void OnQueryDone(const QueryDone& d) override {
+    if (options_.trace != nullptr) options_.trace->OnQueryDone(d);
     --outstanding_;
     TimelineBin& bin = Bin(d.now);
     if (d.outcome == QueryOutcome::kOk || d.outcome == QueryOutcome::kLate) {
@@ -191,6 +195,7 @@ class Simulation final : public ServingObserver {
     }
   }
   void OnBatchSent(const BatchPlan& b) override {
+    if (options_.trace != nullptr) options_.trace->OnBatchSent(b);
     ++result_.batches;
     TimelineBin& bin = Bin(b.sent_at);
     bin.batches++;
@@ -198,6 +203,7 @@ class Simulation final : public ServingObserver {
   }
   void OnWorkersAlive(int32_t alive) override {
     if (draining_) return;
+    if (options_.trace != nullptr) options_.trace->OnWorkersAlive(alive);
     live_workers_ = alive;
     Bin(clock_.Now()).live_workers = alive;
   }

@@ -2,6 +2,7 @@
 #define SUPERSERVE_BENCH_SIM_SIMULATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct SimulatorOptions {
   // The serving core's options (lookahead, batch grace, tick interval); the
   // simulator turns heartbeat checks off and the queue bound up.
   ServingOptions serving;
+  // Tests: replaces the profile-based execution time of a batch (subnet id,
+  // number of queries) -> time; noise and exec_scale then do not apply.
+  std::function<Nanos(int32_t subnet_id, int32_t queries)> exec_time;
+  // Tests and tools: also told of every answer and batch the core produced.
+  ServingObserver* trace = nullptr;
   Nanos timeline_bin = Seconds(1);
 };
 
