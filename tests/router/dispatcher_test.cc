@@ -5,7 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <deque>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 
 #include "common/tensor_codec.h"
 #include "router/policy_factory.h"
@@ -326,6 +331,196 @@ TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
   EXPECT_EQ(a.answers, 1);
   EXPECT_EQ(b.answers, 1);
   EXPECT_EQ(b.status.code(), absl::StatusCode::kUnavailable);
+}
+
+// --- Hot-path defects (issue 13); each of these failed on the dispatcher
+// that preceded the serving core.
+
+TEST_F(DispatcherTest, ResultIdsAreMatchedToTheBatch) {
+  Make("clipper+");
+  FakeConnection* c;
+  int32_t w = AddWorker(&c);
+  FakeQuery &first = Q(), &a = Q(), &b = Q(), &later = Q();
+  d_->Submit(&first, clock_.Now() + Millis(100));
+  auto b0 = c->NextBatch();
+  d_->Submit(&a, clock_.Now() + Millis(100));
+  d_->Submit(&b, clock_.Now() + Millis(100));
+  Result(w, OkResult(b0->batch()));
+  auto b1 = c->NextBatch();  // a and b together
+  ASSERT_NE(b1, nullptr);
+  ASSERT_EQ(b1->batch().queries_size(), 2);
+  d_->Submit(&later, clock_.Now() + Millis(100));  // queued: the worker is busy
+  // The worker answers a twice, never b, and sends an output for `later`,
+  // which is not in this batch.
+  v1::BatchResult r;
+  r.set_batch_id(b1->batch().batch_id());
+  r.set_exec_us(1000);
+  for (QueryId id : {a.query_id, a.query_id, later.query_id}) {
+    auto* qr = r.add_results();
+    qr->set_query_id(id);
+    EncodeTensor(MakeFloatTensor({3}, std::vector<float>{0, 0, 1}), qr->mutable_output());
+  }
+  Result(w, r);
+  ASSERT_EQ(a.answers, 1);
+  EXPECT_TRUE(a.status.ok()) << a.status;
+  ASSERT_EQ(b.answers, 1) << "a query of the batch without a result still gets its answer";
+  EXPECT_EQ(b.status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(b.status.message()), ::testing::HasSubstr("no result"));
+  EXPECT_EQ(later.answers, 0) << "a foreign id must not answer a query of another batch";
+  auto b2 = c->NextBatch();
+  ASSERT_NE(b2, nullptr);
+  EXPECT_EQ(b2->batch().queries(0).query_id(), later.query_id);
+  Result(w, OkResult(b2->batch()));
+  ASSERT_EQ(later.answers, 1);
+  EXPECT_TRUE(later.status.ok());
+  auto s = d_->Stats();
+  EXPECT_EQ(s.accepted, s.answered);
+}
+
+TEST_F(DispatcherTest, ExpiredQueuedQueriesAreAnsweredOnTheTimerWithoutAFreeWorker) {
+  Make("clipper+");
+  FakeConnection* c;
+  AddWorker(&c);
+  FakeQuery &running = Q(), &x = Q(), &y = Q();
+  d_->Submit(&running, clock_.Now() + Seconds(1));
+  ASSERT_NE(c->NextBatch(), nullptr);  // the only worker is now busy for good
+  d_->Submit(&x, clock_.Now() + Millis(5));
+  d_->Submit(&y, clock_.Now() + Millis(50));
+  ASSERT_TRUE(clock_.Advance(Millis(10)).ok());
+  d_->Tick();
+  ASSERT_EQ(x.answers, 1) << "expired while queued: answered by the sweep";
+  EXPECT_EQ(x.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(y.answers, 0);
+  EXPECT_EQ(running.answers, 0);
+  EXPECT_EQ(d_->Stats().pending, 2);
+}
+
+TEST_F(DispatcherTest, DeadQueriesDoNotHoldPlacesInAFullQueue) {
+  Make("clipper+", /*lookahead=*/1, /*max_queue=*/2);
+  FakeConnection* c;
+  AddWorker(&c);
+  FakeQuery &running = Q(), &cancelled = Q(), &x = Q(), &y = Q(), &fresh = Q();
+  d_->Submit(&running, clock_.Now() + Seconds(1));
+  ASSERT_NE(c->NextBatch(), nullptr);  // the only worker is now busy
+  d_->Submit(&cancelled, clock_.Now() + Millis(500));
+  d_->OnCancelled(&cancelled);
+  d_->Submit(&x, clock_.Now() + Millis(5));
+  d_->Submit(&y, clock_.Now() + Millis(5));
+  EXPECT_EQ(x.answers + y.answers, 0) << "a cancelled entry holds no place";
+  ASSERT_TRUE(clock_.Advance(Millis(10)).ok());
+  // No Tick in between: three entries in the queue, none alive.
+  d_->Submit(&fresh, clock_.Now() + Millis(500));
+  EXPECT_EQ(fresh.answers, 0) << fresh.status;
+  for (FakeQuery* q : {&cancelled, &x, &y}) {
+    ASSERT_EQ(q->answers, 1);
+    EXPECT_EQ(q->status.code(), absl::StatusCode::kDeadlineExceeded);
+  }
+  EXPECT_EQ(running.answers, 0);
+}
+
+TEST_F(DispatcherTest, CancelledQueuedQueriesAreAnsweredOnTheTimer) {
+  Make("clipper+");
+  FakeConnection* c;
+  AddWorker(&c);
+  FakeQuery &running = Q(), &gone = Q();
+  d_->Submit(&running, clock_.Now() + Seconds(1));
+  ASSERT_NE(c->NextBatch(), nullptr);
+  d_->Submit(&gone, clock_.Now() + Seconds(1));
+  d_->OnCancelled(&gone);
+  EXPECT_EQ(gone.answers, 0) << "never inside OnCancelled";
+  ASSERT_TRUE(clock_.Advance(Millis(1)).ok());
+  d_->Tick();
+  ASSERT_EQ(gone.answers, 1) << "answered by the sweep, not when a worker frees up";
+  EXPECT_EQ(gone.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(d_->Stats().cancelled, 1);
+}
+
+TEST_F(DispatcherTest, RemovingAModelAnswersQueuedAndInflightUnavailableAndFreesIt) {
+  Make("clipper+");
+  FakeConnection* c;
+  int32_t w = AddWorker(&c);
+  FakeQuery &inflight = Q(), &queued = Q();
+  d_->Submit(&inflight, clock_.Now() + Seconds(1));
+  auto b0 = c->NextBatch();
+  ASSERT_NE(b0, nullptr);
+  d_->Submit(&queued, clock_.Now() + Seconds(1));
+  ASSERT_TRUE(d_->RemoveModel("m").ok());
+  ASSERT_EQ(inflight.answers, 1) << "answered at removal, not when the worker returns";
+  EXPECT_EQ(inflight.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(inflight.status.message()), ::testing::HasSubstr("unregistered"));
+  ASSERT_EQ(queued.answers, 1);
+  EXPECT_EQ(queued.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(d_->ListModels().empty());
+  EXPECT_EQ(d_->Stats().pending, 0);
+  EXPECT_EQ(d_->RemoveModel("m").code(), absl::StatusCode::kNotFound);
+  // Served again: the worker that declared it attaches, but it is still busy
+  // with the orphaned batch until that returns (its result is ignored).
+  ASSERT_TRUE(d_->AddModel(TestProfile()).ok());
+  FakeQuery& again = Q();
+  d_->Submit(&again, clock_.Now() + Seconds(1));
+  EXPECT_EQ(c->NextBatch(), nullptr);
+  Result(w, OkResult(b0->batch()));
+  EXPECT_EQ(inflight.answers, 1);
+  auto b1 = c->NextBatch();
+  ASSERT_NE(b1, nullptr);
+  Result(w, OkResult(b1->batch()));
+  ASSERT_EQ(again.answers, 1);
+  EXPECT_TRUE(again.status.ok()) << again.status;
+}
+
+// Reads of a query's request block until the test lets each one through.
+class GatedQuery : public FakeQuery {
+ public:
+  const v1::InferRequest& request() const override {
+    absl::MutexLock lock(&mu_);
+    ++waiting_;
+    mu_.Await(absl::Condition(
+        +[](int* permits) { return *permits > 0; }, &permits_));
+    --permits_;
+    --waiting_;
+    return FakeQuery::request();
+  }
+  void Permit() {
+    absl::MutexLock lock(&mu_);
+    ++permits_;
+  }
+  bool WaitUntilBlocked(absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(
+        absl::Condition(+[](int* waiting) { return *waiting > 0; }, &waiting_), timeout);
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  mutable int permits_ = 0;
+  mutable int waiting_ = 0;
+};
+
+TEST_F(DispatcherTest, ReadingAQueryHoldsNoLockOtherQueriesNeed) {
+  Make("clipper+");
+  FakeConnection* c;
+  AddWorker(&c);
+  queries_.push_back(std::make_unique<GatedQuery>());
+  GatedQuery& slow = static_cast<GatedQuery&>(*queries_.back());
+  std::thread client([&] { d_->Submit(&slow, clock_.Now() + Seconds(1)); });
+  // Let the dispatcher read the request as often as it wants; every time it
+  // is blocked inside a read, another client must still get through.
+  for (int reads = 0; reads < 4; ++reads) {
+    if (!slow.WaitUntilBlocked(absl::Milliseconds(500))) break;  // done reading
+    std::atomic<bool> done{false};
+    std::thread other([&] {
+      d_->Stats();
+      done = true;
+    });
+    for (int i = 0; i < 200 && !done; ++i) absl::SleepFor(absl::Milliseconds(10));
+    EXPECT_TRUE(done) << "read " << reads + 1 << " of the request held the dispatcher's lock";
+    slow.Permit();
+    other.join();
+  }
+  client.join();
+  auto b = c->NextBatch();
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->batch().queries(0).input().data(), slow.request_.input().data());
 }
 
 TEST(PolicyFactoryTest, KnowsThePoliciesAndRejectsUnknownNames) {

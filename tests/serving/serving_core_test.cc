@@ -1,0 +1,213 @@
+// The serving core with in-memory channels and handles on a simulated clock:
+// hung workers, late results, and a randomized check that every query gets
+// exactly one answer whatever the workers and clients do.
+#include "serving/serving_core.h"
+
+#include <deque>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "policies/policy_factory.h"
+#include "tests/policies/policy_test_util.h"
+
+namespace superserve {
+namespace {
+
+class Handle final : public QueryHandle {
+ public:
+  void Deliver(QueryAnswer a) override {
+    ++answers;
+    status = a.status;
+  }
+  int answers = 0;
+  absl::Status status;
+};
+
+class Channel final : public WorkerChannel {
+ public:
+  void OnRegistered(const std::string& name, Nanos) override { this->name = name; }
+  void Send(BatchPlan b) override { sent.push_back(std::move(b)); }
+  void Close(const absl::Status&) override { closed = true; }
+  std::string name;
+  std::deque<BatchPlan> sent;
+  bool closed = false;
+};
+
+std::unique_ptr<Policy> Clipper(const ModelProfile& p) {
+  return *MakePolicy("clipper+", p, PolicyConfig());
+}
+
+BatchOutcome Ok(const BatchPlan& b) {
+  BatchOutcome o;
+  o.batch_id = b.batch_id;
+  o.exec = Millis(1);
+  for (QueryId id : b.queries) o.outputs.emplace_back(id, nullptr);
+  return o;
+}
+
+class ServingCoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServingOptions o;
+    o.missed_heartbeats = 0;
+    o.batch_grace = Millis(20);
+    core_ = std::make_unique<ServingCore>(o, &clock_);
+    ASSERT_TRUE(core_->AddModel(profile_, Clipper(profile_)).ok());
+  }
+  int32_t AddWorker(std::shared_ptr<Channel> c) {
+    WorkerRegistration r;
+    r.name = "w";
+    r.models = {"hand"};
+    return *core_->RegisterWorker(r, std::move(c));
+  }
+  Handle& Submit(Nanos slo) {
+    handles_.push_back(std::make_unique<Handle>());
+    QueryRequest r;
+    r.model = "hand";
+    r.deadline = clock_.Now() + slo;
+    core_->Submit(handles_.back().get(), r);
+    return *handles_.back();
+  }
+
+  SimulatedClock clock_{Seconds(1)};
+  ModelProfile profile_ = testing::ThreeSubnetProfile();
+  std::vector<std::unique_ptr<Handle>> handles_;  // outlive the core
+  std::unique_ptr<ServingCore> core_;
+};
+
+TEST_F(ServingCoreTest, AHungWorkerIsDeclaredDeadByItsBatchDeadlineAndItsLateResultIgnored) {
+  auto c0 = std::make_shared<Channel>(), c1 = std::make_shared<Channel>();
+  const int32_t w0 = AddWorker(c0);
+  EXPECT_EQ(c0->name, "w#0");
+  Handle& q = Submit(Millis(100));
+  ASSERT_EQ(c0->sent.size(), 1u);
+  const int32_t w1 = AddWorker(c1);
+  // w0 never answers (it still "heartbeats": heartbeats are off here). Past
+  // the query's deadline plus the grace, the batch is overdue.
+  ASSERT_TRUE(clock_.Advance(Millis(110)).ok());
+  core_->Tick();
+  EXPECT_FALSE(c0->closed) << "within the grace";
+  ASSERT_TRUE(clock_.Advance(Millis(15)).ok());
+  core_->Tick();
+  EXPECT_TRUE(c0->closed);
+  ASSERT_EQ(q.answers, 1) << "too late to re-queue: answered";
+  EXPECT_EQ(q.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(core_->Stats().workers_alive, 1);
+  // The hung worker wakes up and answers: ignored.
+  core_->OnBatchResult(w0, Ok(c0->sent.front()));
+  EXPECT_EQ(q.answers, 1);
+  // The other worker serves on.
+  Handle& next = Submit(Millis(100));
+  ASSERT_EQ(c1->sent.size(), 1u);
+  core_->OnBatchResult(w1, Ok(c1->sent.front()));
+  EXPECT_TRUE(next.status.ok());
+}
+
+TEST_F(ServingCoreTest, ObserverSeesEveryAnswerAndBatch) {
+  struct Counter : ServingObserver {
+    void OnQueryDone(const QueryDone& d) override { ++outcomes[static_cast<int>(d.outcome)]; }
+    void OnBatchSent(const BatchPlan& b) override { queries_sent += b.queries.size(); }
+    int outcomes[7] = {0};
+    size_t queries_sent = 0;
+  } counter;
+  ServingCore core(ServingOptions(), &clock_, &counter);
+  ASSERT_TRUE(core.AddModel(profile_, Clipper(profile_)).ok());
+  Handle unknown, ok;
+  QueryRequest r;
+  r.model = "nope";
+  r.deadline = clock_.Now() + Millis(50);
+  core.Submit(&unknown, r);
+  auto c = std::make_shared<Channel>();
+  WorkerRegistration reg;
+  reg.models = {"hand"};
+  const int32_t w = *core.RegisterWorker(reg, c);
+  r.model = "hand";
+  core.Submit(&ok, r);
+  ASSERT_EQ(c->sent.size(), 1u);
+  core.OnBatchResult(w, Ok(c->sent.front()));
+  EXPECT_EQ(counter.outcomes[static_cast<int>(QueryOutcome::kInvalidArgument)], 1);
+  EXPECT_EQ(counter.outcomes[static_cast<int>(QueryOutcome::kOk)], 1);
+  EXPECT_EQ(counter.queries_sent, 1u);
+  EXPECT_EQ(unknown.answers, 1);
+  EXPECT_EQ(ok.answers, 1);
+}
+
+// Random clients, workers and operators; at the end every handle has exactly
+// one answer and nothing is left pending.
+TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    SimulatedClock clock(Seconds(1));
+    ServingOptions o;
+    o.heartbeat_interval = Millis(5);
+    o.missed_heartbeats = 3;
+    o.batch_grace = Millis(5);
+    o.max_queue = 8;
+    o.lookahead = 1 + static_cast<int32_t>(seed % 2);
+    std::vector<std::unique_ptr<Handle>> handles;
+    ServingCore core(o, &clock);
+    ModelProfile p = testing::ThreeSubnetProfile();
+    const std::vector<std::string> policies = PolicyNames();
+    ASSERT_TRUE(core.AddModel(p, *MakePolicy(policies[seed % policies.size()], p, {})).ok());
+    std::vector<std::pair<int32_t, std::shared_ptr<Channel>>> workers;
+    for (int step = 0; step < 600; ++step) {
+      const int op = static_cast<int>(rng() % 100);
+      if (op < 40) {
+        handles.push_back(std::make_unique<Handle>());
+        QueryRequest r;
+        r.model = rng() % 20 == 0 ? "other" : "hand";
+        r.deadline = clock.Now() + Millis(static_cast<double>(rng() % 30));
+        core.Submit(handles.back().get(), r);
+      } else if (op < 45) {
+        auto c = std::make_shared<Channel>();
+        WorkerRegistration reg;
+        reg.models = {"hand"};
+        auto id = core.RegisterWorker(reg, c);
+        if (id.ok()) workers.emplace_back(*id, c);
+      } else if (op < 70 && !workers.empty()) {
+        // A worker answers one batch: correctly, with garbage ids, with an
+        // error, or "could not start in time".
+        auto& [id, c] = workers[rng() % workers.size()];
+        if (c->sent.empty()) continue;
+        BatchPlan b = std::move(c->sent.front());
+        c->sent.pop_front();
+        BatchOutcome out = Ok(b);
+        switch (rng() % 5) {
+          case 0:
+            out.outputs.emplace_back(rng() % 50, nullptr);  // foreign or duplicate
+            break;
+          case 1:
+            if (!out.outputs.empty()) out.outputs.pop_back();  // missing
+            break;
+          case 2: out.status = absl::InternalError("boom"); break;
+          case 3: out.status = absl::DeadlineExceededError("late start"); break;
+          default: break;
+        }
+        core.OnBatchResult(id, std::move(out));
+      } else if (op < 74 && !workers.empty()) {
+        core.OnWorkerGone(workers[rng() % workers.size()].first, absl::UnavailableError("gone"));
+      } else if (op < 80 && !handles.empty()) {
+        core.OnCancelled(handles[rng() % handles.size()].get());
+      } else if (op < 82) {
+        if (core.RemoveModel("hand").ok()) {
+          ASSERT_TRUE(core.AddModel(p, *MakePolicy("slackfit", p, {})).ok());
+        }
+      } else if (op < 95) {
+        ASSERT_TRUE(clock.Advance(Micros(static_cast<double>(rng() % 4000))).ok());
+        core.Tick();
+      } else if (!workers.empty()) {
+        core.OnHeartbeat(workers[rng() % workers.size()].first);
+      }
+    }
+    core.Shutdown();
+    for (size_t i = 0; i < handles.size(); ++i) {
+      ASSERT_EQ(handles[i]->answers, 1) << "seed " << seed << " query " << i;
+    }
+    ServingStats s = core.Stats();
+    EXPECT_EQ(s.pending, 0) << "seed " << seed;
+    EXPECT_EQ(s.accepted, s.answered) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace superserve
