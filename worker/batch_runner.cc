@@ -1,6 +1,7 @@
 #include "worker/batch_runner.h"
 
 #include <chrono>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,6 +12,28 @@
 #include "common/tensor_codec.h"
 
 namespace superserve {
+namespace {
+
+// executor->Run, with every exception it throws turned into INTERNAL: the
+// executor boundary. TorchExecutor already maps c10::Error to a status; this
+// catches the rest (std::bad_alloc, a library's std::runtime_error, a thrown
+// non-exception), which would otherwise end the executor thread and with it
+// the worker process (std::terminate).
+absl::StatusOr<std::vector<HostTensor>> RunCatchingExceptions(
+    Executor* executor, const std::string& model, const ControlTuple& control,
+    absl::Span<const v1::Tensor* const> inputs) {
+  try {
+    return executor->Run(model, control, inputs);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat(std::string(executor->kind()), " executor threw: ", e.what()));
+  } catch (...) {
+    return absl::InternalError(
+        absl::StrCat(std::string(executor->kind()), " executor threw an unknown exception"));
+  }
+}
+
+}  // namespace
 
 void RunBatch(const v1::Batch& batch, Nanos received, absl::Span<const ModelEntry> models,
               Executor* executor, v1::BatchResult* result) {
@@ -48,15 +71,15 @@ void RunBatch(const v1::Batch& batch, Nanos received, absl::Span<const ModelEntr
   std::vector<const v1::Tensor*> inputs;
   inputs.reserve(batch.queries_size());
   for (const auto& q : batch.queries()) {
-    if (auto s = CheckWireTensor(q.input(), DType::kFloat32, model->profile.input_shape);
-        !s.ok()) {
+    if (auto s = CheckWireTensor(q.input(), DType::kFloat32, model->profile.input_shape); !s.ok()) {
       fail(absl::StatusCode::kInvalidArgument,
            absl::StrCat("query ", q.query_id(), ": ", s.message()));
       return;
     }
     inputs.push_back(&q.input());
   }
-  auto outputs = executor->Run(model->name, ControlTupleFromProto(batch.control()), inputs);
+  auto outputs =
+      RunCatchingExceptions(executor, model->name, ControlTupleFromProto(batch.control()), inputs);
   Nanos end = RealClock::Get()->Now();
   result->set_exec_us((end - start) / kNanosPerMicro);
   if (!outputs.ok()) {

@@ -15,8 +15,10 @@ namespace superserve {
 // RealClock); the batch's [earliest_us, latest_us] window is relative to it.
 // `models` are the models the worker loaded.
 //
-// A bad batch (unknown model, bad input, closed window) and an executor
-// error become an error result (error + error_code, no outputs).
+// Never lets an exception out, so that the worker keeps serving: a bad batch
+// (unknown model, bad input, closed window), an executor error, and any
+// exception the executor throws (INTERNAL, naming what() or "unknown
+// exception") all become an error result (error + error_code, no outputs).
 void RunBatch(const v1::Batch& batch, Nanos received, absl::Span<const ModelEntry> models,
               Executor* executor, v1::BatchResult* result);
 
