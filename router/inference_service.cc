@@ -3,16 +3,29 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <ratio>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "common/time.h"
 
 namespace superserve {
 namespace {
 
 std::atomic<int64_t> live_reactors{0};
+
+// deadline - now in nanoseconds, saturating instead of overflowing for
+// deadlines far in the future or past.
+Nanos TimeLeft(std::chrono::system_clock::time_point deadline,
+               std::chrono::system_clock::time_point now) {
+  using Duration = std::chrono::system_clock::duration;
+  static_assert(std::is_same_v<Duration::period, std::nano> && std::is_same_v<Duration::rep, Nanos>,
+                "system_clock ticks are int64 nanoseconds (libstdc++); else convert with care");
+  return SaturatingSub(deadline.time_since_epoch().count(), now.time_since_epoch().count());
+}
 
 class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponder {
  public:
@@ -86,8 +99,10 @@ class InferStreamReactor final
         auto* query = new StreamQuery(this, q.tag());
         query->request_.Swap(q.mutable_request());
         live_.insert(query);
-        accepted.emplace_back(query, now + (q.timeout_us() > 0 ? Micros(q.timeout_us())
-                                                               : default_slo_));
+        // timeout_us <= 0: the default SLO. Any other value, INT64_MAX
+        // included, is clamped (kMaxQueryTimeout), never overflowed.
+        accepted.emplace_back(query, q.timeout_us() > 0 ? DeadlineAfterMicros(now, q.timeout_us())
+                                                        : DeadlineAfter(now, default_slo_));
       }
     }
     in_.Clear();
@@ -215,13 +230,14 @@ grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* c
                                                   v1::InferResponse* response) {
   auto* reactor = new InferReactor(dispatcher_, request, response);
   const Nanos now = dispatcher_->clock()->Now();
-  Nanos deadline = now + default_slo_;
+  Nanos deadline = DeadlineAfter(now, default_slo_);
   const auto client_deadline = context->deadline();
   if (client_deadline != std::chrono::system_clock::time_point::max()) {
     // The wire carries a relative timeout that gRPC turned into a wall-clock
-    // deadline; turn it back into a span and anchor it on our clock.
-    const auto left = client_deadline - std::chrono::system_clock::now();
-    deadline = now + std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    // deadline; turn it back into a span and anchor it on our clock, with
+    // saturation and the kMaxQueryTimeout clamp (a deadline centuries ahead
+    // must not overflow).
+    deadline = DeadlineAfter(now, TimeLeft(client_deadline, std::chrono::system_clock::now()));
   }
   dispatcher_->Submit(reactor, deadline);
   return reactor;

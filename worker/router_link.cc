@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "worker/batch_runner.h"
 
 namespace superserve {
 
@@ -123,71 +124,9 @@ void RouterLink::ExecuteLoop() {
       batches_.pop_front();
     }
     v1::WorkerMessage reply;
-    Execute(b.message->batch(), b.received, reply.mutable_result());
+    RunBatch(b.message->batch(), b.received, models_, executor_, reply.mutable_result());
     batches_run_.fetch_add(1);
     if (!Write(reply)) return;
-  }
-}
-
-void RouterLink::Execute(const v1::Batch& batch, Nanos received, v1::BatchResult* result) {
-  result->set_batch_id(batch.batch_id());
-  auto fail = [result](absl::StatusCode code, const std::string& why) {
-    result->clear_results();
-    result->set_error(why);
-    result->set_error_code(static_cast<int32_t>(code));
-  };
-  Nanos start = RealClock::Get()->Now();
-  if (batch.earliest_us() > 0 && start < received + Micros(batch.earliest_us())) {
-    std::this_thread::sleep_for(
-        std::chrono::nanoseconds(received + Micros(batch.earliest_us()) - start));
-    start = RealClock::Get()->Now();
-  }
-  result->set_worker_queue_us((start - received) / kNanosPerMicro);
-  if (batch.latest_us() > 0 && start > received + Micros(batch.latest_us())) {
-    fail(absl::StatusCode::kDeadlineExceeded,
-         absl::StrCat("batch started ", (start - received) / kNanosPerMicro,
-                      " us after receipt; its window closed at ", batch.latest_us(), " us"));
-    return;
-  }
-  const ModelEntry* model = nullptr;
-  for (const auto& m : models_) {
-    if (m.name == batch.model()) model = &m;
-  }
-  if (model == nullptr) {
-    fail(absl::StatusCode::kNotFound, absl::StrCat("model ", batch.model(), " is not loaded"));
-    return;
-  }
-  if (batch.queries_size() == 0) {
-    fail(absl::StatusCode::kInvalidArgument, "empty batch");
-    return;
-  }
-  std::vector<const v1::Tensor*> inputs;
-  inputs.reserve(batch.queries_size());
-  for (const auto& q : batch.queries()) {
-    if (auto s = CheckWireTensor(q.input(), DType::kFloat32, model->profile.input_shape);
-        !s.ok()) {
-      fail(absl::StatusCode::kInvalidArgument,
-           absl::StrCat("query ", q.query_id(), ": ", s.message()));
-      return;
-    }
-    inputs.push_back(&q.input());
-  }
-  auto outputs = executor_->Run(model->name, ControlTupleFromProto(batch.control()), inputs);
-  Nanos end = RealClock::Get()->Now();
-  result->set_exec_us((end - start) / kNanosPerMicro);
-  if (!outputs.ok()) {
-    fail(outputs.status().code(), std::string(outputs.status().message()));
-    return;
-  }
-  if (outputs->size() != inputs.size()) {
-    fail(absl::StatusCode::kInternal, absl::StrCat("executor returned ", outputs->size(),
-                                                   " outputs for ", inputs.size(), " inputs"));
-    return;
-  }
-  for (int i = 0; i < batch.queries_size(); ++i) {
-    v1::QueryResult* r = result->add_results();
-    r->set_query_id(batch.queries(i).query_id());
-    EncodeTensor((*outputs)[i], r->mutable_output());
   }
 }
 

@@ -54,7 +54,6 @@ class RouterLink {
   };
   void ExecuteLoop();
   void HeartbeatLoop(Nanos interval);
-  void Execute(const v1::Batch& batch, Nanos received, v1::BatchResult* result);
   bool Write(const v1::WorkerMessage& m);
 
   const RouterLinkOptions options_;

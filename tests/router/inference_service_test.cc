@@ -6,13 +6,16 @@
 // and the load generator never sends a query more than its pacing slack
 // ahead of its trace time. Over an InferStream every query gets exactly one
 // answer, its own (matched by tag), bad ones an error naming the problem, and
-// a cancelled stream's queued queries are answered without worker time.
+// a cancelled stream's queued queries are answered without worker time. A
+// huge timeout (timeout_us INT64_MAX, a gRPC deadline centuries ahead) is
+// clamped, not overflowed into "deadline already passed".
 #include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -329,6 +332,59 @@ TEST_F(InferenceServiceTest, StreamAnswersEveryQueryOnceWithItsOwnOutput) {
   DispatcherStats s = server_->dispatcher()->Stats();
   EXPECT_EQ(s.accepted, s.answered);
   EXPECT_EQ(s.accepted, kInputs + kQueries - 2);
+}
+
+// A client may send any timeout_us, INT64_MAX included (a stand-in for "no
+// deadline"): it is clamped (kMaxQueryTimeout), not overflowed into a
+// deadline already passed, so the query is served. timeout_us 0 still means
+// the router's default SLO. Likewise a unary call whose gRPC deadline lies
+// centuries ahead.
+TEST_F(InferenceServiceTest, HugeTimeoutsAreClampedAndServed) {
+  InprocWorker worker(address_);
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
+
+  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  auto stub = v1::Inference::NewStub(channel);
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    auto stream = stub->InferStream(&context);
+    v1::InferStreamRequest m;
+    const int64_t timeouts[] = {std::numeric_limits<int64_t>::max(),
+                                std::numeric_limits<int64_t>::max() / 1000 + 1, 0};
+    for (uint64_t tag = 0; tag < 3; ++tag) {
+      v1::StreamQuery* q = m.add_queries();
+      q->set_tag(tag);
+      q->set_timeout_us(timeouts[tag]);
+      *q->mutable_request() = *Request(0.1f * tag);
+    }
+    ASSERT_TRUE(stream->Write(m));
+    ASSERT_TRUE(stream->WritesDone());
+    std::vector<int> answers(3, 0);
+    v1::InferStreamResponse r;
+    while (stream->Read(&r)) {
+      for (const v1::InferAnswer& a : r.answers()) {
+        ASSERT_LT(a.tag(), 3u);
+        ++answers[a.tag()];
+        EXPECT_EQ(a.code(), 0) << "timeout_us " << timeouts[a.tag()] << ": " << a.message();
+        EXPECT_TRUE(a.response().has_output()) << "timeout_us " << timeouts[a.tag()];
+      }
+    }
+    EXPECT_TRUE(stream->Finish().ok());
+    EXPECT_THAT(answers, ::testing::ElementsAre(1, 1, 1));
+  }
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(24 * 365 * 200));
+    v1::InferResponse response;
+    grpc::Status s = stub->Infer(&context, *Request(0.5f), &response);
+    EXPECT_TRUE(s.ok()) << s.error_code() << ": " << s.error_message();
+    EXPECT_TRUE(response.has_output());
+  }
+  DispatcherStats s = server_->dispatcher()->Stats();
+  EXPECT_EQ(s.accepted, 4);
+  EXPECT_EQ(s.answered, 4);
 }
 
 TEST_F(InferenceServiceTest, CancelledStreamAnswersItsQueuedQueriesWithoutWorkerTime) {
