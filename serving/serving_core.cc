@@ -12,11 +12,6 @@ namespace {
 // Busy fractions are reported over windows of at least this length.
 constexpr Nanos kBusyWindow = Millis(500);
 
-Nanos SaturatingAdd(Nanos a, Nanos b) {
-  if (b > 0 && a > std::numeric_limits<Nanos>::max() - b) return std::numeric_limits<Nanos>::max();
-  return a + b;
-}
-
 }  // namespace
 
 const char* QueryOutcomeName(QueryOutcome o) {
