@@ -12,7 +12,10 @@
 // `router-throughput`: one router, 16 emulated workers (one process,
 //   --instances=16) and this process as the open-loop load generator, all on
 //   this machine; searches the highest Poisson rate served with >= 0.999 SLO
-//   attainment.
+//   attainment. Each trial also reads the router process's CPU time (user +
+//   system, /proc/<pid>/stat) before and after it: the router's CPU per
+//   query served is that difference over the trial's OK answers, reported per
+//   transport at its highest passing rate.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -33,6 +36,7 @@
 #include "common/clock.h"
 #include "common/json_writer.h"
 #include "common/model_profile.h"
+#include "common/process_cpu.h"
 #include "common/subprocess.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
@@ -392,7 +396,30 @@ struct Trial {
   std::string transport;
   double qps = 0;
   ReplaySummary summary;
+  int64_t served = 0;                   // answers with status OK
+  double router_cpu_us_per_query = -1;  // < 0: not measured (see the trial's line)
 };
+
+// The router's CPU time per query served over one trial; < 0 (and a line on
+// stderr) when the router's CPU time cannot be read or nothing was served.
+double CpuPerQuery(const absl::StatusOr<Nanos>& before, const absl::StatusOr<Nanos>& after,
+                   int64_t served) {
+  if (!before.ok() || !after.ok()) {
+    const absl::Status& s = before.ok() ? after.status() : before.status();
+    std::fprintf(stderr, "router-throughput: router CPU time: %s\n",
+                 std::string(s.message()).c_str());
+    return -1;
+  }
+  if (served <= 0) return -1;
+  return ToMicros(*after - *before) / static_cast<double>(served);
+}
+
+std::string CpuText(double us_per_query) {
+  if (us_per_query < 0) return "n/a";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f us", us_per_query);
+  return text;
+}
 
 int MeasureRouterThroughput(const BenchmarkArgs& args,
                             const std::vector<std::pair<std::string, Transport>>& transports,
@@ -452,15 +479,23 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
       ReplayOptions ro;
       ro.default_slo = slo;
       ro.progress = false;
+      const pid_t router_pid = (*cluster)->router().pid();
+      const absl::StatusOr<Nanos> cpu_before = ProcessCpuTime(router_pid);
       auto records = ReplayTrace(client, trace, inputs, ro);
+      const absl::StatusOr<Nanos> cpu_after = ProcessCpuTime(router_pid);
       Trial tr;
       tr.transport = name;
       tr.qps = qps;
-      if (records.ok()) tr.summary = Summarize(*records);
-      std::printf("  %s, %.0f qps offered: attainment %.4f, served %.0f qps, p50 %.2f ms, p99 "
-                  "%.2f ms\n",
-                  name.c_str(), qps, tr.summary.slo_attainment, tr.summary.throughput_qps,
-                  tr.summary.p50_ms, tr.summary.p99_ms);
+      if (records.ok()) {
+        tr.summary = Summarize(*records);
+        for (const auto& r : *records) tr.served += r.code == absl::StatusCode::kOk ? 1 : 0;
+      }
+      tr.router_cpu_us_per_query = CpuPerQuery(cpu_before, cpu_after, tr.served);
+      std::printf(
+          "  %s, %.0f qps offered: attainment %.4f, served %.0f qps, p50 %.2f ms, p99 "
+          "%.2f ms, router CPU %s/query\n",
+          name.c_str(), qps, tr.summary.slo_attainment, tr.summary.throughput_qps,
+          tr.summary.p50_ms, tr.summary.p99_ms, CpuText(tr.router_cpu_us_per_query).c_str());
       std::fflush(stdout);
       trials.push_back(tr);
       // Let queues drain between trials.
@@ -496,28 +531,44 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
     return lo;
   };
   std::vector<std::pair<std::string, double>> maxima;
+  // Per transport: the router's CPU per query in the last passing trial at
+  // its max rate (< 0 when none passed or it was not measured).
+  std::vector<double> cpu_at_max;
   double best = 0;
   for (const auto& [name, transport] : transports) {
     InferenceClient client((*cluster)->router_address(), transport);
     client.WaitForConnected(Seconds(5));
     const double lo = find_max(name, client);
-    std::printf("router-throughput: %s: max %.0f qps at >= 0.999 attainment (%d emulated workers, "
-                "SLO %.0f ms, policy %s)\n",
-                name.c_str(), lo, workers, ToMillis(slo),
-                absl::GetFlag(FLAGS_bench_policy).c_str());
+    double cpu = -1;
+    for (const auto& t : trials) {
+      if (t.transport == name && t.qps == lo && t.summary.slo_attainment >= 0.999) {
+        cpu = t.router_cpu_us_per_query;
+      }
+    }
+    std::printf(
+        "router-throughput: %s: max %.0f qps at >= 0.999 attainment (%d emulated workers, "
+        "SLO %.0f ms, policy %s); router CPU %s per query served at that rate\n",
+        name.c_str(), lo, workers, ToMillis(slo), absl::GetFlag(FLAGS_bench_policy).c_str(),
+        CpuText(cpu).c_str());
     maxima.emplace_back(name, lo);
+    cpu_at_max.push_back(cpu);
     best = std::max(best, lo);
   }
   (*cluster)->Stop();
   if (args.json) {
     std::vector<JsonWriter> rows;
     for (const auto& t : trials) {
-      rows.push_back(JsonWriter()
-                         .Add("transport", t.transport)
-                         .Add("offered_qps", t.qps)
-                         .Add("slo_attainment", t.summary.slo_attainment)
-                         .Add("served_qps", t.summary.throughput_qps)
-                         .Add("p99_ms", t.summary.p99_ms));
+      JsonWriter row;
+      row.Add("transport", t.transport)
+          .Add("offered_qps", t.qps)
+          .Add("slo_attainment", t.summary.slo_attainment)
+          .Add("served_qps", t.summary.throughput_qps)
+          .Add("p99_ms", t.summary.p99_ms)
+          .Add("served", t.served);
+      if (t.router_cpu_us_per_query >= 0) {
+        row.Add("router_cpu_us_per_query", t.router_cpu_us_per_query);
+      }
+      rows.push_back(std::move(row));
     }
     JsonWriter out;
     out.Add("benchmark", "router-throughput")
@@ -527,6 +578,17 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
     // The baseline of the same run: the first transport (unary by default).
     if (maxima.size() > 1 && maxima.front().second > 0) {
       out.Add("ratio_vs_" + maxima.front().first, best / maxima.front().second);
+    }
+    // The router's CPU time per query served, at each transport's max rate;
+    // left out where it was not measured.
+    for (size_t i = 0; i < maxima.size(); ++i) {
+      if (cpu_at_max[i] >= 0) out.Add("router_cpu_us_per_query_" + maxima[i].first, cpu_at_max[i]);
+    }
+    for (size_t i = 1; i < maxima.size(); ++i) {
+      if (cpu_at_max[0] > 0 && cpu_at_max[i] >= 0) {
+        out.Add("router_cpu_ratio_" + maxima[i].first + "_vs_" + maxima.front().first,
+                cpu_at_max[i] / cpu_at_max[0]);
+      }
     }
     std::printf("%s\n", out.Add("workers", workers)
                             .Add("slo_ms", ToMillis(slo))
