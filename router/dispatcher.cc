@@ -58,7 +58,7 @@ absl::Status Dispatcher::AddModel(const ModelProfile& profile) {
     return absl::InvalidArgumentError(
         absl::StrCat("model \"", profile.model, "\": the router serves supernets; no subnets"));
   }
-  auto policy = PolicyFactory::Global().Create(options_.policy, profile, options_.policy_config);
+  auto policy = MakePolicy(options_.policy, profile, options_.policy_config);
   if (!policy.ok()) return policy.status();
   auto m = std::make_unique<ModelState>();
   m->name = profile.model;

@@ -17,7 +17,7 @@
 #include "common/model_profile.h"
 #include "policies/edf_queue.h"
 #include "policies/policy.h"
-#include "router/policy_factory.h"
+#include "policies/policy_factory.h"
 #include "router/query_responder.h"
 #include "router/router_metrics.h"
 #include "router/worker_connection.h"

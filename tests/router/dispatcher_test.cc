@@ -8,7 +8,6 @@
 #include <deque>
 
 #include "common/tensor_codec.h"
-#include "router/policy_factory.h"
 
 namespace superserve {
 namespace {
@@ -324,14 +323,6 @@ TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
   EXPECT_EQ(a.answers, 1);
   EXPECT_EQ(b.answers, 1);
   EXPECT_EQ(b.status.code(), absl::StatusCode::kUnavailable);
-}
-
-TEST(PolicyFactoryTest, KnowsThePoliciesAndRejectsUnknownNames) {
-  auto names = PolicyFactory::Global().Names();
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"slackfit", "clipper+", "maxacc", "infaas"}));
-  EXPECT_FALSE(PolicyFactory::Global().Create("nope", TestProfile(), {}).ok());
-  auto p = PolicyFactory::Global().Create("clipper+", TestProfile(), {});
-  ASSERT_TRUE(p.ok()) << p.status();
 }
 
 }  // namespace
