@@ -18,12 +18,15 @@
 #include "common/model_profile.h"
 #include "common/progress.h"
 #include "policies/policy_factory.h"
+#include "policies/policy_flags.h"
 
 ABSL_FLAG(std::string, profile, "bench/data/paper_ofa_resnet50_profile.json", "ModelProfile JSON.");
 ABSL_FLAG(std::string, out, "build/repro", "Output folder (must exist).");
 ABSL_FLAG(double, duration_s, 30, "Length of every synthetic trace (the fault trace: 60 s).");
 ABSL_FLAG(double, noise_cv, 0.03, "Execution-time noise CV of the emulated workers.");
-ABSL_FLAG(double, dispatch_overhead_us, 500, "RPC + transfer time per batch.");
+ABSL_FLAG(double, dispatch_overhead_us, 500,
+          "Simulated RPC + transfer time per batch, us (the policies' estimate before telemetry "
+          "is --initial_overhead_us).");
 ABSL_FLAG(uint64_t, seed, 1, "Base seed of traces and noise.");
 ABSL_FLAG(std::string, only, "", "Run only this experiment (bursty, time-varying, policies, "
                                  "faults, buckets, overload, maf, ablation, seeds).");
@@ -45,6 +48,14 @@ struct Cell {
   double slo_ms = 36;
   std::vector<Nanos> failures;
   bool timeline = false;
+  // Pinned for every run of the cell, over the shared policy flags (whose
+  // defaults are the live router's, false and false): every experiment here
+  // was tuned and recorded (docs/scheduling.md) with SuperServe's reading,
+  // heads whose slack fits no bucket dropped and unmeasured tuples following
+  // the measured drift. The ablation switches them off per policy
+  // ("slackfit~fastest-tuple-drop", "~no-drift", "~design").
+  bool drop_below_first_bucket = true;
+  bool follow_drift = true;
 };
 
 std::vector<std::string> ClipperAll(const ModelProfile& p) {
@@ -53,7 +64,7 @@ std::vector<std::string> ClipperAll(const ModelProfile& p) {
   return v;
 }
 
-int Main() {
+int Main(const PolicySpec& flags) {
   auto profile = ModelProfile::LoadFile(absl::GetFlag(FLAGS_profile));
   if (!profile.ok()) {
     std::fprintf(stderr, "superserve-repro: %s\n", profile.status().ToString().c_str());
@@ -232,8 +243,11 @@ int Main() {
         arrivals.empty() ? 0 : arrivals.size() / ToSeconds(arrivals.back() + 1);
     for (const std::string& spec : c.policies) {
       std::string name = spec;
-      PolicyConfig config;
-      config.slackfit.base.initial_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
+      // The shared policy flags (--buckets, --bucket_ties, --guard_*,
+      // --initial_overhead_us, ...), then what the cell pins.
+      PolicyConfig config = flags.config;
+      config.slackfit.drop_below_first_bucket = c.drop_below_first_bucket;
+      config.slackfit.base.latency.unmeasured_follow_drift = c.follow_drift;
       // "slackfit~MOD": one of SlackFit's options back at DESIGN.md's first
       // resolution (ablation); the row is reported under the full spec.
       std::string label;
@@ -308,9 +322,16 @@ int Main() {
 }  // namespace superserve
 
 int main(int argc, char** argv) {
-  superserve::InitMain(argc, argv,
-                       "superserve-repro [--out DIR] [--duration-s S] [--only EXPERIMENT]\n\n"
-                       "Runs SuperServe's simulated experiments and our additions; writes "
-                       "DIR/results.csv.");
-  return superserve::Main();
+  superserve::InitMain(
+      argc, argv,
+      "superserve-repro [--out DIR] [--duration-s S] [--only EXPERIMENT]\n\n"
+      "Runs SuperServe's simulated experiments and our additions; writes DIR/results.csv.\n"
+      "Every run starts from the policy flags shared with superserve-router and superserve-sim\n"
+      "(--buckets, --bucket_ties, --guard_*, --initial_overhead_us, ...; --policy and\n"
+      "--fixed_subnet are not used: each cell names its policies). Every cell pins\n"
+      "drop_below_first_bucket=true and follow_drift=true, as its numbers were recorded\n"
+      "(the ablation switches them off), whatever those two flags say.\n"
+      "--print-policy-config prints the flags' configuration.");
+  const superserve::PolicySpec flags = superserve::PolicySpecFromFlagsOrExit("superserve-repro");
+  return superserve::Main(flags);
 }

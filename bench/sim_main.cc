@@ -14,31 +14,13 @@
 #include "common/json_writer.h"
 #include "common/model_profile.h"
 #include "policies/policy_factory.h"
+#include "policies/policy_flags.h"
 
 ABSL_FLAG(std::string, profile, "", "ModelProfile JSON file (required).");
 ABSL_FLAG(std::string, trace, "", "Trace CSV with header arrival_us (required).");
-ABSL_FLAG(std::string, policy, "slackfit",
-          "slackfit | slackfit-ma | slackfit-rg | maxbatch | maxacc | clipper+ | infaas");
-ABSL_FLAG(int32_t, fixed_subnet, -1, "clipper+: the subnet id to serve.");
-ABSL_FLAG(int32_t, buckets, superserve::kDefaultSlackFitBuckets,
-          "SlackFit: number of latency buckets K.");
-ABSL_FLAG(double, guard_headroom, 0.9,
-          "slackfit-rg: required capacity as a multiple of the measured arrival rate.");
-ABSL_FLAG(bool, guard_upgrades_only, true,
-          "slackfit-rg: the guard's search never goes below SlackFit's own subnet (false: "
-          "the previous guard, which stepped down to any sustainable subnet).");
-ABSL_FLAG(double, guard_window_ms, 100,
-          "slackfit-rg: sliding window of the arrival-rate estimate (ms).");
-ABSL_FLAG(bool, drop_below_first_bucket, true,
-          "slackfit: drop heads whose slack fits no bucket (false: only below the fastest "
-          "tuple, DESIGN.md's first resolution).");
-ABSL_FLAG(std::string, bucket_ties, "throughput",
-          "slackfit: within a bucket the largest batch, ties to: throughput | accuracy.");
-ABSL_FLAG(bool, follow_drift, true,
-          "Unmeasured tuples follow the median measured/profiled latency ratio.");
-ABSL_FLAG(double, fit_margin, -1,
-          "slackfit*: every choice fits the slack with this fraction of its latency to spare "
-          "(-1: the policy's default).");
+// The policy flags (--policy, --fixed_subnet, --buckets, --drop_below_first_bucket,
+// --follow_drift, ..., --initial_overhead_us) are policies/policy_flags.h's,
+// shared with superserve-router and superserve-repro.
 ABSL_FLAG(int32_t, workers, 8, "Emulated workers.");
 ABSL_FLAG(double, slo_ms, 36, "Latency SLO per query in milliseconds.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the execution-time noise.");
@@ -46,7 +28,9 @@ ABSL_FLAG(double, noise_cv, 0, "Execution-time noise: lognormal, mean 1, this CV
 ABSL_FLAG(double, exec_scale, 1.0,
           "Executions take the profile's latency times this (a machine slower than its "
           "profile); policies still start from the profile.");
-ABSL_FLAG(double, dispatch_overhead_us, 500, "RPC + transfer time added to every batch.");
+ABSL_FLAG(double, dispatch_overhead_us, 500,
+          "Simulated RPC + transfer time added to every batch, us (the policy's estimate "
+          "before telemetry is --initial_overhead_us).");
 ABSL_FLAG(std::vector<std::string>, fail_worker_at, {},
           "Times in seconds (comma-separated or the flag repeated); at each, one more worker "
           "fails (the highest live id; its batch is re-queued).");
@@ -62,8 +46,11 @@ int main(int argc, char** argv) {
                        "superserve-sim --profile FILE --trace FILE --policy NAME [--fixed-subnet "
                        "ID] [--buckets K] --workers N --slo-ms X --seed S [--fail-worker-at "
                        "SEC,...] [--timeline FILE] [--json]\n\nDiscrete-event simulation of the "
-                       "router's EDF queue and a scheduling policy over emulated workers.");
+                       "router's EDF queue and a scheduling policy over emulated workers. The policy "
+                       "flags and their defaults are superserve-router's (one shared set); "
+                       "--print-policy-config prints the effective configuration.");
   using namespace superserve;
+  const PolicySpec spec = PolicySpecFromFlagsOrExit("superserve-sim");
   if (absl::GetFlag(FLAGS_profile).empty() || absl::GetFlag(FLAGS_trace).empty()) {
     std::fprintf(stderr, "superserve-sim: --profile and --trace are required (see --help)\n");
     return 2;
@@ -78,23 +65,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-sim: %s\n", trace.status().ToString().c_str());
     return 1;
   }
-  PolicyConfig config;
-  config.slackfit.num_buckets = absl::GetFlag(FLAGS_buckets);
-  config.slackfit.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
-  config.slackfit.guard_upgrades_only = absl::GetFlag(FLAGS_guard_upgrades_only);
-  config.slackfit.rate_window = Millis(absl::GetFlag(FLAGS_guard_window_ms));
-  config.slackfit.base.initial_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
-  config.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
-  config.slackfit.drop_below_first_bucket = absl::GetFlag(FLAGS_drop_below_first_bucket);
-  if (absl::GetFlag(FLAGS_fit_margin) >= 0) config.slackfit.fit_margin = absl::GetFlag(FLAGS_fit_margin);
-  config.slackfit.base.latency.unmeasured_follow_drift = absl::GetFlag(FLAGS_follow_drift);
-  if (absl::GetFlag(FLAGS_bucket_ties) == "accuracy") {
-    config.slackfit.bucket_ties = LatencyBuckets::Ties::kAccuracy;
-  } else if (absl::GetFlag(FLAGS_bucket_ties) != "throughput") {
-    std::fprintf(stderr, "superserve-sim: --bucket-ties must be throughput or accuracy\n");
-    return 2;
-  }
-  auto policy = MakePolicy(absl::GetFlag(FLAGS_policy), *profile, config);
+  auto policy = MakePolicy(spec.name, *profile, spec.config);
   if (!policy.ok()) {
     std::fprintf(stderr, "superserve-sim: %s\n", policy.status().ToString().c_str());
     return 2;

@@ -35,8 +35,15 @@ class LatencyTable {
     // (estimate / profiled) ratio of the measured tuples (1 + unmeasured_margin
     // until any tuple is measured). Without it a measured tuple (its p99)
     // looks slower than an unmeasured neighbour (its profiled mean), so the
-    // estimates a policy compares are on different footings.
-    bool unmeasured_follow_drift = true;
+    // estimates a policy compares are on different footings (the
+    // reproduction, superserve-repro, runs with true).
+    // Default false, the live router's setting: early in a run one measured
+    // tuple can set that ratio alone, and one stalled batch (an emulated
+    // 1 ms batch measured 93 ms on shared cores) then scales every other
+    // tuple ~90x: every head looks infeasible and is dropped (engine
+    // integration test: attainment 0.59-0.95 with it; docs/engine.md).
+    // --follow_drift.
+    bool unmeasured_follow_drift = false;
   };
 
   LatencyTable(const ModelProfile& profile, Options options);

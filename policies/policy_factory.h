@@ -1,6 +1,8 @@
 #ifndef SUPERSERVE_POLICIES_POLICY_FACTORY_H_
 #define SUPERSERVE_POLICIES_POLICY_FACTORY_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,19 +14,49 @@
 
 namespace superserve {
 
+// Everything a policy is built from besides its name and the profile. The
+// defaults are the one set of defaults: the router, the simulator and the
+// reproduction all start from them (policies/policy_flags.h turns them into
+// flags).
 struct PolicyConfig {
   SlackFitOptions slackfit;   // its .base applies to every policy
-  int32_t fixed_subnet_id = -1;  // Clipper+: the profile's subnet id to serve; -1 = most accurate
+  // clipper+: the profile's subnet id to serve; -1 = the most accurate one.
+  int32_t fixed_subnet_id = -1;
 };
 
+// A policy by name with its configuration (what --policy and the policy flags
+// say).
+struct PolicySpec {
+  std::string name = "slackfit";
+  PolicyConfig config;
+};
+
+// Every field of `spec` (nested options included) as one JSON object on one
+// line; durations in ns ("..._ns"), bucket_ties as "throughput" / "accuracy".
+std::string PolicySpecJson(const PolicySpec& spec);
+
+// "throughput" / "accuracy".
+const char* BucketTiesName(LatencyBuckets::Ties ties);
+
 // Builds a policy by name: "slackfit", "slackfit-ma" (DESIGN.md's
-// most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours), "maxbatch", "maxacc",
-// "clipper+" (fixed_subnet_id; -1 = the most accurate), "infaas". The simulator's --policy and
-// the router's configuration both go through here.
+// most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours),
+// "maxbatch", "maxacc", "clipper+" (fixed_subnet_id; -1 = the most accurate
+// subnet), "infaas", and any name added with RegisterPolicy (which takes
+// precedence over a built-in of the same name). The router, the simulator and
+// the reproduction all go through here.
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
                                                    const ModelProfile& profile,
                                                    const PolicyConfig& config);
 
+using PolicyMaker =
+    std::function<absl::StatusOr<std::unique_ptr<Policy>>(const ModelProfile&, const PolicyConfig&)>;
+
+// Adds (or replaces) an extra policy under `name`, for every later MakePolicy
+// and PolicyNames in this process (tests register policies of their own).
+// Thread-safe.
+void RegisterPolicy(const std::string& name, PolicyMaker maker);
+
+// The built-in names, then the registered ones (sorted), each once.
 std::vector<std::string> PolicyNames();
 
 }  // namespace superserve

@@ -30,11 +30,18 @@ struct SlackFitOptions {
   // bucket's upper bound) is dropped: SlackFit only runs bucket choices, and
   // "all control choices within the bucket satisfy the query deadline"
   // (§4.2), so below the first bucket it has none. false: DESIGN.md's first
-  // resolution, drop only below the fastest tuple of the table. Serving
-  // those barely-feasible heads with whatever tiny batch still fits is EDF's
-  // overload spiral: every later head is just as late, batches stay at 1-2,
-  // capacity falls to a third.
-  bool drop_below_first_bucket = true;
+  // resolution, drop only below the fastest tuple of the table.
+  // In the simulator, serving those barely-feasible heads with whatever tiny
+  // batch still fits is EDF's overload spiral: every later head is just as
+  // late, batches stay at 1-2, capacity falls to a third (the reproduction,
+  // superserve-repro, runs SlackFit with true; docs/scheduling.md).
+  // Default false, the live router's setting: the first-bucket rule dropped
+  // every query on a 2-core box where the workers share the cores with the
+  // router and the load generator: the online-corrected latencies (~2x the
+  // quiet profile) stretch the buckets, the dispatch overhead reaches
+  // 10-30 ms, and together they exceed a 40 ms SLO (main job: attainment
+  // 0.06 with it, 0.99 without; docs/engine.md). --drop_below_first_bucket.
+  bool drop_below_first_bucket = false;
   // Within a bucket, the largest batch; ties to the fastest tuple (the
   // paper's "high throughput choice") or to the highest accuracy.
   LatencyBuckets::Ties bucket_ties = LatencyBuckets::Ties::kThroughput;
@@ -78,8 +85,9 @@ struct SlackFitOptions {
 // SuperServe's SlackFit (§4.2, App. A.5): K evenly sized latency buckets,
 // the bucket just below the head's slack, the largest batch within it (ties
 // to throughput); a partial batch keeps the bucket's subnet; heads whose
-// slack fits no bucket are dropped. Each of these has a DESIGN.md
-// alternative behind an option (docs/scheduling.md, "ablation"). Buckets
+// slack fits no bucket are dropped (drop_below_first_bucket; off by default,
+// see there). Each of these has a DESIGN.md alternative behind an option
+// (docs/scheduling.md, "ablation"). Buckets
 // follow the online-corrected latency table and are rebuilt when it changed
 // (at most once per rebuild interval).
 class SlackFitPolicy : public ProfiledPolicy {

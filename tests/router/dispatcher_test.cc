@@ -13,7 +13,6 @@
 #include "absl/time/clock.h"
 
 #include "common/tensor_codec.h"
-#include "router/policy_factory.h"
 
 namespace superserve {
 namespace {
@@ -521,14 +520,6 @@ TEST_F(DispatcherTest, ReadingAQueryHoldsNoLockOtherQueriesNeed) {
   auto b = c->NextBatch();
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->batch().queries(0).input().data(), slow.request_.input().data());
-}
-
-TEST(PolicyFactoryTest, KnowsThePoliciesAndRejectsUnknownNames) {
-  auto names = PolicyFactory::Global().Names();
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"slackfit", "clipper+", "maxacc", "infaas"}));
-  EXPECT_FALSE(PolicyFactory::Global().Create("nope", TestProfile(), {}).ok());
-  auto p = PolicyFactory::Global().Create("clipper+", TestProfile(), {});
-  ASSERT_TRUE(p.ok()) << p.status();
 }
 
 }  // namespace

@@ -1,0 +1,133 @@
+#include "policies/policy_flags.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "common/time.h"
+#include "policies/latency_table.h"
+#include "policies/profiled_policy.h"
+#include "policies/slackfit_policy.h"
+
+// Defaults come from the option structs, never re-typed here.
+ABSL_FLAG(std::string, policy, superserve::PolicySpec().name,
+          "Scheduling policy: slackfit | slackfit-ma | slackfit-rg | maxbatch | maxacc | clipper+ "
+          "| infaas.");
+ABSL_FLAG(int32_t, fixed_subnet, superserve::PolicyConfig().fixed_subnet_id,
+          "clipper+: the profile's subnet id to serve; -1 = the most accurate subnet.");
+ABSL_FLAG(int32_t, buckets, superserve::SlackFitOptions().num_buckets,
+          "slackfit*: number of latency buckets K (>= 1).");
+ABSL_FLAG(bool, drop_below_first_bucket, superserve::SlackFitOptions().drop_below_first_bucket,
+          "slackfit*: drop heads whose slack fits no bucket (SuperServe's reading; the "
+          "reproduction's setting); false = drop only heads that not even the fastest tuple can "
+          "still serve (DESIGN.md's rule; the live default, see docs/engine.md).");
+ABSL_FLAG(bool, follow_drift,
+          superserve::LatencyTable::Options().unmeasured_follow_drift,
+          "Tuples without enough telemetry follow the median measured/profiled latency ratio of "
+          "the measured ones (the reproduction's setting; off live, see docs/engine.md).");
+ABSL_FLAG(std::string, bucket_ties,
+          superserve::BucketTiesName(superserve::SlackFitOptions().bucket_ties),
+          "slackfit*: within a bucket the largest batch, ties to: throughput | accuracy.");
+ABSL_FLAG(double, fit_margin, superserve::SlackFitOptions().fit_margin,
+          "slackfit*: every choice fits the slack with this fraction of its latency to spare "
+          "(< 0: the policy's default, 0 for slackfit, 0.03 for slackfit-rg).");
+ABSL_FLAG(double, guard_headroom, superserve::SlackFitOptions().guard_headroom,
+          "slackfit-rg: required capacity as a multiple of the measured arrival rate (> 0).");
+ABSL_FLAG(bool, guard_upgrades_only, superserve::SlackFitOptions().guard_upgrades_only,
+          "slackfit-rg: the guard's search never goes below SlackFit's own subnet (false: "
+          "the previous guard, which stepped down to any sustainable subnet).");
+ABSL_FLAG(double, guard_window_ms, superserve::ToMillis(superserve::SlackFitOptions().rate_window),
+          "slackfit-rg: sliding window of the arrival-rate estimate, ms (> 0).");
+ABSL_FLAG(double, overhead_quantile,
+          superserve::ProfiledPolicyOptions().overhead_quantile,
+          "Quantile of the measured dispatch overheads (round trip - execution) every policy "
+          "plans with, in [0, 1].");
+ABSL_FLAG(double, initial_overhead_us,
+          superserve::ToMicros(superserve::ProfiledPolicyOptions().initial_overhead),
+          "Dispatch overhead (RPC + transfer) every policy assumes until telemetry reports it, "
+          "us (>= 0).");
+ABSL_FLAG(bool, print_policy_config, false,
+          "Print the effective policy configuration (--policy and every policy option) as one "
+          "JSON line and exit.");
+
+namespace superserve {
+namespace {
+
+absl::Status FlagError(absl::string_view flag, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", what));
+}
+
+}  // namespace
+
+absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
+  PolicySpec spec;
+  spec.name = absl::GetFlag(FLAGS_policy);
+  const std::vector<std::string> names = PolicyNames();
+  if (std::find(names.begin(), names.end(), spec.name) == names.end() && spec.name != "clipper") {
+    return FlagError("policy", absl::StrCat("must be one of ", absl::StrJoin(names, ", "),
+                                            "; got \"", spec.name, "\""));
+  }
+  PolicyConfig& c = spec.config;
+  c.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
+  SlackFitOptions& s = c.slackfit;
+  s.num_buckets = absl::GetFlag(FLAGS_buckets);
+  if (s.num_buckets < 1) {
+    return FlagError("buckets", absl::StrCat("must be >= 1; got ", s.num_buckets));
+  }
+  s.drop_below_first_bucket = absl::GetFlag(FLAGS_drop_below_first_bucket);
+  s.base.latency.unmeasured_follow_drift = absl::GetFlag(FLAGS_follow_drift);
+  const std::string ties = absl::GetFlag(FLAGS_bucket_ties);
+  if (ties == BucketTiesName(LatencyBuckets::Ties::kThroughput)) {
+    s.bucket_ties = LatencyBuckets::Ties::kThroughput;
+  } else if (ties == BucketTiesName(LatencyBuckets::Ties::kAccuracy)) {
+    s.bucket_ties = LatencyBuckets::Ties::kAccuracy;
+  } else {
+    return FlagError("bucket_ties",
+                     absl::StrCat("must be throughput or accuracy; got \"", ties, "\""));
+  }
+  s.fit_margin = absl::GetFlag(FLAGS_fit_margin);
+  s.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
+  if (!(s.guard_headroom > 0)) {
+    return FlagError("guard_headroom", absl::StrCat("must be > 0; got ", s.guard_headroom));
+  }
+  s.guard_upgrades_only = absl::GetFlag(FLAGS_guard_upgrades_only);
+  const double window_ms = absl::GetFlag(FLAGS_guard_window_ms);
+  if (!(window_ms > 0)) {
+    return FlagError("guard_window_ms", absl::StrCat("must be > 0; got ", window_ms));
+  }
+  s.rate_window = Millis(window_ms);
+  s.base.overhead_quantile = absl::GetFlag(FLAGS_overhead_quantile);
+  if (!(s.base.overhead_quantile >= 0 && s.base.overhead_quantile <= 1)) {
+    return FlagError("overhead_quantile",
+                     absl::StrCat("must be in [0, 1]; got ", s.base.overhead_quantile));
+  }
+  const double overhead_us = absl::GetFlag(FLAGS_initial_overhead_us);
+  if (!(overhead_us >= 0)) {
+    return FlagError("initial_overhead_us", absl::StrCat("must be >= 0; got ", overhead_us));
+  }
+  s.base.initial_overhead = Micros(overhead_us);
+  return spec;
+}
+
+PolicySpec PolicySpecFromFlagsOrExit(std::string_view program) {
+  absl::StatusOr<PolicySpec> spec = PolicySpecFromFlags();
+  if (!spec.ok()) {
+    std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(),
+                 static_cast<int>(spec.status().message().size()),
+                 spec.status().message().data());
+    std::exit(2);
+  }
+  if (absl::GetFlag(FLAGS_print_policy_config)) {
+    std::printf("%s\n", PolicySpecJson(*spec).c_str());
+    std::fflush(stdout);
+    std::exit(0);
+  }
+  return *std::move(spec);
+}
+
+}  // namespace superserve
