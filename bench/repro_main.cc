@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,14 +49,13 @@ struct Cell {
   double slo_ms = 36;
   std::vector<Nanos> failures;
   bool timeline = false;
-  // Pinned for every run of the cell, over the shared policy flags (whose
-  // defaults are the live router's, false and false): every experiment here
-  // was tuned and recorded (docs/scheduling.md) with SuperServe's reading,
-  // heads whose slack fits no bucket dropped and unmeasured tuples following
-  // the measured drift. The ablation switches them off per policy
+  // Unset: the shared policy flags (the router's defaults), so that a
+  // reproduced table describes what the router runs. The ablation pins
+  // SuperServe's reading (heads whose slack fits no bucket dropped, unmeasured
+  // tuples following the measured drift) and switches each back per policy
   // ("slackfit~fastest-tuple-drop", "~no-drift", "~design").
-  bool drop_below_first_bucket = true;
-  bool follow_drift = true;
+  std::optional<bool> drop_below_first_bucket;
+  std::optional<bool> follow_drift;
 };
 
 std::vector<std::string> ClipperAll(const ModelProfile& p) {
@@ -110,6 +110,8 @@ int Main(const PolicySpec& flags) {
                        {"slackfit", "slackfit-ma", "slackfit~accuracy-ties",
                         "slackfit~fastest-tuple-drop", "slackfit~no-drift", "slackfit~design",
                         "infaas"}});
+      cells.back().drop_below_first_bucket = true;
+      cells.back().follow_drift = true;
     }
   }
   // Robustness: the heavy bursty cells with four more trace seeds.
@@ -246,8 +248,10 @@ int Main(const PolicySpec& flags) {
       // The shared policy flags (--buckets, --bucket_ties, --guard_*,
       // --initial_overhead_us, ...), then what the cell pins.
       PolicyConfig config = flags.config;
-      config.slackfit.drop_below_first_bucket = c.drop_below_first_bucket;
-      config.slackfit.base.latency.unmeasured_follow_drift = c.follow_drift;
+      if (c.drop_below_first_bucket) {
+        config.slackfit.drop_below_first_bucket = *c.drop_below_first_bucket;
+      }
+      if (c.follow_drift) config.slackfit.base.latency.unmeasured_follow_drift = *c.follow_drift;
       // "slackfit~MOD": one of SlackFit's options back at DESIGN.md's first
       // resolution (ablation); the row is reported under the full spec.
       std::string label;
@@ -328,9 +332,9 @@ int main(int argc, char** argv) {
       "Runs SuperServe's simulated experiments and our additions; writes DIR/results.csv.\n"
       "Every run starts from the policy flags shared with superserve-router and superserve-sim\n"
       "(--buckets, --bucket_ties, --guard_*, --initial_overhead_us, ...; --policy and\n"
-      "--fixed_subnet are not used: each cell names its policies). Every cell pins\n"
-      "drop_below_first_bucket=true and follow_drift=true, as its numbers were recorded\n"
-      "(the ablation switches them off), whatever those two flags say.\n"
+      "--fixed_subnet are not used: each cell names its policies). The ablation pins\n"
+      "drop_below_first_bucket=true and follow_drift=true (SuperServe's reading) and\n"
+      "switches each back per policy, whatever those two flags say.\n"
       "--print-policy-config prints the flags' configuration.");
   const superserve::PolicySpec flags = superserve::PolicySpecFromFlagsOrExit("superserve-repro");
   return superserve::Main(flags);
