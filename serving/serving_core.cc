@@ -168,20 +168,8 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                    absl::UnavailableError(absl::StrCat("no live worker serves model ", *m->name)),
                    QueryOutcome::kUnavailable, now, &e);
     } else {
-      if (m->scheduler.queued() >= options_.max_queue) {
-        // Expired and cancelled entries do not hold places: sweep them first.
-        std::vector<QueryId> expired, cancelled;
-        m->scheduler.Sweep(now, &expired, &cancelled);
-        for (QueryId id : expired) {
-          FailLocked(id, absl::DeadlineExceededError("deadline passed while queued"),
-                     QueryOutcome::kDeadlineExceeded, now, &e);
-        }
-        for (QueryId id : cancelled) {
-          FailLocked(id, absl::DeadlineExceededError("cancelled by the client"),
-                     QueryOutcome::kDeadlineExceeded, now, &e);
-        }
-        stats_.swept += static_cast<int64_t>(expired.size() + cancelled.size());
-      }
+      // Expired and cancelled entries do not hold places: sweep them first.
+      if (m->scheduler.queued() >= options_.max_queue) SweepLocked(m, now, &e);
       if (m->scheduler.queued() >= options_.max_queue) {
         RejectLocked(handle, request.model,
                      absl::ResourceExhaustedError(absl::StrCat(
@@ -269,6 +257,21 @@ void ServingCore::FailLocked(QueryId id, const absl::Status& status, QueryOutcom
   QueryAnswer a;
   a.status = status;
   AnswerLocked(id, std::move(a), outcome, now, e);
+}
+
+void ServingCore::SweepLocked(ServedModel* m, Nanos now, Effects* e) {
+  sweep_expired_.clear();
+  sweep_cancelled_.clear();
+  m->scheduler.Sweep(now, &sweep_expired_, &sweep_cancelled_);
+  for (QueryId id : sweep_expired_) {
+    FailLocked(id, absl::DeadlineExceededError("deadline passed while queued"),
+               QueryOutcome::kDeadlineExceeded, now, e);
+  }
+  for (QueryId id : sweep_cancelled_) {
+    FailLocked(id, absl::DeadlineExceededError("cancelled by the client"),
+               QueryOutcome::kDeadlineExceeded, now, e);
+  }
+  stats_.swept += static_cast<int64_t>(sweep_expired_.size() + sweep_cancelled_.size());
 }
 
 // ---------------------------------------------------------------- scheduling
@@ -593,21 +596,9 @@ Nanos ServingCore::Tick() {
         w.busy_since = now;
       }
     }
-    std::vector<QueryId> expired, cancelled;
     for (ServedModel* m : models_.All()) {
       ModelScheduler& s = m->scheduler;
-      expired.clear();
-      cancelled.clear();
-      s.Sweep(now, &expired, &cancelled);
-      for (QueryId id : expired) {
-        FailLocked(id, absl::DeadlineExceededError("deadline passed while queued"),
-                   QueryOutcome::kDeadlineExceeded, now, &e);
-      }
-      for (QueryId id : cancelled) {
-        FailLocked(id, absl::DeadlineExceededError("cancelled by the client"),
-                   QueryOutcome::kDeadlineExceeded, now, &e);
-      }
-      stats_.swept += static_cast<int64_t>(expired.size() + cancelled.size());
+      SweepLocked(m, now, &e);
       if (s.wake_at() != 0 && s.wake_at() <= now) {
         s.clear_wake();
         next_tick_ = next;  // lets ScheduleLocked ask for an earlier tick

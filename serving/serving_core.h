@@ -185,6 +185,8 @@ class ServingCore {
   void FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome, Nanos now,
                   Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RequeueLocked(QueryId id, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers the model's expired and cancelled queued queries.
+  void SweepLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerGoneLocked(int32_t worker, const absl::Status& why, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RejectLocked(QueryHandle* handle, absl::string_view model, const absl::Status& status,
@@ -207,6 +209,8 @@ class ServingCore {
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
   ServingStats stats_ ABSL_GUARDED_BY(mu_);
   std::vector<FreeSlot> slots_ ABSL_GUARDED_BY(mu_);  // scratch
+  std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch
+  std::vector<QueryId> sweep_cancelled_ ABSL_GUARDED_BY(mu_);  // scratch
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
