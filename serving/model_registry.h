@@ -48,6 +48,11 @@ class ModelRegistry {
   ServedModel* Find(ModelId id) const;
   // Every served model, ascending id (registration order).
   std::vector<ServedModel*> All() const;
+  // The same without building a vector (hot paths).
+  template <typename F>
+  void ForEach(F f) const {
+    for (const auto& [id, m] : by_id_) f(m.get());
+  }
   size_t size() const { return by_id_.size(); }
 
  private:

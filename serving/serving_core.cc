@@ -310,16 +310,19 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e) {
 
 void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
   // The most urgent model first: its head has the earliest deadline.
-  std::vector<std::pair<Nanos, ServedModel*>> order;
-  for (ServedModel* m : models_.All()) {
+  std::vector<std::pair<Nanos, ServedModel*>>& order = order_scratch_;
+  order.clear();
+  models_.ForEach([&](ServedModel* m) {
     const auto& ws = m->scheduler.workers();
-    if (m->scheduler.empty() || !std::binary_search(ws.begin(), ws.end(), worker)) continue;
+    if (m->scheduler.empty() || !std::binary_search(ws.begin(), ws.end(), worker)) return;
     order.emplace_back(m->scheduler.head_deadline(), m);
+  });
+  if (order.size() > 1) {
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first < b.first || (a.first == b.first && a.second->id < b.second->id);
+    });
   }
-  std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first ||
-                                                      (a.first == b.first &&
-                                                       a.second->id < b.second->id); });
+  // ScheduleLocked never re-enters here, so the scratch stays ours.
   for (const auto& [deadline, m] : order) ScheduleLocked(m, now, e);
 }
 

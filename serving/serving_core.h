@@ -211,6 +211,7 @@ class ServingCore {
   std::vector<FreeSlot> slots_ ABSL_GUARDED_BY(mu_);  // scratch
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch
   std::vector<QueryId> sweep_cancelled_ ABSL_GUARDED_BY(mu_);  // scratch
+  std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
