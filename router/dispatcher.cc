@@ -1,6 +1,8 @@
 #include "router/dispatcher.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -43,6 +45,16 @@ void Dispatcher::Shutdown() {
   timer_cv_.notify_all();
   if (timer_.joinable()) timer_.join();
   core_.Shutdown();
+}
+
+bool Dispatcher::Drain(Nanos timeout) {
+  core_.Drain();
+  const Nanos give_up = SaturatingAdd(RealClock::Get()->Now(), timeout);
+  while (core_.Stats().pending > 0) {
+    if (RealClock::Get()->Now() >= give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 absl::Status Dispatcher::AddModel(const ModelProfile& profile) {

@@ -78,6 +78,10 @@ class Dispatcher {
     return timer_next_;
   }
 
+  // Stops accepting queries and waits, at most `timeout`, until every
+  // accepted one is answered; true when none is left. Queued queries are
+  // still scheduled and served within their deadlines meanwhile.
+  bool Drain(Nanos timeout);
   // Answers every pending query UNAVAILABLE and stops the timer thread.
   void Shutdown();
 

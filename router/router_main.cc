@@ -1,4 +1,5 @@
 // superserve-router: the serving front end. See docs/engine.md.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -26,6 +27,10 @@ ABSL_FLAG(int32_t, missed_heartbeats, 4, "Silent heartbeat intervals that mark a
 ABSL_FLAG(std::string, admin_token, "",
           "Bearer token for the Admin service (default: $SUPERSERVE_ADMIN_TOKEN; empty = Admin "
           "disabled).");
+ABSL_FLAG(double, drain_timeout_s, 10,
+          "On SIGTERM/SIGINT: stop accepting (health NOT_SERVING, new queries UNAVAILABLE) and "
+          "serve what is queued for at most this long, then answer the rest UNAVAILABLE and "
+          "exit. 0 = no drain.");
 ABSL_FLAG(std::string, port_file, "",
           "Write \"grpc=PORT\\nmetrics=PORT\\n\" here once serving (for scripts and tests).");
 
@@ -80,8 +85,12 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), path.c_str());
   }
   int sig = WaitForShutdownSignal();
-  SS_LOG(INFO) << "router: signal " << sig << ", shutting down";
+  const double drain_s = std::max(0.0, absl::GetFlag(FLAGS_drain_timeout_s));
+  SS_LOG(INFO) << "router: signal " << sig << ", draining (at most " << drain_s << " s)";
+  const bool drained = server.Drain(Seconds(drain_s));
   auto stats = server.dispatcher()->Stats();
+  SS_LOG(INFO) << "router: " << (drained ? "drained" : "drain timed out") << ", " << stats.pending
+               << " queries still pending; shutting down";
   server.Shutdown();
   SS_LOG(INFO) << "router: accepted " << stats.accepted << ", answered " << stats.answered
                << ", requeued " << stats.requeued << ", batches " << stats.batches;

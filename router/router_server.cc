@@ -63,6 +63,12 @@ absl::Status RouterServer::Start() {
   return absl::OkStatus();
 }
 
+bool RouterServer::Drain(Nanos timeout) {
+  if (shut_down_ || server_ == nullptr) return true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  return dispatcher_->Drain(timeout);
+}
+
 void RouterServer::Shutdown() {
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;

@@ -41,6 +41,10 @@ class RouterServer {
   int metrics_port() const { return metrics_port_; }
   Dispatcher* dispatcher() { return dispatcher_.get(); }
   RouterMetrics* metrics() { return metrics_.get(); }
+  // Graceful first half of a shutdown: health NOT_SERVING, new queries
+  // UNAVAILABLE, what is queued served; returns when nothing is pending or
+  // after `timeout` (false: some queries were still pending).
+  bool Drain(Nanos timeout);
   // Answers what is pending, closes worker streams, stops the server.
   void Shutdown();
   void Wait();

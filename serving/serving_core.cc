@@ -154,6 +154,10 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
     if (shut_down_) {
       RejectLocked(handle, request.model, absl::UnavailableError("shutting down"),
                    QueryOutcome::kUnavailable, now, &e);
+    } else if (draining_) {
+      RejectLocked(handle, request.model,
+                   absl::UnavailableError("draining: shutting down, no new queries accepted"),
+                   QueryOutcome::kUnavailable, now, &e);
     } else if (m == nullptr) {
       RejectLocked(handle, request.model,
                    absl::InvalidArgumentError(absl::StrCat("unknown model \"", request.model, "\"")),
@@ -618,6 +622,11 @@ Nanos ServingCore::Tick() {
 }
 
 // ---------------------------------------------------------------- shutdown
+
+void ServingCore::Drain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+}
 
 void ServingCore::Shutdown() {
   Effects e;

@@ -142,6 +142,10 @@ class ServingCore {
   // wants to run.
   Nanos Tick();
 
+  // Stops accepting queries (new ones are answered UNAVAILABLE, "draining");
+  // what is queued or on a worker is served as usual. Idempotent; Shutdown
+  // ends it.
+  void Drain();
   // Answers everything pending UNAVAILABLE and closes every worker channel.
   // Later calls are refused (UNAVAILABLE).
   void Shutdown();
@@ -214,6 +218,7 @@ class ServingCore {
   std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace superserve

@@ -332,6 +332,49 @@ TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
   EXPECT_EQ(b.status.code(), absl::StatusCode::kUnavailable);
 }
 
+TEST_F(DispatcherTest, DrainServesWhatIsQueuedAndRefusesNewQueries) {
+  Make("clipper+");
+  FakeConnection* c;
+  int32_t w = AddWorker(&c);
+  FakeQuery &running = Q(), &queued = Q(), &refused = Q();
+  d_->Submit(&running, clock_.Now() + Seconds(10));
+  d_->Submit(&queued, clock_.Now() + Seconds(10));
+  auto b0 = c->NextBatch();
+  ASSERT_NE(b0, nullptr);
+  // The worker answers from another thread while Drain waits.
+  std::thread worker([&] {
+    absl::SleepFor(absl::Milliseconds(30));
+    d_->Submit(&refused, clock_.Now() + Seconds(10));
+    Result(w, OkResult(b0->batch()));
+    auto b1 = c->NextBatch();
+    if (b1 != nullptr) Result(w, OkResult(b1->batch()));
+  });
+  EXPECT_TRUE(d_->Drain(Seconds(5)));
+  worker.join();
+  EXPECT_TRUE(running.status.ok()) << running.status;
+  EXPECT_TRUE(queued.status.ok()) << queued.status;
+  ASSERT_EQ(refused.answers, 1);
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kUnavailable);
+  // A query nobody answers: the drain gives up after its timeout.
+  FakeQuery& stuck = Q();
+  d_->Submit(&stuck, clock_.Now() + Seconds(10));  // refused: draining
+  EXPECT_EQ(stuck.answers, 1);
+}
+
+TEST_F(DispatcherTest, DrainTimesOutWhenAWorkerNeverAnswers) {
+  Make("clipper+");
+  FakeConnection* c;
+  AddWorker(&c);
+  FakeQuery& q = Q();
+  d_->Submit(&q, clock_.Now() + Seconds(10));
+  ASSERT_NE(c->NextBatch(), nullptr);
+  EXPECT_FALSE(d_->Drain(Millis(30)));
+  EXPECT_EQ(q.answers, 0);
+  d_->Shutdown();
+  ASSERT_EQ(q.answers, 1);
+  EXPECT_EQ(q.status.code(), absl::StatusCode::kUnavailable);
+}
+
 // --- Hot-path defects (issue 13); each of these failed on the dispatcher
 // that preceded the serving core.
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -194,6 +195,47 @@ TEST_P(EngineIntegrationByTransport, KilledWorkerLosesNoQuery) {
   ASSERT_EQ(per_model->size(), 1u);
   EXPECT_EQ(per_model->front().second, 1);
   EXPECT_THAT(cluster->ScrapeMetrics().value_or(""), HasSubstr("superserve_workers_alive 1"));
+}
+
+// SIGTERM drains: the queries already accepted are served (not answered
+// UNAVAILABLE, as before the drain existed), then the router exits cleanly.
+TEST(EngineIntegration, SigtermDrainsAcceptedQueriesThenExits) {
+  auto cluster = StartCluster(1, {"--drain_timeout_s=20"});
+  ASSERT_NE(cluster, nullptr);
+  InferenceClient client(cluster->router_address(), Transport::kStream);
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
+  LabelledRequests inputs = SyntheticInputs(20);
+  constexpr int kQueries = 3000;  // several hundred ms of work for one worker
+  std::mutex mu;
+  std::condition_variable cv;
+  int answered = 0, ok = 0;
+  std::map<absl::StatusCode, int> codes;
+  for (int i = 0; i < kQueries; ++i) {
+    client.InferAsync(inputs.requests[i % inputs.requests.size()], Seconds(15),
+                      [&](InferenceClient::Result r) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        ++answered;
+                        if (r.status.ok()) ++ok;
+                        codes[r.status.code()]++;
+                        cv.notify_all();
+                      });
+  }
+  {
+    // Let the router accept them all before the signal (the stream sends in
+    // order; a few dozen answered means the rest are queued behind them).
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return answered >= 50; }));
+    ASSERT_LT(answered, kQueries) << "the burst drained before the signal; nothing to test";
+  }
+  cluster->router().Kill(SIGTERM);
+  auto status = cluster->router().Wait(Seconds(25));
+  ASSERT_TRUE(status.has_value()) << "the router did not exit within its drain timeout";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return answered == kQueries; }));
+  std::string summary;
+  for (const auto& [code, n] : codes) absl::StrAppend(&summary, static_cast<int>(code), ":", n, " ");
+  EXPECT_EQ(ok, kQueries) << "codes " << summary;
 }
 
 // --- grpc.health.v1 and server reflection, spoken with a generic stub so the

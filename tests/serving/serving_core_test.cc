@@ -132,6 +132,25 @@ TEST_F(ServingCoreTest, ObserverSeesEveryAnswerAndBatch) {
   EXPECT_EQ(ok.answers, 1);
 }
 
+TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
+  auto c = std::make_shared<Channel>();
+  const int32_t w = AddWorker(c);
+  Handle& running = Submit(Millis(100));
+  Handle& queued = Submit(Millis(100));
+  core_->Drain();
+  Handle& late = Submit(Millis(100));
+  ASSERT_EQ(late.answers, 1);
+  EXPECT_EQ(late.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(late.status.message().find("draining"), absl::string_view::npos) << late.status;
+  ASSERT_EQ(c->sent.size(), 1u);
+  core_->OnBatchResult(w, Ok(c->sent.front()));
+  ASSERT_EQ(c->sent.size(), 2u) << "the queued query is still scheduled";
+  core_->OnBatchResult(w, Ok(c->sent.back()));
+  EXPECT_TRUE(running.status.ok());
+  EXPECT_TRUE(queued.status.ok());
+  EXPECT_EQ(core_->Stats().pending, 0);
+}
+
 // Random clients, workers and operators; at the end every handle has exactly
 // one answer and nothing is left pending.
 TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
