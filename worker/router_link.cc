@@ -3,14 +3,29 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "worker/backoff.h"
 #include "worker/batch_runner.h"
 
 namespace superserve {
+namespace {
+
+// Failed attempts in a row are logged when the reason changes, for the first
+// few, and then once every this many (every 30-40 s at the 2 s cap).
+constexpr int64_t kLogEveryNthAttempt = 20;
+
+std::string DescribeGrpcStatus(const grpc::Status& s) {
+  return absl::StrCat("code ", static_cast<int>(s.error_code()), ": ",
+                      s.error_message().empty() ? "no message" : s.error_message());
+}
+
+}  // namespace
 
 RouterLink::RouterLink(RouterLinkOptions options, Executor* executor,
                        std::vector<ModelEntry> models)
@@ -27,6 +42,7 @@ void RouterLink::Stop() {
   }
   batch_cv_.notify_all();
   heartbeat_cv_.notify_all();
+  stop_cv_.notify_all();
 }
 
 bool RouterLink::Write(const v1::WorkerMessage& m) {
@@ -34,39 +50,208 @@ bool RouterLink::Write(const v1::WorkerMessage& m) {
   return stream_->Write(m);
 }
 
+bool RouterLink::SleepUnlessStopped(Nanos d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return stop_cv_.wait_for(lock, std::chrono::nanoseconds(std::max<Nanos>(d, 0)),
+                           [this] { return stop_requested_.load(); });
+}
+
 absl::Status RouterLink::Run() {
+  RealClock* clock = RealClock::Get();
+  BackoffOptions bo;
+  bo.initial = options_.reconnect_initial_backoff;
+  bo.max = options_.reconnect_max_backoff;
+  // Deterministic per worker, different between workers (and between the
+  // instances of one process), so that a fleet does not dial in lockstep.
+  bo.seed = std::hash<std::string>()(options_.name) ^
+            (static_cast<uint64_t>(options_.channel_tag) * 0x9E3779B97F4A7C15ull);
+  Backoff backoff(bo);
+
+  const Nanos start = clock->Now();
+  const Nanos first_deadline = options_.connect_timeout > 0
+                                   ? start + options_.connect_timeout
+                                   : std::numeric_limits<Nanos>::max();
+  bool ever_registered = false;
+  int64_t failures = 0;      // failed attempts since the last registration
+  Nanos down_since = start;  // when the last registered stream ended
+  std::string last_logged;   // the failure reason last logged
+
+  auto on_registered = [&](const std::string& assigned_id) {
+    if (!ever_registered) {
+      SS_LOG(INFO) << "registered with router " << options_.router << " as " << assigned_id << " ("
+                   << executor_->kind() << " executor)";
+    } else {
+      const int64_t n = ++reconnects_;
+      SS_LOG(INFO) << "re-registered with router " << options_.router << " as " << assigned_id
+                   << " after " << ToSeconds(clock->Now() - down_since) << " s (" << failures
+                   << " failed attempts; reconnect " << n << ")";
+    }
+    ever_registered = true;
+    backoff.Reset();
+    failures = 0;
+    last_logged.clear();
+  };
+
+  while (!stop_requested_) {
+    Nanos attempt_deadline = clock->Now() + options_.attempt_timeout;
+    if (!ever_registered) attempt_deadline = std::min(attempt_deadline, first_deadline);
+    SessionEnd end = RunSession(attempt_deadline, on_registered);
+    if (stop_requested_) break;
+    const std::string why(end.status.message());
+    if (end.registered) {
+      if (!options_.reconnect) return end.status;
+      down_since = clock->Now();
+      SS_LOG(WARNING) << why << "; reconnecting to " << options_.router
+                      << " (backoff up to " << ToMillis(options_.reconnect_max_backoff) << " ms)";
+    } else {
+      if (!options_.reconnect && end.refused) return end.status;
+      if (!ever_registered && clock->Now() >= first_deadline) {
+        return absl::UnavailableError(absl::StrCat("cannot register with router at ",
+                                                   options_.router, " within ",
+                                                   ToSeconds(options_.connect_timeout),
+                                                   " s (--connect_timeout_s): ", why));
+      }
+    }
+    Nanos delay = backoff.Next();
+    if (!ever_registered) delay = std::min(delay, std::max<Nanos>(0, first_deadline - clock->Now()));
+    if (!end.registered) {
+      const int64_t n = ++failures;
+      if (n <= 3 || n % kLogEveryNthAttempt == 0 || why != last_logged) {
+        // Waiting for a router that has not started yet is routine; losing
+        // one that served is not.
+        const std::string line =
+            absl::StrCat("router ", options_.router, ": attempt ", n, " failed (", why,
+                         "); next in ", static_cast<int64_t>(ToMillis(delay)), " ms");
+        if (ever_registered) {
+          SS_LOG(WARNING) << line;
+        } else {
+          SS_LOG(INFO) << line;
+        }
+        last_logged = why;
+      }
+    }
+    if (SleepUnlessStopped(delay)) break;
+  }
+  return absl::OkStatus();
+}
+
+bool RouterLink::WaitReady(grpc::Channel* channel, Nanos deadline, std::string* why) {
+  RealClock* clock = RealClock::Get();
+  grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
+  while (state != GRPC_CHANNEL_READY) {
+    if (stop_requested_) {
+      *why = "stopped";
+      return false;
+    }
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
+      *why = "connection failed";
+      return false;
+    }
+    const Nanos now = clock->Now();
+    if (now >= deadline) {
+      *why = "connection not established in time";
+      return false;
+    }
+    // Short slices, so that Stop() is seen at once.
+    const Nanos slice = std::min<Nanos>(deadline - now, Millis(50));
+    channel->WaitForStateChange(state,
+                                std::chrono::system_clock::now() + std::chrono::nanoseconds(slice));
+    state = channel->GetState(/*try_to_connect=*/true);
+  }
+  return true;
+}
+
+RouterLink::SessionEnd RouterLink::RunSession(
+    Nanos connect_deadline, const std::function<void(const std::string&)>& on_registered) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
   args.SetInt("superserve.channel_tag", options_.channel_tag);
-  auto channel = grpc::CreateCustomChannel(options_.router, grpc::InsecureChannelCredentials(), args);
-  if (!channel->WaitForConnected(std::chrono::system_clock::now() +
-                                 std::chrono::nanoseconds(options_.connect_timeout))) {
-    return absl::UnavailableError(absl::StrCat("cannot reach router at ", options_.router));
+  // A fresh subchannel per session: no connection backoff of gRPC's own
+  // (1 s growing to 120 s by default) carries over from the last session;
+  // Run()'s backoff is the only one.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto channel =
+      grpc::CreateCustomChannel(options_.router, grpc::InsecureChannelCredentials(), args);
+  SessionEnd end;
+  std::string why;
+  if (!WaitReady(channel.get(), connect_deadline, &why)) {
+    if (!stop_requested_) {
+      end.status = absl::UnavailableError(absl::StrCat("cannot connect: ", why));
+    }
+    return end;
   }
   auto stub = v1::WorkerLink::NewStub(channel);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return absl::OkStatus();
+    if (stop_requested_) return end;
+    stopping_ = false;
+    acked_ = false;
+    batches_.clear();
     context_ = std::make_unique<grpc::ClientContext>();
     stream_ = stub->Connect(context_.get());
   }
+  // Ends this session's call (cancelled first when `cancel`): drains the
+  // reads gRPC requires before Finish, and forgets the call.
+  auto end_call = [this](bool cancel) {
+    if (cancel) {
+      std::lock_guard<std::mutex> lock(mu_);
+      context_->TryCancel();
+    }
+    v1::RouterMessage ignored;
+    while (stream_->Read(&ignored)) {
+    }
+    grpc::Status s = stream_->Finish();
+    std::lock_guard<std::mutex> lock(mu_);
+    stream_.reset();
+    context_.reset();
+    return s;
+  };
+
   v1::WorkerMessage hello;
   auto* reg = hello.mutable_register_();
   reg->set_worker_id(options_.name);
   for (const auto& m : models_) reg->add_models(m.name);
   reg->set_emulated(executor_->kind() == "emulated");
   reg->set_intra_op_threads(options_.intra_op_threads);
-  if (!Write(hello)) return absl::UnavailableError("router closed the stream on registration");
 
+  // A router that accepts the connection but never acknowledges (hung, or a
+  // half-open connection) must not hold the link forever.
+  bool ack_timed_out = false;
+  std::thread watchdog([this, &ack_timed_out] {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!stop_cv_.wait_for(lock, std::chrono::nanoseconds(options_.attempt_timeout),
+                           [this] { return acked_ || stopping_; })) {
+      ack_timed_out = true;
+      context_->TryCancel();
+    }
+  });
   auto first = std::make_unique<v1::RouterMessage>();
-  if (!stream_->Read(first.get()) || !first->has_ack()) {
-    grpc::Status s = stream_->Finish();
-    return absl::UnavailableError(absl::StrCat("router refused registration: ", s.error_message()));
+  const bool wrote = Write(hello);
+  const bool read = wrote && stream_->Read(first.get());
+  const bool ok = read && first->has_ack();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    acked_ = true;  // the wait is over, either way
+  }
+  stop_cv_.notify_all();
+  watchdog.join();
+  if (!ok) {
+    // After a failed write or read the call is over and Finish has the
+    // router's status; a first message that is no ack needs a cancel.
+    grpc::Status s = end_call(/*cancel=*/read);
+    if (stop_requested_) return end;
+    end.refused = true;
+    end.status = absl::UnavailableError(
+        ack_timed_out ? absl::StrCat("no registration ack within ",
+                                     ToSeconds(options_.attempt_timeout), " s")
+                      : absl::StrCat("router refused registration (", DescribeGrpcStatus(s), ")"));
+    return end;
   }
   const Nanos interval = Millis(std::max<int64_t>(10, first->ack().heartbeat_interval_ms()));
-  SS_LOG(INFO) << "registered with router " << options_.router << " as "
-               << first->ack().assigned_id() << " (" << executor_->kind() << " executor)";
+  end.registered = true;
+  registered_ = true;
+  on_registered(first->ack().assigned_id());
 
   std::thread executor_thread([this] { ExecuteLoop(); });
   std::thread heartbeat_thread([this, interval] { HeartbeatLoop(interval); });
@@ -83,17 +268,30 @@ absl::Status RouterLink::Run() {
       batch_cv_.notify_one();
     }
   }
+  registered_ = false;
+  size_t dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    dropped = batches_.size();
+    batches_.clear();
   }
   batch_cv_.notify_all();
   heartbeat_cv_.notify_all();
+  // A batch being executed finishes first; its result goes to this (ended)
+  // stream, never to the next session's.
   executor_thread.join();
   heartbeat_thread.join();
-  grpc::Status s = stream_->Finish();
-  if (stop_requested_) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat("router stream ended: ", s.error_message()));
+  grpc::Status s = end_call(/*cancel=*/false);
+  if (stop_requested_) return end;
+  if (dropped > 0) {
+    SS_LOG(INFO) << "dropped " << dropped
+                 << " batches received before the stream ended (the router re-queues or answers "
+                    "their queries)";
+  }
+  end.status =
+      absl::UnavailableError(absl::StrCat("router stream ended (", DescribeGrpcStatus(s), ")"));
+  return end;
 }
 
 void RouterLink::HeartbeatLoop(Nanos interval) {

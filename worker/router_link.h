@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,8 +17,9 @@
 #include "worker/executor.h"
 
 namespace grpc {
+class Channel;
 class ClientContext;
-}
+}  // namespace grpc
 
 namespace superserve {
 
@@ -26,32 +28,75 @@ struct RouterLinkOptions {
   std::string name;         // reported worker id (the router makes it unique)
   int32_t intra_op_threads = 1;
   int32_t channel_tag = 0;  // distinct tags get distinct TCP connections
+  // The first registration must succeed within this (the router may start
+  // after the worker); <= 0 waits forever. Run() fails when it passes.
   Nanos connect_timeout = Seconds(30);
+  // Once registered, a stream that ends (router gone, connection broken, or
+  // the router closed it, e.g. after declaring this worker dead) is dialled
+  // again with backoff, forever, until Stop(). false: Run() returns instead.
+  bool reconnect = true;
+  // Delays between attempts (to connect, and to register) grow from
+  // `reconnect_initial_backoff` by 2x per failed attempt up to
+  // `reconnect_max_backoff`, each drawn from [0.8, 1] of that
+  // (worker/backoff.h); they start over after every successful registration.
+  Nanos reconnect_initial_backoff = Millis(100);
+  Nanos reconnect_max_backoff = Seconds(2);
+  // One attempt's bound on the connection handshake and on the wait for the
+  // router's registration ack (a router that accepts but never answers).
+  Nanos attempt_timeout = Seconds(5);
 };
 
-// One worker's session with the router (SuperServe Fig. 7 steps 3-6, worker
+// One worker's link to the router (SuperServe Fig. 7 steps 3-6, worker
 // side): dials, registers its models, heartbeats, and runs each Batch that
 // arrives on `executor` in arrival order, replying with per-query outputs and
 // the measured execution time. A bad batch yields an error result; the link
-// stays up. Run() returns when the stream ends.
+// stays up. When the stream ends, the link dials again with capped
+// exponential backoff and registers anew (RouterLinkOptions::reconnect).
+//
+// Each registration is one session with its own stream: batches still queued
+// locally when a stream ends are dropped (the router re-queues or answers
+// their queries), a batch already executing finishes first, and its result
+// goes to the old stream or nowhere, never to the next one.
 class RouterLink {
  public:
   RouterLink(RouterLinkOptions options, Executor* executor, std::vector<ModelEntry> models);
   ~RouterLink();
 
-  // Blocks until the router closes the stream, the connection breaks, or
-  // Stop() is called. OK after Stop().
+  // Blocks until Stop() (then OK), or until the link gives up: the first
+  // registration did not succeed within connect_timeout, or (reconnect =
+  // false) the stream ended or the router refused the registration.
   absl::Status Run();
-  // Thread-safe; may be called from a signal-handling thread.
+  // Thread-safe; may be called from a signal-handling thread. Interrupts a
+  // backoff sleep, a connection attempt or a session at once.
   void Stop();
 
   int64_t batches_run() const { return batches_run_.load(); }
+  // Successful registrations after the first one.
+  int64_t reconnects() const { return reconnects_.load(); }
+  // True while registered on a live stream.
+  bool registered() const { return registered_.load(); }
 
  private:
   struct ReceivedBatch {
     std::unique_ptr<v1::RouterMessage> message;
     Nanos received = 0;
   };
+  // How one session (dial, register, serve until the stream ends) ended.
+  struct SessionEnd {
+    bool registered = false;  // it registered, then the stream ended
+    bool refused = false;     // connected, but the router did not register it
+    absl::Status status;      // why it ended (OK when stopped)
+  };
+  // One session; the connection attempt gives up at `connect_deadline`
+  // (RealClock time). `on_registered` runs once the router acknowledged the
+  // registration (with the id it assigned), before any batch is served.
+  SessionEnd RunSession(Nanos connect_deadline,
+                        const std::function<void(const std::string&)>& on_registered);
+  // Waits for the channel to be READY: false on the first failed attempt, at
+  // the deadline or on Stop(); `why` says which.
+  bool WaitReady(grpc::Channel* channel, Nanos deadline, std::string* why);
+  // Sleeps `d` unless Stop() comes first; true when stopped.
+  bool SleepUnlessStopped(Nanos d);
   void ExecuteLoop();
   void HeartbeatLoop(Nanos interval);
   bool Write(const v1::WorkerMessage& m);
@@ -60,19 +105,25 @@ class RouterLink {
   Executor* const executor_;
   const std::vector<ModelEntry> models_;
 
+  // The current session's call; replaced only between sessions, when no
+  // thread of the previous one is left.
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::RouterMessage>> stream_;
   std::mutex write_mu_;  // gRPC allows one writer at a time
 
   std::mutex mu_;
-  // Two condition variables: a batch arrival wakes only the executor thread
-  // (one shared variable woke the heartbeat thread on every batch too).
+  // Separate condition variables: a batch arrival wakes only the executor
+  // thread (one shared variable woke the heartbeat thread on every batch too).
   std::condition_variable batch_cv_;      // executor: batches_ non-empty or stopping_
   std::condition_variable heartbeat_cv_;  // heartbeat: stopping_
+  std::condition_variable stop_cv_;       // backoff sleep, registration watchdog
   std::deque<ReceivedBatch> batches_;
-  bool stopping_ = false;
+  bool stopping_ = false;  // this session is over, or Stop()
+  bool acked_ = false;     // this session's wait for the registration ack is over
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> registered_{false};
   std::atomic<int64_t> batches_run_{0};
+  std::atomic<int64_t> reconnects_{0};
 };
 
 }  // namespace superserve

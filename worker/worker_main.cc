@@ -24,19 +24,44 @@ ABSL_FLAG(bool, emulate, false,
 ABSL_FLAG(int32_t, instances, 1,
           "Independent workers in this process, each with its own stream (needs --emulate).");
 ABSL_FLAG(std::string, name, "", "Worker id reported to the router (default: worker-<pid>).");
-ABSL_FLAG(double, connect_timeout_s, 30, "How long to wait for the router at startup.");
+ABSL_FLAG(double, connect_timeout_s, 30,
+          "How long the first registration may take (the router may start later); the worker "
+          "exits with status 1 when it passes. <= 0 waits forever.");
+ABSL_FLAG(bool, reconnect, true,
+          "Once registered, survive the router: when the stream ends (router restarted or gone, "
+          "connection broken, or the router dropped this worker), dial again with capped "
+          "exponential backoff, forever, and register anew. false: exit when the stream ends.");
+ABSL_FLAG(int32_t, reconnect_initial_backoff_ms, 100,
+          "First delay between reconnection attempts, ms; doubles per failed attempt.");
+ABSL_FLAG(int32_t, reconnect_max_backoff_ms, 2000,
+          "Cap on the delay between reconnection attempts, ms (each delay is drawn from "
+          "[0.8, 1] of the capped value). Bounds how long after a router restart the fleet is "
+          "back.");
 
 int main(int argc, char** argv) {
   using namespace superserve;
   InitMain(argc, argv,
            "superserve-worker --router ADDR --model-repo DIR [--threads N] [--emulate]\n\n"
            "Dials the router, registers, heartbeats, loads each supernet once and runs every\n"
-           "batch with the subnet the router chose; replies with outputs and exec time.");
+           "batch with the subnet the router chose; replies with outputs and exec time.\n"
+           "The first registration must succeed within --connect_timeout_s. After that the\n"
+           "worker outlives the router: when its stream ends it reconnects with capped\n"
+           "exponential backoff (--reconnect_initial_backoff_ms, --reconnect_max_backoff_ms)\n"
+           "and registers again; batches queued from the old stream are dropped (the router\n"
+           "re-queues or answers them). --reconnect=false exits when the stream ends instead.");
   InstallShutdownSignalHandlers();
 
   const std::string repo = absl::GetFlag(FLAGS_model_repo);
   if (repo.empty()) {
     std::fprintf(stderr, "superserve-worker: --model-repo is required\n");
+    return 2;
+  }
+  const int32_t initial_backoff_ms = absl::GetFlag(FLAGS_reconnect_initial_backoff_ms);
+  const int32_t max_backoff_ms = absl::GetFlag(FLAGS_reconnect_max_backoff_ms);
+  if (initial_backoff_ms <= 0 || max_backoff_ms < initial_backoff_ms) {
+    std::fprintf(stderr,
+                 "superserve-worker: need 0 < --reconnect_initial_backoff_ms <= "
+                 "--reconnect_max_backoff_ms\n");
     return 2;
   }
   auto all = LoadModelRepository(repo);
@@ -95,6 +120,9 @@ int main(int argc, char** argv) {
     o.intra_op_threads = absl::GetFlag(FLAGS_threads);
     o.channel_tag = i;
     o.connect_timeout = Seconds(absl::GetFlag(FLAGS_connect_timeout_s));
+    o.reconnect = absl::GetFlag(FLAGS_reconnect);
+    o.reconnect_initial_backoff = Millis(initial_backoff_ms);
+    o.reconnect_max_backoff = Millis(max_backoff_ms);
     // Emulated instances share one (stateless) executor.
     links.push_back(std::make_unique<RouterLink>(o, executor.get(), models));
   }
@@ -115,8 +143,12 @@ int main(int argc, char** argv) {
   WaitForShutdownSignal();
   for (auto& link : links) link->Stop();
   for (auto& t : threads) t.join();
-  int64_t batches = 0;
-  for (auto& link : links) batches += link->batches_run();
-  SS_LOG(INFO) << "worker " << name << " exiting after " << batches << " batches";
+  int64_t batches = 0, reconnects = 0;
+  for (auto& link : links) {
+    batches += link->batches_run();
+    reconnects += link->reconnects();
+  }
+  SS_LOG(INFO) << "worker " << name << " exiting after " << batches << " batches, " << reconnects
+               << " reconnects";
   return failures > 0 ? 1 : 0;
 }

@@ -1,0 +1,337 @@
+// RouterLink against a scripted in-process router (a WorkerLink service on
+// 127.0.0.1, port chosen at run time): reconnection, what happens to batches
+// of an ended stream, the first connection's timeout, and Stop().
+#include "worker/router_link.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/tensor_codec.h"
+#include "superserve/v1/worker.grpc.pb.h"
+
+namespace superserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelEntry Entry() {
+  ModelEntry e;
+  e.name = "m";
+  e.profile.model = "m";
+  e.profile.input_shape = {2};
+  e.profile.batch_sizes = {1, 4};
+  e.profile.num_classes = 3;
+  return e;
+}
+
+v1::RouterMessage BatchMessage(uint64_t id) {
+  v1::RouterMessage msg;
+  v1::Batch* b = msg.mutable_batch();
+  b->set_batch_id(id);
+  b->set_model("m");
+  v1::BatchQuery* q = b->add_queries();
+  q->set_query_id(id * 10);
+  EncodeTensor(MakeFloatTensor({2}, std::vector<float>{1, 2}), q->mutable_input());
+  return msg;
+}
+
+// Runs batches until closed: then each Run blocks until Open(). Records
+// which batches it ran (by the query id).
+class GatedExecutor final : public Executor {
+ public:
+  std::string_view kind() const override { return "gated"; }
+  absl::Status Load(const ModelEntry&) override { return absl::OkStatus(); }
+  absl::StatusOr<std::vector<HostTensor>> Run(const std::string&, const ControlTuple&,
+                                              absl::Span<const v1::Tensor* const> inputs) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++runs_;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return open_; });
+    return std::vector<HostTensor>(inputs.size(),
+                                   MakeFloatTensor({3}, std::vector<float>{0, 1, 0}));
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool WaitForRuns(int n, Nanos timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::nanoseconds(timeout), [&] { return runs_ >= n; });
+  }
+  int runs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return runs_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int runs_ = 0;
+};
+
+// A WorkerLink service whose every session follows `script`: given the
+// session number (1, 2, ...) and the stream, after the registration was read;
+// its return value ends the stream. Records each session's result batch ids.
+class ScriptedRouter final : public v1::WorkerLink::Service {
+ public:
+  using Stream = grpc::ServerReaderWriter<v1::RouterMessage, v1::WorkerMessage>;
+  using Script = std::function<grpc::Status(int session, Stream* stream)>;
+
+  explicit ScriptedRouter(Script script) : script_(std::move(script)) {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(this);
+    server_ = b.BuildAndStart();
+  }
+  ~ScriptedRouter() override { server_->Shutdown(std::chrono::system_clock::now()); }
+
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  int sessions() const { return sessions_.load(); }
+
+  grpc::Status Connect(grpc::ServerContext*, Stream* stream) override {
+    v1::WorkerMessage m;
+    if (!stream->Read(&m) || !m.has_register_()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no registration");
+    }
+    const int session = ++sessions_;
+    return script_(session, stream);
+  }
+
+  static void Ack(Stream* stream, int session) {
+    v1::RouterMessage ack;
+    ack.mutable_ack()->set_assigned_id(absl::StrCat("w", session));
+    ack.mutable_ack()->set_heartbeat_interval_ms(20);
+    stream->Write(ack);
+  }
+  // Reads until the stream ends, recording result batch ids for `session`.
+  void ReadResults(int session, Stream* stream) {
+    v1::WorkerMessage m;
+    while (stream->Read(&m)) {
+      if (!m.has_result()) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      results_.push_back({session, m.result().batch_id()});
+      cv_.notify_all();
+    }
+  }
+  std::vector<std::pair<int, uint64_t>> results() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return results_;
+  }
+  bool WaitForResult(int session, uint64_t batch, Nanos timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::nanoseconds(timeout), [&] {
+      for (const auto& r : results_) {
+        if (r == std::make_pair(session, batch)) return true;
+      }
+      return false;
+    });
+  }
+
+ private:
+  Script script_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::atomic<int> sessions_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::pair<int, uint64_t>> results_;
+};
+
+// A port on 127.0.0.1 that nothing listens on (bound, read, released).
+int ClosedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+RouterLinkOptions Options(const std::string& address) {
+  RouterLinkOptions o;
+  o.router = address;
+  o.name = "link-test";
+  o.connect_timeout = Seconds(10);
+  o.reconnect_initial_backoff = Millis(20);
+  o.reconnect_max_backoff = Millis(200);
+  return o;
+}
+
+// Runs link.Run() on a thread; the future holds its status.
+std::future<absl::Status> RunAsync(RouterLink& link) {
+  return std::async(std::launch::async, [&link] { return link.Run(); });
+}
+
+bool Eventually(const std::function<bool()>& f, Nanos timeout = Seconds(10)) {
+  const Nanos end = RealClock::Get()->Now() + timeout;
+  while (RealClock::Get()->Now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return f();
+}
+
+TEST(RouterLink, AfterTheRouterEndsTheStreamItRegistersAgainAndQueuedBatchesAreDropped) {
+  GatedExecutor executor;
+  std::promise<void> first_batch_started;
+  auto started = first_batch_started.get_future().share();
+  ScriptedRouter* router_ptr = nullptr;
+  ScriptedRouter router([&](int session, ScriptedRouter::Stream* stream) {
+    ScriptedRouter::Ack(stream, session);
+    if (session == 1) {
+      // Three batches; the first is executing (the executor is closed) when
+      // the router ends the stream, as after declaring the worker dead.
+      for (uint64_t id : {1, 2, 3}) stream->Write(BatchMessage(id));
+      started.wait_for(std::chrono::seconds(10));
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "declared dead (test)");
+    }
+    stream->Write(BatchMessage(100 + session));
+    router_ptr->ReadResults(session, stream);
+    return grpc::Status::OK;
+  });
+  router_ptr = &router;
+  executor.Close();
+  RouterLink link(Options(router.address()), &executor, {Entry()});
+  auto run = RunAsync(link);
+  ASSERT_TRUE(executor.WaitForRuns(1, Seconds(10)));
+  first_batch_started.set_value();
+  // The first stream is over; the executor still holds batch 1, so the link
+  // cannot start its next session yet.
+  ASSERT_TRUE(Eventually([&] { return !link.registered(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(router.sessions(), 1);
+  executor.Open();
+  ASSERT_TRUE(router.WaitForResult(2, 102, Seconds(10))) << "no result on the second stream";
+  EXPECT_TRUE(link.registered());
+  EXPECT_EQ(link.reconnects(), 1);
+  // Batch 1 ran (it had started), batches 2 and 3 were dropped, batch 102
+  // ran on the new stream; nothing of the first stream reached the second.
+  EXPECT_EQ(executor.runs(), 2);
+  EXPECT_EQ(link.batches_run(), 2);
+  for (const auto& [session, batch] : router.results()) {
+    EXPECT_FALSE(session == 2 && batch < 100) << "batch " << batch << " of stream 1 on stream 2";
+  }
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+}
+
+TEST(RouterLink, RefusedRegistrationsAreRetriedUntilTheRouterAccepts) {
+  GatedExecutor executor;
+  ScriptedRouter router([](int session, ScriptedRouter::Stream* stream) {
+    if (session <= 2) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
+    ScriptedRouter::Ack(stream, session);
+    v1::WorkerMessage m;
+    while (stream->Read(&m)) {
+    }
+    return grpc::Status::OK;
+  });
+  RouterLink link(Options(router.address()), &executor, {Entry()});
+  auto run = RunAsync(link);
+  ASSERT_TRUE(Eventually([&] { return link.registered(); }));
+  EXPECT_EQ(router.sessions(), 3);
+  EXPECT_EQ(link.reconnects(), 0) << "the first registration is not a reconnect";
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+}
+
+TEST(RouterLink, ARouterThatNeverAcknowledgesIsLeftAfterTheAttemptTimeout) {
+  GatedExecutor executor;
+  ScriptedRouter router([](int session, ScriptedRouter::Stream* stream) {
+    // Session 1 accepts the registration and then says nothing (a hung
+    // router); session 2 acknowledges.
+    if (session > 1) ScriptedRouter::Ack(stream, session);
+    v1::WorkerMessage m;
+    while (stream->Read(&m)) {
+    }
+    return grpc::Status::OK;
+  });
+  RouterLinkOptions o = Options(router.address());
+  o.attempt_timeout = Millis(300);
+  RouterLink link(o, &executor, {Entry()});
+  const Nanos t0 = RealClock::Get()->Now();
+  auto run = RunAsync(link);
+  ASSERT_TRUE(Eventually([&] { return link.registered(); }));
+  EXPECT_GE(RealClock::Get()->Now() - t0, Millis(300));
+  EXPECT_EQ(router.sessions(), 2);
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+}
+
+TEST(RouterLink, WithoutReconnectRunReturnsWhenTheStreamEnds) {
+  GatedExecutor executor;
+  ScriptedRouter router([](int session, ScriptedRouter::Stream* stream) {
+    ScriptedRouter::Ack(stream, session);
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "router going away (test)");
+  });
+  RouterLinkOptions o = Options(router.address());
+  o.reconnect = false;
+  RouterLink link(o, &executor, {Entry()});
+  auto run = RunAsync(link);
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  absl::Status s = run.get();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("router going away (test)"));
+  EXPECT_EQ(router.sessions(), 1);
+}
+
+TEST(RouterLink, FirstRegistrationGivesUpAfterConnectTimeout) {
+  GatedExecutor executor;
+  RouterLinkOptions o = Options(absl::StrCat("127.0.0.1:", ClosedPort()));
+  o.connect_timeout = Millis(500);
+  RouterLink link(o, &executor, {Entry()});
+  const Nanos t0 = RealClock::Get()->Now();
+  absl::Status s = link.Run();
+  const Nanos took = RealClock::Get()->Now() - t0;
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("connect_timeout"));
+  EXPECT_GE(took, Millis(450));
+  EXPECT_LT(took, Seconds(3));
+}
+
+TEST(RouterLink, StopInterruptsTheBackoffSleep) {
+  GatedExecutor executor;
+  RouterLinkOptions o = Options(absl::StrCat("127.0.0.1:", ClosedPort()));
+  o.connect_timeout = 0;  // wait forever
+  o.reconnect_initial_backoff = Seconds(30);
+  o.reconnect_max_backoff = Seconds(30);
+  RouterLink link(o, &executor, {Entry()});
+  auto run = RunAsync(link);
+  // The first attempt fails at once (connection refused); then a >= 24 s sleep.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  const Nanos t0 = RealClock::Get()->Now();
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(2)), std::future_status::ready);
+  EXPECT_LT(RealClock::Get()->Now() - t0, Millis(500));
+  EXPECT_TRUE(run.get().ok());
+}
+
+}  // namespace
+}  // namespace superserve
