@@ -15,6 +15,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -195,6 +196,60 @@ TEST_P(EngineIntegrationByTransport, KilledWorkerLosesNoQuery) {
   ASSERT_EQ(per_model->size(), 1u);
   EXPECT_EQ(per_model->front().second, 1);
   EXPECT_THAT(cluster->ScrapeMetrics().value_or(""), HasSubstr("superserve_workers_alive 1"));
+}
+
+// A hung worker (SIGSTOP: it neither heartbeats nor answers) is declared dead
+// within the missed-heartbeat limit and its queries go to the other worker;
+// when it wakes up (SIGCONT) its late result is ignored, it finds its stream
+// closed, reconnects and is admitted again under a new id, and serves.
+TEST(EngineIntegration, HungWorkerIsReplacedAndReadmittedWhenItWakes) {
+  auto cluster = StartCluster(2, {"--heartbeat_ms=100", "--missed_heartbeats=3"});
+  ASSERT_NE(cluster, nullptr);
+  InferenceClient client(cluster->router_address(), Transport::kStream);
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
+  ReplayOptions ro;
+  ro.default_slo = Millis(300);
+  ro.progress = false;
+  const pid_t hung = cluster->worker(0).pid();
+  std::thread faults([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill(hung, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    kill(hung, SIGCONT);
+  });
+  auto records = ReplayTrace(client, PoissonTrace(900, 300, 5), SyntheticInputs(20), ro);
+  faults.join();
+  ASSERT_TRUE(records.ok());
+  int ok = 0, other = 0;
+  for (const auto& r : *records) {
+    ASSERT_TRUE(r.answered);
+    if (r.in_slo) ok++;
+    else if (r.code != absl::StatusCode::kDeadlineExceeded && r.code != absl::StatusCode::kOk) other++;
+  }
+  EXPECT_EQ(other, 0);
+  // Only what the hung worker held, or what queued behind it before the
+  // heartbeat limit (300 ms at 300 q/s), may miss.
+  EXPECT_GE(ok, 900 - 120);
+  // Re-admitted: two live workers again, one of them under a new id.
+  std::string metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics = cluster->ScrapeMetrics().value_or("");
+    if (absl::StrContains(metrics, "superserve_workers_alive 2")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_THAT(metrics, HasSubstr("superserve_workers_alive 2"));
+  EXPECT_EQ(kill(hung, 0), 0) << "the same process, still running";
+  auto after = ReplayTrace(client, PoissonTrace(200, 200, 6), SyntheticInputs(20), ro);
+  ASSERT_TRUE(after.ok());
+  std::set<std::string> names;
+  for (const auto& r : *after) {
+    EXPECT_EQ(r.code, absl::StatusCode::kOk);
+    names.insert(r.worker);
+  }
+  EXPECT_EQ(names.size(), 2u) << "both workers serve again";
+  EXPECT_TRUE(std::any_of(names.begin(), names.end(),
+                          [](const std::string& n) { return absl::EndsWith(n, "#2"); }))
+      << "the woken worker registered anew (ids 0 and 1 were the first two)";
 }
 
 // SIGTERM drains: the queries already accepted are served (not answered
