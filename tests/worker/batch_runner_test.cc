@@ -10,22 +10,13 @@
 
 #include "common/clock.h"
 #include "common/tensor_codec.h"
+#include "tests/worker/worker_test_util.h"
 #include "superserve/v1/tensor.pb.h"
 
 namespace superserve {
 namespace {
 
 using ::testing::HasSubstr;
-
-ModelEntry Entry() {
-  ModelEntry e;
-  e.name = "m";
-  e.profile.model = "m";
-  e.profile.input_shape = {2};
-  e.profile.batch_sizes = {1, 4};
-  e.profile.num_classes = 3;
-  return e;
-}
 
 v1::Batch TwoQueryBatch(uint64_t id) {
   v1::Batch b;
@@ -73,7 +64,7 @@ void ExpectServed(const v1::Batch& batch, const v1::BatchResult& r) {
 
 TEST(RunBatchTest, RunsTheBatchOnTheExecutor) {
   ThrowingExecutor ex;
-  const std::vector<ModelEntry> models = {Entry()};
+  const std::vector<ModelEntry> models = {testing::SmallModelEntry()};
   const v1::Batch batch = TwoQueryBatch(1);
   v1::BatchResult r;
   RunBatch(batch, RealClock::Get()->Now(), models, &ex, &r);
@@ -83,7 +74,7 @@ TEST(RunBatchTest, RunsTheBatchOnTheExecutor) {
 
 TEST(RunBatchTest, UnknownModelIsAnErrorResult) {
   ThrowingExecutor ex;
-  const std::vector<ModelEntry> models = {Entry()};
+  const std::vector<ModelEntry> models = {testing::SmallModelEntry()};
   v1::Batch batch = TwoQueryBatch(1);
   batch.set_model("x");
   v1::BatchResult r;
@@ -98,7 +89,7 @@ TEST(RunBatchTest, UnknownModelIsAnErrorResult) {
 // next batch is served as usual.
 TEST(RunBatchTest, StdExceptionFromTheExecutorBecomesAnInternalErrorResult) {
   ThrowingExecutor ex;
-  const std::vector<ModelEntry> models = {Entry()};
+  const std::vector<ModelEntry> models = {testing::SmallModelEntry()};
   ex.next = ThrowingExecutor::Throw::kRuntimeError;
   const v1::Batch batch = TwoQueryBatch(1);
   v1::BatchResult r;
@@ -118,7 +109,7 @@ TEST(RunBatchTest, StdExceptionFromTheExecutorBecomesAnInternalErrorResult) {
 // Anything else thrown (here an int) is caught too: "unknown exception".
 TEST(RunBatchTest, NonStdExceptionFromTheExecutorBecomesAnInternalErrorResult) {
   ThrowingExecutor ex;
-  const std::vector<ModelEntry> models = {Entry()};
+  const std::vector<ModelEntry> models = {testing::SmallModelEntry()};
   ex.next = ThrowingExecutor::Throw::kInt;
   const v1::Batch batch = TwoQueryBatch(1);
   v1::BatchResult r;

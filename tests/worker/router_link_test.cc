@@ -22,22 +22,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/tensor_codec.h"
+#include "tests/worker/worker_test_util.h"
 #include "superserve/v1/worker.grpc.pb.h"
 
 namespace superserve {
 namespace {
 
 using ::testing::HasSubstr;
-
-ModelEntry Entry() {
-  ModelEntry e;
-  e.name = "m";
-  e.profile.model = "m";
-  e.profile.input_shape = {2};
-  e.profile.batch_sizes = {1, 4};
-  e.profile.num_classes = 3;
-  return e;
-}
 
 v1::RouterMessage BatchMessage(uint64_t id) {
   v1::RouterMessage msg;
@@ -215,7 +206,7 @@ TEST(RouterLink, AfterTheRouterEndsTheStreamItRegistersAgainAndQueuedBatchesAreD
   });
   router_ptr = &router;
   executor.Close();
-  RouterLink link(Options(router.address()), &executor, {Entry()});
+  RouterLink link(Options(router.address()), &executor, {testing::SmallModelEntry()});
   auto run = RunAsync(link);
   ASSERT_TRUE(executor.WaitForRuns(1, Seconds(10)));
   first_batch_started.set_value();
@@ -250,7 +241,7 @@ TEST(RouterLink, RefusedRegistrationsAreRetriedUntilTheRouterAccepts) {
     }
     return grpc::Status::OK;
   });
-  RouterLink link(Options(router.address()), &executor, {Entry()});
+  RouterLink link(Options(router.address()), &executor, {testing::SmallModelEntry()});
   auto run = RunAsync(link);
   ASSERT_TRUE(Eventually([&] { return link.registered(); }));
   EXPECT_EQ(router.sessions(), 3);
@@ -273,7 +264,7 @@ TEST(RouterLink, ARouterThatNeverAcknowledgesIsLeftAfterTheAttemptTimeout) {
   });
   RouterLinkOptions o = Options(router.address());
   o.attempt_timeout = Millis(300);
-  RouterLink link(o, &executor, {Entry()});
+  RouterLink link(o, &executor, {testing::SmallModelEntry()});
   const Nanos t0 = RealClock::Get()->Now();
   auto run = RunAsync(link);
   ASSERT_TRUE(Eventually([&] { return link.registered(); }));
@@ -292,7 +283,7 @@ TEST(RouterLink, WithoutReconnectRunReturnsWhenTheStreamEnds) {
   });
   RouterLinkOptions o = Options(router.address());
   o.reconnect = false;
-  RouterLink link(o, &executor, {Entry()});
+  RouterLink link(o, &executor, {testing::SmallModelEntry()});
   auto run = RunAsync(link);
   ASSERT_EQ(run.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   absl::Status s = run.get();
@@ -305,7 +296,7 @@ TEST(RouterLink, FirstRegistrationGivesUpAfterConnectTimeout) {
   GatedExecutor executor;
   RouterLinkOptions o = Options(absl::StrCat("127.0.0.1:", ClosedPort()));
   o.connect_timeout = Millis(500);
-  RouterLink link(o, &executor, {Entry()});
+  RouterLink link(o, &executor, {testing::SmallModelEntry()});
   const Nanos t0 = RealClock::Get()->Now();
   absl::Status s = link.Run();
   const Nanos took = RealClock::Get()->Now() - t0;
@@ -321,7 +312,7 @@ TEST(RouterLink, StopInterruptsTheBackoffSleep) {
   o.connect_timeout = 0;  // wait forever
   o.reconnect_initial_backoff = Seconds(30);
   o.reconnect_max_backoff = Seconds(30);
-  RouterLink link(o, &executor, {Entry()});
+  RouterLink link(o, &executor, {testing::SmallModelEntry()});
   auto run = RunAsync(link);
   // The first attempt fails at once (connection refused); then a >= 24 s sleep.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
