@@ -1,0 +1,2 @@
+#include "planner/workers_needed.h"
+#include "gtest/gtest.h"

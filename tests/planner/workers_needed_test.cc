@@ -1,0 +1,1 @@
+#include "planner/workers_needed.h"
