@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -135,8 +136,8 @@ ModulePlan Finish(const Module& m, std::vector<MachineGroup> groups, double rate
 // workload u_i (everything dispatched after it) is below its throughput t_i,
 // add t_i - u_i dummy req/s so that c_i takes the leftover on one more machine,
 // and keep the cheapest result. When no configuration meets the budget at the
-// real rate, dummy requests also raise the collection rate until the
-// cheapest-to-reach configuration does (w = b / (budget - d)).
+// real rate, dummy requests also raise the collection rate until one does
+// (w = b / (budget - d)).
 std::optional<ModulePlan> WithDummies(const Module& m, const std::vector<BatchConfig>& configs,
                                       double rate, double budget) {
   const Dispatch d = Dispatch::kBatchAware;
@@ -164,6 +165,68 @@ std::optional<ModulePlan> WithDummies(const Module& m, const std::vector<BatchCo
     if (leftover > eps && leftover < t - eps) consider(rate + base_dummy + (t - leftover));
   }
   return best;
+}
+
+// Algorithm 1 searched with dummy requests at every step (kHarpagon): where
+// the current configuration c takes floor(rw / t) full machines and leaves
+// some workload, dummies may instead round its group up by one machine that
+// absorbs the rest (the dummy generator's t_i - u_i, applied inside the walk
+// so that it also works when the rest could not be served otherwise); where c
+// misses the budget at rw, dummies may raise rw to the collection rate c needs
+// (b / (budget - d), ours) so that c takes it. Each configuration is raised at
+// most once on a branch; the cheapest branch wins.
+struct Branch {
+  std::vector<MachineGroup> groups;
+  double machines = 0;
+};
+
+std::optional<Branch> PaddedFrom(const std::vector<BatchConfig>& configs, double rw, size_t k,
+                                 double budget, double eps, uint64_t raised) {
+  if (rw <= eps) return Branch{};
+  if (k >= configs.size()) return std::nullopt;
+  const BatchConfig& c = configs[k];
+  std::optional<Branch> best;
+  auto keep = [&best](std::optional<Branch> b) {
+    if (b && (!best || b->machines < best->machines - 1e-12)) best = std::move(b);
+  };
+  if (!Fits(Dispatch::kBatchAware, c, rw, budget)) {
+    keep(PaddedFrom(configs, rw, k + 1, budget, eps, raised));
+    const uint64_t bit = k < 64 ? uint64_t{1} << k : 0;
+    if (bit != 0 && !(raised & bit) && budget > c.duration_s) {
+      const double need = c.batch / (budget - c.duration_s) * (1 + 1e-12);
+      if (need > rw) keep(PaddedFrom(configs, need, k, budget, eps, raised | bit));
+    }
+    return best;
+  }
+  const double t = c.throughput();
+  const double full = FullMachines(c, rw);
+  if (full < 1) {
+    Branch b;
+    b.groups.push_back(Group(c, rw));
+    b.machines = b.groups.back().machines;
+    return b;
+  }
+  MachineGroup head = Group(c, full * t);
+  head.machines = full;
+  const double rest = rw - full * t;
+  if (auto tail = PaddedFrom(configs, rest, k, budget, eps, raised)) {
+    tail->groups.insert(tail->groups.begin(), head);
+    tail->machines += full;
+    keep(std::move(tail));
+  }
+  if (rest > eps) {
+    Branch up;
+    up.groups.push_back(Group(c, (full + 1) * t));
+    up.groups.back().machines = full + 1;
+    up.machines = full + 1;
+    keep(std::move(up));
+  }
+  return best;
+}
+
+std::optional<Branch> PaddedMultiTuple(const std::vector<BatchConfig>& configs, double rate,
+                                       double budget) {
+  return PaddedFrom(configs, rate, 0, budget, kRateEps * std::max(1.0, rate), 0);
 }
 
 }  // namespace
@@ -222,6 +285,12 @@ absl::StatusOr<ModulePlan> PlanModule(const Module& module, double rate, double 
     case PlanMethod::kS4:
     case PlanMethod::kHarpagon:
       plan = WithDummies(module, configs, rate, budget_s);
+      if (method == PlanMethod::kHarpagon) {
+        if (auto padded = PaddedMultiTuple(configs, rate, budget_s)) {
+          ModulePlan p = Finish(module, padded->groups, rate, budget_s, dispatch);
+          if (!plan || p.cost < plan->cost - 1e-12) plan = std::move(p);
+        }
+      }
       break;
   }
   if (!plan) {
