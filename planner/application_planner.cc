@@ -71,7 +71,9 @@ std::vector<ModulePlan> Candidates(const Module& m, double rate, double slo_s, P
     const double b = SingleConfigLatency(DispatchOf(method), c, rate);
     if (std::isfinite(b) && WithinBudget(b, slo_s)) budgets.push_back(std::min(b, slo_s));
   }
-  budgets.push_back(slo_s);
+  // Between those levels the residual's plan changes too: a grid of 64 steps
+  // lets the walk take smaller increments (it still picks by LC).
+  for (int j = 1; j <= 64; ++j) budgets.push_back(slo_s * j / 64);
   std::sort(budgets.begin(), budgets.end());
   std::vector<ModulePlan> out;
   for (double b : budgets) {

@@ -12,11 +12,13 @@ namespace superserve {
 // Autoscaling advice: the workers a model needs to serve `rate` req/s with a
 // latency objective `slo`, from Harpagon's full plan for one subnet of its
 // profile (-1 = the most accurate): its fully loaded machines plus one per
-// partially loaded machine. 0 at rate 0. Errors: InvalidArgument (bad rate,
+// partially loaded machine. `batch_overhead` is added to every batch's
+// duration (the router's dispatch round trip, which profiles do not include).
+// 0 at rate 0. Errors: InvalidArgument (bad rate,
 // objective or profile), FailedPrecondition (the subnet cannot meet `slo` at
 // any batch size).
 absl::StatusOr<int32_t> WorkersNeeded(const ModelProfile& profile, double rate, Nanos slo,
-                                      int32_t subnet_id = -1);
+                                      int32_t subnet_id = -1, Nanos batch_overhead = 0);
 
 }  // namespace superserve
 
