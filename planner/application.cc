@@ -11,7 +11,8 @@ namespace {
 
 std::map<std::string, int> IndexByName(const Application& app) {
   std::map<std::string, int> index;
-  for (size_t i = 0; i < app.modules.size(); ++i) index[app.modules[i].module.name] = static_cast<int>(i);
+  for (size_t i = 0; i < app.modules.size(); ++i)
+    index[app.modules[i].module.name] = static_cast<int>(i);
   return index;
 }
 

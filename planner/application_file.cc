@@ -77,8 +77,8 @@ std::string Dir(const std::string& path) {
 absl::StatusOr<ApplicationModule> ParseModule(const Struct& s, const std::string& base_dir,
                                               int32_t default_subnet, size_t position) {
   std::string where = absl::StrCat("modules[", position, "]");
-  if (auto st = OnlyKeys(s, {"name", "profile", "subnet", "batches", "after", "rate_factor", "price"},
-                         where);
+  if (auto st = OnlyKeys(
+          s, {"name", "profile", "subnet", "batches", "after", "rate_factor", "price"}, where);
       !st.ok()) {
     return st;
   }
@@ -188,7 +188,8 @@ absl::StatusOr<Application> LoadApplicationFile(const std::string& path, int32_t
   auto text = ReadText(path);
   if (!text.ok()) return text.status();
   auto app = ParseApplicationJson(*text, Dir(path), subnet_id);
-  if (!app.ok()) return absl::Status(app.status().code(), absl::StrCat(path, ": ", app.status().message()));
+  if (!app.ok())
+    return absl::Status(app.status().code(), absl::StrCat(path, ": ", app.status().message()));
   return app;
 }
 

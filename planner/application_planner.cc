@@ -16,7 +16,8 @@ class Paths {
  public:
   explicit Paths(const Application& app) : order_(TopologicalOrder(app)) {
     std::map<std::string, int> index;
-    for (size_t i = 0; i < app.modules.size(); ++i) index[app.modules[i].module.name] = static_cast<int>(i);
+    for (size_t i = 0; i < app.modules.size(); ++i)
+      index[app.modules[i].module.name] = static_cast<int>(i);
     parents_.resize(app.modules.size());
     children_.resize(app.modules.size());
     for (size_t i = 0; i < app.modules.size(); ++i) {
@@ -129,9 +130,9 @@ absl::StatusOr<ApplicationPlan> PlanApplication(const Application& app, double r
       latency[i] = current[i].worst_latency_s;
     }
     if (!WithinBudget(paths.Longest(latency), slo_s)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "objective ", slo_s * 1e3, " ms is too tight: the fastest plans need ",
-          paths.Longest(latency) * 1e3, " ms end to end"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("objective ", slo_s * 1e3, " ms is too tight: the fastest plans need ",
+                       paths.Longest(latency) * 1e3, " ms end to end"));
     }
     while (true) {
       double best_lc = -INFINITY, best_saving = 0;

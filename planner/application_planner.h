@@ -22,9 +22,9 @@ struct ApplicationPlan {
   std::vector<PlannedModule> modules;  // in the application's order
   double cost = 0;
   int32_t workers = 0;
-  double latency_s = 0;           // the longest path of worst-case latencies
-  int32_t split_iterations = 0;   // Algorithm 2 updates taken
-  int32_t reassignments = 0;      // modules re-planned with reassigned slack
+  double latency_s = 0;          // the longest path of worst-case latencies
+  int32_t split_iterations = 0;  // Algorithm 2 updates taken
+  int32_t reassignments = 0;     // modules re-planned with reassigned slack
 };
 
 // Plans a whole application for `rate` application requests per second and an

@@ -39,7 +39,8 @@ absl::StatusOr<Module> ModuleFromProfile(const ModelProfile& profile, int32_t su
   int index = 0;
   if (subnet_id < 0) {
     for (size_t i = 1; i < profile.subnets.size(); ++i) {
-      if (profile.subnets[i].accuracy > profile.subnets[index].accuracy) index = static_cast<int>(i);
+      if (profile.subnets[i].accuracy > profile.subnets[index].accuracy)
+        index = static_cast<int>(i);
     }
   } else {
     index = profile.SubnetIndex(subnet_id);
@@ -56,7 +57,8 @@ absl::StatusOr<Module> ModuleFromProfile(const ModelProfile& profile, int32_t su
   Module m;
   m.name = profile.model;
   for (size_t i = 0; i < profile.batch_sizes.size(); ++i) {
-    m.configs.push_back({profile.batch_sizes[i], static_cast<double>(s.latency[i]) / kNanosPerSecond});
+    m.configs.push_back(
+        {profile.batch_sizes[i], static_cast<double>(s.latency[i]) / kNanosPerSecond});
   }
   if (auto st = ValidateModule(m); !st.ok()) return st;
   return m;

@@ -53,8 +53,7 @@ bool Fits(Dispatch dispatch, const BatchConfig& c, double rw, double budget) {
 // machines as the workload fills, or the whole remainder as one partial
 // machine; otherwise move on to the next configuration.
 std::optional<std::vector<MachineGroup>> MultiTuple(const std::vector<BatchConfig>& configs,
-                                                    double rate, double budget,
-                                                    Dispatch dispatch) {
+                                                    double rate, double budget, Dispatch dispatch) {
   std::vector<MachineGroup> groups;
   const double eps = kRateEps * std::max(1.0, rate);
   double rw = rate;
@@ -243,11 +242,16 @@ absl::StatusOr<PlanMethod> ParsePlanMethod(absl::string_view name) {
 
 const char* PlanMethodName(PlanMethod method) {
   switch (method) {
-    case PlanMethod::kS1: return "s1";
-    case PlanMethod::kS2: return "s2";
-    case PlanMethod::kS3: return "s3";
-    case PlanMethod::kS4: return "s4";
-    case PlanMethod::kHarpagon: return "harpagon";
+    case PlanMethod::kS1:
+      return "s1";
+    case PlanMethod::kS2:
+      return "s2";
+    case PlanMethod::kS3:
+      return "s3";
+    case PlanMethod::kS4:
+      return "s4";
+    case PlanMethod::kHarpagon:
+      return "harpagon";
   }
   return "?";
 }
@@ -294,9 +298,9 @@ absl::StatusOr<ModulePlan> PlanModule(const Module& module, double rate, double 
       break;
   }
   if (!plan) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "module ", module.name, ": no configuration meets a ", budget_s * 1e3, " ms budget at ",
-        rate, " req/s with method ", PlanMethodName(method)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("module ", module.name, ": no configuration meets a ", budget_s * 1e3,
+                     " ms budget at ", rate, " req/s with method ", PlanMethodName(method)));
   }
   return *std::move(plan);
 }

@@ -72,10 +72,11 @@ int Run() {
     return 1;
   }
 
-  std::printf("%s: method %s, %g req/s, objective %g ms, cost %.4g machines (%d workers), "
-              "worst-case latency %.1f ms\n",
-              app->name.c_str(), PlanMethodName(*method), rate, slo_ms, plan->cost,
-              plan->workers, plan->latency_s * 1e3);
+  std::printf(
+      "%s: method %s, %g req/s, objective %g ms, cost %.4g machines (%d workers), "
+      "worst-case latency %.1f ms\n",
+      app->name.c_str(), PlanMethodName(*method), rate, slo_ms, plan->cost, plan->workers,
+      plan->latency_s * 1e3);
   std::printf("%-14s %10s %10s %10s %10s %8s %7s %10s\n", "module", "rate", "budget_ms", "T_i",
               "n_i", "b_i", "d_ms", "worst_ms");
   std::vector<JsonWriter> configs, modules;
@@ -83,8 +84,8 @@ int Run() {
     std::vector<JsonWriter> module_configs;
     bool first = true;
     for (const MachineGroup& g : m.plan.Tuples()) {
-      std::printf("%-14s %10s %10s %10.4g %10.4g %8d %7.1f %10.1f\n",
-                  first ? m.name.c_str() : "", first ? absl::StrFormat("%.4g", m.rate).c_str() : "",
+      std::printf("%-14s %10s %10s %10.4g %10.4g %8d %7.1f %10.1f\n", first ? m.name.c_str() : "",
+                  first ? absl::StrFormat("%.4g", m.rate).c_str() : "",
                   first ? absl::StrFormat("%.1f", m.plan.budget_s * 1e3).c_str() : "", g.rate,
                   g.machines, g.config.batch, g.config.duration_s * 1e3, g.worst_latency_s * 1e3);
       first = false;

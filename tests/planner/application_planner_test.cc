@@ -79,14 +79,16 @@ TEST(ApplicationPlannerTest, SplitsAChainWithinTheObjectiveAndBeatsAnEvenSplit) 
       ++workloads;
       if (plan->cost <= grid + 1e-9) ++at_grid;
       worst_ratio = std::max(worst_ratio, plan->cost / grid);
-      std::printf("chain M1-M2-M3 at %.0f req/s, objective %.1f s: cost %.3f (split %d steps, "
-                  "%d reassignments), even split %.3f, 10 ms grid optimum %.3f\n",
-                  rate, slo, plan->cost, plan->split_iterations, plan->reassignments, even, grid);
+      std::printf(
+          "chain M1-M2-M3 at %.0f req/s, objective %.1f s: cost %.3f (split %d steps, "
+          "%d reassignments), even split %.3f, 10 ms grid optimum %.3f\n",
+          rate, slo, plan->cost, plan->split_iterations, plan->reassignments, even, grid);
     }
   }
-  std::printf("latency splitting: at or below the 10 ms grid optimum on %d of %d workloads, "
-              "worst %.1f %% above it\n",
-              at_grid, workloads, 100 * (worst_ratio - 1));
+  std::printf(
+      "latency splitting: at or below the 10 ms grid optimum on %d of %d workloads, "
+      "worst %.1f %% above it\n",
+      at_grid, workloads, 100 * (worst_ratio - 1));
   // Measured: at the grid optimum on 4 of 9, at most 1.8 % above it (the
   // paper: the 10 ms quantized search beats Harpagon on 7.3 % of its
   // workloads); see docs/planning.md.
@@ -113,7 +115,8 @@ TEST(ApplicationPlannerTest, ParallelBranchesShareTheObjective) {
     EXPECT_TRUE(WithinBudget(lat(0) + lat(1) + lat(3), 2.0)) << PlanMethodName(method);
     EXPECT_TRUE(WithinBudget(lat(0) + lat(2) + lat(3), 2.0)) << PlanMethodName(method);
     EXPECT_NEAR(plan->modules[2].rate, 240, 1e-9);
-    EXPECT_NEAR(plan->latency_s, std::max(lat(0) + lat(1) + lat(3), lat(0) + lat(2) + lat(3)), 1e-9);
+    EXPECT_NEAR(plan->latency_s, std::max(lat(0) + lat(1) + lat(3), lat(0) + lat(2) + lat(3)),
+                1e-9);
   }
 }
 
@@ -168,11 +171,12 @@ TEST(ApplicationFileTest, BadFilesAreClearErrors) {
                    "2, \"duration_ms\": 5}]}]}")
                    .ok());
   EXPECT_FALSE(bad("{\"modules\": [{\"name\": \"a\", \"profile\": \"missing.json\"}]}").ok());
-  EXPECT_FALSE(bad("{\"modules\": [{\"name\": \"a\", \"profile\": \"x.json\", \"batches\": []}]}").ok());
+  EXPECT_FALSE(
+      bad("{\"modules\": [{\"name\": \"a\", \"profile\": \"x.json\", \"batches\": []}]}").ok());
   EXPECT_FALSE(LoadApplicationFile("/nonexistent/file.json").ok());
-  const absl::Status st = bad(
-      "{\"modules\": [{\"name\": \"a\", \"batches\": [{\"batch\": 2, \"duration_ms\": 5}], "
-      "\"colour\": 1}]}");
+  const absl::Status st =
+      bad("{\"modules\": [{\"name\": \"a\", \"batches\": [{\"batch\": 2, \"duration_ms\": 5}], "
+          "\"colour\": 1}]}");
   EXPECT_NE(st.message().find("colour"), absl::string_view::npos) << st;
 }
 

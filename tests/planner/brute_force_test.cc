@@ -77,7 +77,8 @@ TEST(BruteForceTest, PlannerNeverBeatsBruteForceAndOftenMatchesIt) {
       }
       continue;
     }
-    ASSERT_FALSE(std::isinf(best)) << "instance " << i << ": the planner's plan is outside the search";
+    ASSERT_FALSE(std::isinf(best))
+        << "instance " << i << ": the planner's plan is outside the search";
     ++feasible;
     // The plan meets its budget (recomputed here) and is in TC dispatch order.
     ModulePlan check = *plan;
@@ -103,9 +104,9 @@ TEST(BruteForceTest, PlannerNeverBeatsBruteForceAndOftenMatchesIt) {
       "(%.1f %%), s4 on %d (%.1f %%), s3 on %d (%.1f %%); mean excess %.2f %%, max %.1f %%; "
       "planner %.1f us / instance, brute force %.2f ms / instance\n",
       kInstances, feasible, infeasible_both, optimal, 100 * fraction, s4_optimal,
-      100.0 * s4_optimal / feasible, s3_optimal,
-      100.0 * s3_optimal / feasible, 100 * excess_sum / feasible, 100 * excess_max,
-      1e6 * planner_s / kInstances, 1e3 * brute_s / kInstances);
+      100.0 * s4_optimal / feasible, s3_optimal, 100.0 * s3_optimal / feasible,
+      100 * excess_sum / feasible, 100 * excess_max, 1e6 * planner_s / kInstances,
+      1e3 * brute_s / kInstances);
   ASSERT_GT(feasible, kInstances / 2);
   // Measured on this generator and seed: 943 of 1000 (94.3 %; the paper: 91.5 %
   // of its workloads). See docs/planning.md.

@@ -109,7 +109,8 @@ TEST(ModulePlannerTest, EveryMethodMeetsItsBudgetAndDummiesNeverCostMore) {
   for (double rate : {1.0, 7.0, 19.0, 41.0, 99.5, 198.0, 400.0, 1234.0}) {
     for (double budget : {0.3, 0.6, 1.0, 2.0}) {
       double s3_cost = INFINITY;
-      for (PlanMethod method : {PlanMethod::kS1, PlanMethod::kS2, PlanMethod::kS3, PlanMethod::kS4}) {
+      for (PlanMethod method :
+           {PlanMethod::kS1, PlanMethod::kS2, PlanMethod::kS3, PlanMethod::kS4}) {
         auto p = PlanModule(m3, rate, budget, method);
         if (!p.ok()) {
           EXPECT_EQ(p.status().code(), absl::StatusCode::kFailedPrecondition);

@@ -48,9 +48,10 @@ TEST(PlanSimulationTest, PlannedWorkersMeetTheObjective) {
     ASSERT_TRUE(workers.ok()) << workers.status();
     const double planned = Attainment(p, rate, slo, *workers);
     const double fewer = *workers > 1 ? Attainment(p, rate, slo, *workers - 1) : 0;
-    std::printf("rate %.0f req/s, objective 50 ms: %d workers planned, attainment %.4f (with "
-                "one fewer: %.4f)\n",
-                rate, *workers, planned, fewer);
+    std::printf(
+        "rate %.0f req/s, objective 50 ms: %d workers planned, attainment %.4f (with "
+        "one fewer: %.4f)\n",
+        rate, *workers, planned, fewer);
     EXPECT_GE(planned, 0.99) << "rate " << rate;
   }
   // Near a whole number of fully loaded machines the plan is tight: one worker

@@ -10,8 +10,7 @@
 namespace superserve::testing {
 
 // A module from (batch, duration in seconds) rows.
-inline Module MakeModule(const std::string& name,
-                         const std::vector<std::pair<int, double>>& rows) {
+inline Module MakeModule(const std::string& name, const std::vector<std::pair<int, double>>& rows) {
   Module m;
   m.name = name;
   for (const auto& [b, d] : rows) m.configs.push_back({b, d});
