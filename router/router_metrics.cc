@@ -126,7 +126,11 @@ RouterMetrics::ModelMetrics& RouterMetrics::Model(const std::string& model) {
 
 void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, Nanos latency,
                                 double accuracy, int32_t subnet_id) {
-  ModelMetrics& m = Model(model);
+  Record(Model(model), model, outcome, latency, accuracy, subnet_id);
+}
+
+void RouterMetrics::Record(ModelMetrics& m, const std::string& model, QueryOutcome outcome,
+                           Nanos latency, double accuracy, int32_t subnet_id) {
   m.by_outcome[static_cast<int>(outcome)]->Increment();
   int64_t ok = outcome == QueryOutcome::kOk ? m.ok.fetch_add(1) + 1 : m.ok.load();
   int64_t all = m.terminal.fetch_add(1) + 1;
@@ -150,10 +154,9 @@ void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, 
 }
 
 void RouterMetrics::OnQueryDone(const QueryDone& d) {
-  OnQueryDone(*d.model, d.outcome, d.latency, d.accuracy, d.subnet_id);
-  if (advice_clock_.load(std::memory_order_acquire) != nullptr) {
-    OnAnswerForAdvice(Model(*d.model), d.now);
-  }
+  ModelMetrics& m = Model(*d.model);
+  Record(m, *d.model, d.outcome, d.latency, d.accuracy, d.subnet_id);
+  if (advice_clock_.load(std::memory_order_acquire) != nullptr) OnAnswerForAdvice(m, d.now);
 }
 
 void RouterMetrics::EnableWorkersNeeded(const WorkersNeededOptions& options, const Clock* clock) {

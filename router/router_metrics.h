@@ -96,6 +96,8 @@ class RouterMetrics final : public ServingObserver {
  private:
   struct ModelMetrics;
   ModelMetrics& Model(const std::string& model);
+  void Record(ModelMetrics& m, const std::string& model, QueryOutcome outcome, Nanos latency,
+              double accuracy, int32_t subnet_id);
   void OnAnswerForAdvice(ModelMetrics& m, Nanos now);
   int32_t RefreshWorkersNeeded(ModelMetrics& m, Nanos now, bool force);
 
