@@ -34,7 +34,8 @@ struct ApplicationPlan {
 // path, takes the one with the largest latency-cost efficiency
 // LC = (cost_prev - cost_new) / (latency_new - latency_prev). A module's
 // candidate plans are the method's plans for the budgets d + b / T (one per
-// batch size; 2d for round-robin). kHarpagon then gives each module, in
+// batch size; 2d for round-robin) and a 64-step grid of the objective, each at
+// the worst-case latency it reaches. kHarpagon then gives each module, in
 // topological order, the slack its longest path leaves and re-plans it when
 // that is cheaper (latency reassignment).
 absl::StatusOr<ApplicationPlan> PlanApplication(const Application& app, double rate, double slo_s,
