@@ -28,6 +28,7 @@ SUBNET_ACCURACY = {0: 80.0, 1: 85.0, 2: 88.0, 3: 90.0}
 
 def generate_spec_stubs(out_dir):
     """protoc + grpc_python_plugin on the spec proto, into out_dir."""
+    os.makedirs(out_dir, exist_ok=True)
     subprocess.run([os.environ["PROTOC"], f"-I{SRC}/proto", f"--python_out={out_dir}",
                     f"--grpc_out={out_dir}",
                     f"--plugin=protoc-gen-grpc={os.environ['GRPC_PYTHON_PLUGIN']}",
@@ -166,7 +167,7 @@ class OipTest(unittest.TestCase):
             (self.request(x, model="nope"), "nope"),
             (self.request(x, datatype="INT64"), "INT64"),
             (self.request(x, name="image"), "image"),
-            (self.request(x, shape=(2, 1, 28, 28)), "[2, 1, 28, 28]"),
+            (self.request(x, shape=(2, 1, 28, 28)), "[2,1,28,28]"),
             (self.request(x[:, :, :27], shape=(1, 1, 28, 27)), "28"),
             (self.request(x, shape=(1, 1, 28, 28, 1)), "shape"),
         ]

@@ -4,6 +4,7 @@ and out, typed errors."""
 
 import asyncio
 import os
+import re
 import tempfile
 import unittest
 
@@ -117,6 +118,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sorted(a.index for a in answers), list(range(50)))
         for a in answers:
             np.testing.assert_array_equal(a.unwrap().output, rs[a.index % 10].output)
+
+    def test_dashboard_metrics_exist_in_live_metrics(self):
+        # deploy/grafana's dashboard queries only series this router exports
+        # (after some traffic, so per-model and per-worker series exist).
+        for i in range(20):
+            self.client.infer("emu", sample(i))
+        live = self.cluster.scrape_metrics()
+        exported = set(re.findall(r"^(superserve_[a-z_]+)", live, re.M))
+        with open(os.path.join(SRC, "deploy/grafana/superserve-router.json")) as f:
+            queried = set(re.findall(r"\bsuperserve_[a-z_]+\b", f.read()))
+        self.assertGreaterEqual(len(queried), 8)
+        self.assertEqual(queried - exported, set())
 
 
 if __name__ == "__main__":
