@@ -285,9 +285,13 @@ int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
     return ok;
   };
   LabelledRequests inputs = BenchInputs(16);
-  // The same inputs as OIP requests: [1, 1, 28, 28] FP32, raw contents.
-  auto oip_channel =
-      grpc::CreateChannel((*cluster)->router_address(), grpc::InsecureChannelCredentials());
+  // The same inputs as OIP requests: [1, 1, 28, 28] FP32, raw contents, on a
+  // channel configured as the native client's (no transparent retries), so
+  // that the difference is the router's OIP adapter and the message shapes.
+  grpc::ChannelArguments oip_args;
+  oip_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  auto oip_channel = grpc::CreateCustomChannel((*cluster)->router_address(),
+                                               grpc::InsecureChannelCredentials(), oip_args);
   auto oip_stub = inference::GRPCInferenceService::NewStub(oip_channel);
   std::vector<inference::ModelInferRequest> oip_inputs;
   for (const auto& req : inputs.requests) {
