@@ -22,7 +22,9 @@ namespace superserve {
 // (the leading 1 is the batch dimension: the router batches queries itself);
 // one FP32 output "logits", shape [1, classes], in raw_output_contents.
 // Deadline: the request parameter "timeout" (microseconds, Triton's) when
-// set, else the gRPC deadline, else the router's default SLO.
+// set, else the gRPC deadline, else the router's default SLO. The response
+// parameters carry the served subnet and its accuracy, and with the request
+// parameter superserve_details=true also worker, batch size and timings.
 class OpenInferenceService final : public inference::GRPCInferenceService::CallbackService {
  public:
   OpenInferenceService(Dispatcher* dispatcher, Nanos default_slo)

@@ -70,7 +70,10 @@ class OipTest(unittest.TestCase):
         else:
             t.contents.fp32_contents.extend(x.astype(np.float32).ravel().tolist())
         for k, v in kw.pop("params", {}).items():
-            req.parameters[k].int64_param = v
+            if isinstance(v, bool):
+                req.parameters[k].bool_param = v
+            else:
+                req.parameters[k].int64_param = v
         assert not kw, kw
         return req
 
@@ -119,7 +122,9 @@ class OipTest(unittest.TestCase):
             for i in range(8):
                 x = sample(i)
                 want = native.infer("emu", x, timeout=2.0)
-                got = self.stub.ModelInfer(self.request(x, id=f"q{i}"), timeout=2.0)
+                got = self.stub.ModelInfer(
+                    self.request(x, id=f"q{i}", params={"superserve_details": i % 2 == 0}),
+                    timeout=2.0)
                 self.assertEqual(got.model_name, "emu")
                 self.assertEqual(got.id, f"q{i}")
                 self.assertEqual(len(got.outputs), 1)
@@ -132,8 +137,12 @@ class OipTest(unittest.TestCase):
                 subnet = p["superserve_subnet_id"].int64_param
                 self.assertIn(subnet, SUBNET_ACCURACY)
                 self.assertEqual(p["superserve_accuracy"].double_param, SUBNET_ACCURACY[subnet])
-                self.assertGreaterEqual(p["superserve_batch_size"].int64_param, 1)
-                self.assertTrue(p["superserve_worker"].string_param)
+                if i % 2 == 0:  # asked for details
+                    self.assertGreaterEqual(p["superserve_batch_size"].int64_param, 1)
+                    self.assertTrue(p["superserve_worker"].string_param)
+                    self.assertIn("superserve_exec_us", p)
+                else:
+                    self.assertEqual(set(p), {"superserve_subnet_id", "superserve_accuracy"})
                 # Typed contents give the same answer as raw bytes.
                 typed = self.stub.ModelInfer(self.request(x, raw=False), timeout=2.0)
                 self.assertEqual(typed.raw_output_contents[0], got.raw_output_contents[0])

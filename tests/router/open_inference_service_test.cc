@@ -125,6 +125,13 @@ TEST(OpenInferenceTranslation, ResponseCarriesOutputAndServedSubnet) {
   native.set_batch_size(8);
   native.set_queue_us(120);
   native.set_exec_us(900);
+  inference::ModelInferResponse lean;
+  v1::InferResponse copy = native;
+  ToOpenInferenceResponse(req, &copy, &lean);
+  EXPECT_EQ(lean.parameters().size(), 2u);  // subnet and accuracy unless asked
+  EXPECT_EQ(lean.parameters().at("superserve_subnet_id").int64_param(), 2);
+  EXPECT_EQ(lean.parameters().at("superserve_accuracy").double_param(), 88.5);
+  (*req.mutable_parameters())["superserve_details"].set_bool_param(true);
   inference::ModelInferResponse out;
   ToOpenInferenceResponse(req, &native, &out);
   EXPECT_EQ(out.model_name(), "emu");
