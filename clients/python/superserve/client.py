@@ -129,9 +129,11 @@ class Client:
                 q = msg.queries.add()
                 q.tag = i
                 q.timeout_us = tus
-                q.request.model = model
-                q.request.application = application
-                to_wire(x, q.request.input)
+                r = q.request
+                r.model = model
+                if application:
+                    r.application = application
+                to_wire(x, r.input)
                 if len(msg.queries) >= batch:
                     yield msg
                     msg = inference_pb2.InferStreamRequest()

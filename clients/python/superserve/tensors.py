@@ -12,6 +12,7 @@ _TO_WIRE = {
     np.dtype("u1"): tensor_pb2.DTYPE_UINT8,
 }
 _FROM_WIRE = {v: k for k, v in _TO_WIRE.items()}
+_F32 = np.dtype("<f4")
 
 
 def to_wire(array, out=None):
@@ -20,6 +21,16 @@ def to_wire(array, out=None):
     Float64 input becomes float32 (what the models take); other dtypes the
     wire has no code for raise TypeError.
     """
+    t = out if out is not None else tensor_pb2.Tensor()
+    if type(array) is np.ndarray and array.dtype == _F32 and array.flags.c_contiguous:
+        # The common case without conversions (a third of the per-query
+        # cost of a stream on a busy host).
+        t.dtype = tensor_pb2.DTYPE_FLOAT32
+        if len(t.shape):
+            del t.shape[:]
+        t.shape.extend(array.shape)
+        t.data = array.tobytes()
+        return t
     a = np.asarray(array)
     if a.dtype == np.float64:
         a = a.astype(np.float32)
@@ -29,7 +40,6 @@ def to_wire(array, out=None):
         raise TypeError(f"dtype {a.dtype} has no wire code; use float32, float16, int64, "
                         "int32 or uint8")
     a = np.ascontiguousarray(a, dtype=dt)
-    t = out if out is not None else tensor_pb2.Tensor()
     t.dtype = code
     del t.shape[:]
     t.shape.extend(a.shape)
