@@ -74,14 +74,25 @@ class AsyncClient:
                 await call.write(msg)
             await call.done_writing()
 
-        write_task = asyncio.ensure_future(writer())
+        async def write_or_cancel():
+            try:
+                await writer()
+            except BaseException:
+                call.cancel()  # ends the read loop below; the exception is raised there
+                raise
+
+        write_task = asyncio.ensure_future(write_or_cancel())
         try:
             async for resp in call:
                 for a in resp.answers:
                     window.release()
                     yield answer_of(a)
             await write_task
-        except grpc.RpcError as e:
+        except (grpc.RpcError, asyncio.CancelledError) as e:
+            if write_task.done() and not write_task.cancelled() and write_task.exception():
+                raise write_task.exception() from None
+            if isinstance(e, asyncio.CancelledError):
+                raise
             raise errors.from_rpc_error(e) from None
         finally:
             if not write_task.done():

@@ -113,12 +113,21 @@ class Client:
         reads it. At most `max_in_flight` queries are unanswered at a time;
         up to `batch` queries share one message (set 1 when `inputs` produces
         slowly and latency matters). Raises a SuperserveError if the stream
-        itself fails."""
+        itself fails; an exception from `inputs` (or TypeError for an array
+        the wire cannot carry) ends the stream and is raised here."""
         t = timeout if timeout is not None else self.default_timeout
         tus = timeout_us(t)
         window = threading.Semaphore(max_in_flight)
+        failed = []  # an exception raised while reading `inputs` or encoding one
 
         def requests():
+            try:
+                yield from encode()
+            except Exception as e:  # gRPC would report it as a bare UNKNOWN
+                failed.append(e)
+                raise
+
+        def encode():
             msg = inference_pb2.InferStreamRequest()
             for i, x in enumerate(inputs):
                 if not window.acquire(blocking=False):
@@ -147,6 +156,8 @@ class Client:
                     window.release()
                     yield answer_of(a)
         except grpc.RpcError as e:
+            if failed:
+                raise failed[0] from None
             raise errors.from_rpc_error(e) from None
         finally:
             call.cancel()  # no-op once the stream has ended

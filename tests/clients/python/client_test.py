@@ -96,6 +96,26 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sorted(a.index for a in answers), list(range(20)))
         self.assertTrue(all(a.error is None for a in answers))
 
+    def test_stream_raises_what_its_inputs_raise(self):
+        def inputs():
+            yield sample(0)
+            raise ValueError("camera unplugged")
+
+        with self.assertRaisesRegex(ValueError, "camera unplugged"):
+            list(self.client.stream("emu", inputs(), batch=1))
+        with self.assertRaises(TypeError):
+            list(self.client.stream("emu", [sample(0), np.zeros((2,), np.complex64)]))
+
+        async def run():
+            async with superserve.AsyncClient(self.cluster.address) as c:
+                async for _ in c.stream("emu", [sample(0), np.zeros((2,), np.complex64)]):
+                    pass
+
+        with self.assertRaises(TypeError):
+            asyncio.run(asyncio.wait_for(run(), 20))
+        # The client still works afterwards.
+        self.assertEqual(self.client.infer("emu", sample(0)).output.shape, (10,))
+
     def test_asyncio(self):
         async def run():
             async with superserve.AsyncClient(self.cluster.address, default_timeout=2.0) as c:
