@@ -79,6 +79,18 @@ absl::StatusOr<Nanos> TimeoutParameter(const inference::ModelInferRequest& reque
   return us > INT64_MAX / kNanosPerMicro ? INT64_MAX : us * kNanosPerMicro;
 }
 
+// The Dispatcher checks the sample against the model's input shape and
+// names both without the batch dimension the OIP request carried: say so.
+absl::Status InOipTerms(const absl::Status& s) {
+  if (s.code() != absl::StatusCode::kInvalidArgument ||
+      s.message().find("shape") == absl::string_view::npos) {
+    return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      s.message(), " (one sample, without the batch dimension: the OIP input shape is [1] "
+                   "followed by the model's)"));
+}
+
 void SetParam(inference::ModelInferResponse* out, const char* name, int64_t v) {
   (*out->mutable_parameters())[name].set_int64_param(v);
 }
@@ -209,7 +221,7 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
   }
   void Answer(const absl::Status& status) override {
     if (status.ok()) ToOpenInferenceResponse(*request_, &native_response_, response_);
-    Finish(ToGrpcStatus(status));
+    Finish(ToGrpcStatus(InOipTerms(status)));
   }
   void OnCancel() override { dispatcher_->OnCancelled(this); }
   void OnDone() override { delete this; }
@@ -315,7 +327,7 @@ class OipStreamReactor final
       ToOpenInferenceResponse(query->oip_request_, &query->response_, msg.mutable_infer_response());
     } else {
       msg.set_error_message(absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
-                                         status.message()));
+                                         InOipTerms(status).message()));
       msg.mutable_infer_response()->set_model_name(query->oip_request_.model_name());
       msg.mutable_infer_response()->set_id(query->oip_request_.id());
     }

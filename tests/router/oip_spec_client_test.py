@@ -177,7 +177,8 @@ class OipTest(unittest.TestCase):
             (self.request(x, datatype="INT64"), "INT64"),
             (self.request(x, name="image"), "image"),
             (self.request(x, shape=(2, 1, 28, 28)), "[2,1,28,28]"),
-            (self.request(x[:, :, :27], shape=(1, 1, 28, 27)), "28"),
+            (self.request(x[:, :, :27], shape=(1, 1, 28, 27)), "[1,28,27], expected [1,28,28]"),
+            (self.request(x, shape=(1, 28, 28)), "the OIP input shape is [1] followed by"),
             (self.request(x, shape=(1, 1, 28, 28, 1)), "shape"),
         ]
         short = self.request(x)
