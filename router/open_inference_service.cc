@@ -86,8 +86,9 @@ absl::Status InOipTerms(const absl::Status& s) {
       s.message().find("shape") == absl::string_view::npos) {
     return s;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      s.message(), " (one sample, without the batch dimension: the OIP input shape is [1] "
+  return absl::InvalidArgumentError(
+      absl::StrCat(s.message(),
+                   " (one sample, without the batch dimension: the OIP input shape is [1] "
                    "followed by the model's)"));
 }
 
@@ -101,22 +102,21 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
                                       v1::InferRequest* native) {
   if (request.model_name().empty()) return absl::InvalidArgumentError("model_name is empty");
   if (request.inputs_size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model \"", request.model_name(), "\" takes exactly one input (\"", kInputName,
-        "\"); the request has ", request.inputs_size()));
+    return absl::InvalidArgumentError(absl::StrCat("model \"", request.model_name(),
+                                                   "\" takes exactly one input (\"", kInputName,
+                                                   "\"); the request has ", request.inputs_size()));
   }
   for (const auto& o : request.outputs()) {
     if (o.name() != kOutputName) {
-      return absl::InvalidArgumentError(absl::StrCat("requested output \"", o.name(),
-                                                     "\" does not exist; the model's one output is \"",
-                                                     kOutputName, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("requested output \"", o.name(),
+                       "\" does not exist; the model's one output is \"", kOutputName, "\""));
     }
   }
   const auto& in = request.inputs(0);
   if (in.name() != kInputName) {
-    return absl::InvalidArgumentError(absl::StrCat("input \"", in.name(),
-                                                   "\" does not exist; the model's input is \"",
-                                                   kInputName, "\""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input \"", in.name(), "\" does not exist; the model's input is \"", kInputName, "\""));
   }
   if (in.datatype() != kFp32) {
     return absl::InvalidArgumentError(absl::StrCat("input \"", kInputName, "\" has datatype \"",
@@ -144,9 +144,8 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
           "input \"", kInputName, "\" has both contents and raw_input_contents; send one"));
     }
     if (request.raw_input_contents_size() != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("raw_input_contents has ", request.raw_input_contents_size(),
-                       " entries for 1 input"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "raw_input_contents has ", request.raw_input_contents_size(), " entries for 1 input"));
     }
     t->set_data(request.raw_input_contents(0));
   } else if (typed) {
@@ -163,8 +162,9 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
     data->resize(c.fp32_contents_size() * sizeof(float));
     if (!data->empty()) std::memcpy(data->data(), c.fp32_contents().data(), data->size());
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input \"", kInputName, "\" has no data: set raw_input_contents or contents.fp32_contents"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input \"", kInputName,
+                     "\" has no data: set raw_input_contents or contents.fp32_contents"));
   }
   // Dtype, shape against the model and the byte count are checked by the
   // Dispatcher as for every native query (common/tensor_codec); here only
@@ -177,8 +177,8 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
   return *timeout;
 }
 
-void ToOpenInferenceResponse(const inference::ModelInferRequest& request,
-                             v1::InferResponse* native, inference::ModelInferResponse* out) {
+void ToOpenInferenceResponse(const inference::ModelInferRequest& request, v1::InferResponse* native,
+                             inference::ModelInferResponse* out) {
   out->set_model_name(request.model_name());
   out->set_model_version(request.model_version());
   out->set_id(request.id());
@@ -241,9 +241,8 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
 // is written back as one ModelStreamInferResponse (an error as its
 // error_message, with the request id in infer_response.id). Finishes once
 // the client has closed its side and every query has been answered.
-class OipStreamReactor final
-    : public grpc::ServerBidiReactor<inference::ModelInferRequest,
-                                     inference::ModelStreamInferResponse> {
+class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelInferRequest,
+                                                              inference::ModelStreamInferResponse> {
  public:
   OipStreamReactor(Dispatcher* dispatcher, Nanos default_slo)
       : dispatcher_(dispatcher), default_slo_(default_slo) {
@@ -402,10 +401,11 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelReady(
   const auto models = dispatcher_->ModelSummaries();
   const ModelSummary* m = FindModel(models, request->name());
   if (m == nullptr || !VersionMatches(*m, request->version())) {
-    return FinishNow(context, grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                           absl::StrCat("no model \"", request->name(), "\"",
-                                                        request->version().empty() ? "" : " version ",
-                                                        request->version())));
+    return FinishNow(context,
+                     grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                  absl::StrCat("no model \"", request->name(), "\"",
+                                               request->version().empty() ? "" : " version ",
+                                               request->version())));
   }
   response->set_ready(serving_.load(std::memory_order_relaxed) && m->workers > 0);
   return FinishNow(context, grpc::Status::OK);
@@ -427,12 +427,12 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelMetadata(
   if (m == nullptr || !VersionMatches(*m, request->version())) {
     std::vector<std::string> names;
     for (const ModelSummary& s : models) names.push_back(s.name);
-    return FinishNow(context,
-                     grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                  absl::StrCat("no model \"", request->name(), "\"",
-                                               request->version().empty() ? "" : " version ",
-                                               request->version(), "; serving: ",
-                                               absl::StrJoin(names, ", "))));
+    return FinishNow(
+        context,
+        grpc::Status(grpc::StatusCode::NOT_FOUND,
+                     absl::StrCat("no model \"", request->name(), "\"",
+                                  request->version().empty() ? "" : " version ", request->version(),
+                                  "; serving: ", absl::StrJoin(names, ", "))));
   }
   response->set_name(m->name);
   response->add_versions(absl::StrCat(m->version));

@@ -68,8 +68,8 @@ class OpenInferenceService final : public inference::GRPCInferenceService::Callb
 absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& request,
                                       v1::InferRequest* native);
 // Fills `out` from a served native answer (output moved, not copied).
-void ToOpenInferenceResponse(const inference::ModelInferRequest& request,
-                             v1::InferResponse* native, inference::ModelInferResponse* out);
+void ToOpenInferenceResponse(const inference::ModelInferRequest& request, v1::InferResponse* native,
+                             inference::ModelInferResponse* out);
 
 }  // namespace superserve
 

@@ -90,8 +90,7 @@ TEST(OpenInferenceTranslation, EveryMalformedRequestIsInvalidArgumentNamingTheFi
       {"ragged bytes", [](auto* r) { r->mutable_raw_input_contents(0)->push_back('x'); },
        "whole number"},
       {"raw and typed",
-       [](auto* r) { r->mutable_inputs(0)->mutable_contents()->add_fp32_contents(1); },
-       "both"},
+       [](auto* r) { r->mutable_inputs(0)->mutable_contents()->add_fp32_contents(1); }, "both"},
       {"int contents for FP32",
        [](auto* r) {
          r->clear_raw_input_contents();
@@ -117,8 +116,7 @@ TEST(OpenInferenceTranslation, ResponseCarriesOutputAndServedSubnet) {
   const std::vector<float> logits = {0, 1, 0};
   native.mutable_output()->set_dtype(v1::DTYPE_FLOAT32);
   native.mutable_output()->add_shape(3);
-  native.mutable_output()->set_data(
-      std::string(reinterpret_cast<const char*>(logits.data()), 12));
+  native.mutable_output()->set_data(std::string(reinterpret_cast<const char*>(logits.data()), 12));
   native.mutable_served_by()->set_subnet_id(2);
   native.mutable_served_by()->set_accuracy(88.5);
   native.mutable_served_by()->set_worker("w0#1");
