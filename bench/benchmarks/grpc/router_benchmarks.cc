@@ -429,8 +429,8 @@ int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
   const double oip_added_ratio = (r50 - d50) > 0 ? (o50 - d50) / (r50 - d50) : -1;
   std::printf("router path p50 %.0f us p99 %.0f us (unary Infer), p50 %.0f us p99 %.0f us "
               "(InferStream); direct worker call p50 %.0f us p99 %.0f us; unary health check on "
-              "the router p50 %.0f us; OIP ModelInfer p50 %.0f us p99 %.0f us (added latency %.2fx the "
-              "native unary path's, p50); %d failures\n",
+              "the router p50 %.0f us; OIP ModelInfer p50 %.0f us p99 %.0f us (added latency "
+              "%.2fx the native unary path's, p50); %d failures\n",
               r50, r99, s50, s99, d50, d99, h50, o50, o99, oip_added_ratio, failures);
   if (args.json) {
     std::printf("%s\n", JsonWriter()
