@@ -31,10 +31,12 @@ with grpc.insecure_channel(args.router) as channel:
     t = req.inputs.add(name=inp.name, datatype="FP32", shape=shape)
     req.raw_input_contents.append(x.tobytes())
     req.parameters["timeout"].int64_param = 100_000  # 100 ms, in microseconds (Triton's)
+    req.parameters["superserve_details"].bool_param = True  # worker, batch size, timings
     resp = stub.ModelInfer(req, timeout=5)
     out = resp.outputs[0]
     y = np.frombuffer(resp.raw_output_contents[0], dtype="<f4").reshape(out.shape)
     p = resp.parameters
     print(f"class {int(y.argmax())}: subnet {p['superserve_subnet_id'].int64_param} "
           f"({p['superserve_accuracy'].double_param:.1f} % top-1), "
-          f"batch {p['superserve_batch_size'].int64_param}")
+          f"batch {p['superserve_batch_size'].int64_param}, "
+          f"executed {p['superserve_exec_us'].int64_param} us")

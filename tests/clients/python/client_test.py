@@ -5,6 +5,8 @@ and out, typed errors."""
 import asyncio
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -115,6 +117,20 @@ class ClientTest(unittest.TestCase):
             asyncio.run(asyncio.wait_for(run(), 20))
         # The client still works afterwards.
         self.assertEqual(self.client.infer("emu", sample(0)).output.shape, (10,))
+
+    def test_examples_run(self):
+        env = dict(os.environ)
+        for name, expect in (("infer.py", "wrong shape"), ("stream.py", "served ("),
+                             ("async_infer.py", "stream: 100 of 100 served"),
+                             ("oip_infer.py", "executed")):
+            with self.subTest(example=name):
+                r = subprocess.run(
+                    [sys.executable, os.path.join(SRC, "clients/python/examples", name),
+                     "--router", self.cluster.address, "--model", "emu"]
+                    + (["--queries", "2000"] if name == "stream.py" else []),
+                    env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(expect, r.stdout)
 
     def test_asyncio(self):
         async def run():
