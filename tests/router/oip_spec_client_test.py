@@ -44,6 +44,84 @@ def sample(i):
     return rng.random((1, 28, 28), dtype=np.float32)
 
 
+# The specification's messages (KServe's grpc_predict_v2.proto; the last
+# two InferParameter fields and ModelStreamInferResponse are Triton's),
+# transcribed: "field number type", "+" for repeated, "map" for a
+# map<string, InferParameter>.
+SPEC = {
+    "ServerLiveRequest": "", "ServerLiveResponse": "live 1 bool",
+    "ServerReadyRequest": "", "ServerReadyResponse": "ready 1 bool",
+    "ModelReadyRequest": "name 1 string, version 2 string",
+    "ModelReadyResponse": "ready 1 bool",
+    "ServerMetadataRequest": "",
+    "ServerMetadataResponse": "name 1 string, version 2 string, extensions 3 +string",
+    "ModelMetadataRequest": "name 1 string, version 2 string",
+    "ModelMetadataResponse": "name 1 string, versions 2 +string, platform 3 string, "
+                             "inputs 4 +message, outputs 5 +message",
+    "ModelMetadataResponse.TensorMetadata": "name 1 string, datatype 2 string, shape 3 +int64",
+    "ModelInferRequest": "model_name 1 string, model_version 2 string, id 3 string, "
+                         "parameters 4 map, inputs 5 +message, outputs 6 +message, "
+                         "raw_input_contents 7 +bytes",
+    "ModelInferRequest.InferInputTensor": "name 1 string, datatype 2 string, shape 3 +int64, "
+                                          "parameters 4 map, contents 5 message",
+    "ModelInferRequest.InferRequestedOutputTensor": "name 1 string, parameters 2 map",
+    "ModelInferResponse": "model_name 1 string, model_version 2 string, id 3 string, "
+                          "parameters 4 map, outputs 5 +message, raw_output_contents 6 +bytes",
+    "ModelInferResponse.InferOutputTensor": "name 1 string, datatype 2 string, shape 3 +int64, "
+                                            "parameters 4 map, contents 5 message",
+    "ModelStreamInferResponse": "error_message 1 string, infer_response 2 message",
+    "InferParameter": "bool_param 1 bool, int64_param 2 int64, string_param 3 string, "
+                      "double_param 4 double, uint64_param 5 uint64",
+    "InferTensorContents": "bool_contents 1 +bool, int_contents 2 +int32, "
+                           "int64_contents 3 +int64, uint_contents 4 +uint32, "
+                           "uint64_contents 5 +uint64, fp32_contents 6 +float, "
+                           "fp64_contents 7 +double, bytes_contents 8 +bytes",
+}
+SPEC_METHODS = {  # name: (request, response, client streaming, server streaming)
+    "ServerLive": ("ServerLiveRequest", "ServerLiveResponse", False, False),
+    "ServerReady": ("ServerReadyRequest", "ServerReadyResponse", False, False),
+    "ModelReady": ("ModelReadyRequest", "ModelReadyResponse", False, False),
+    "ServerMetadata": ("ServerMetadataRequest", "ServerMetadataResponse", False, False),
+    "ModelMetadata": ("ModelMetadataRequest", "ModelMetadataResponse", False, False),
+    "ModelInfer": ("ModelInferRequest", "ModelInferResponse", False, False),
+    "ModelStreamInfer": ("ModelInferRequest", "ModelStreamInferResponse", True, True),
+}
+
+
+def describe(field):
+    from google.protobuf.descriptor import FieldDescriptor as F
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        return f"{field.name} {field.number} map"
+    names = {F.TYPE_BOOL: "bool", F.TYPE_INT32: "int32", F.TYPE_INT64: "int64",
+             F.TYPE_UINT32: "uint32", F.TYPE_UINT64: "uint64", F.TYPE_FLOAT: "float",
+             F.TYPE_DOUBLE: "double", F.TYPE_STRING: "string", F.TYPE_BYTES: "bytes",
+             F.TYPE_MESSAGE: "message"}
+    rep = "+" if field.label == F.LABEL_REPEATED else ""
+    return f"{field.name} {field.number} {rep}{names[field.type]}"
+
+
+class SpecConformanceTest(unittest.TestCase):
+    """proto/inference/grpc_predict_v2.proto declares the specification's
+    package, service, messages, field names, numbers and types."""
+
+    def test_messages_and_service_match_the_specification(self):
+        with tempfile.TemporaryDirectory() as d:
+            pb, _ = generate_spec_stubs(d)
+        fd = pb.DESCRIPTOR
+        self.assertEqual(fd.package, "inference")
+        for name, fields in SPEC.items():
+            msg = fd.message_types_by_name[name.split(".")[0]]
+            for nested in name.split(".")[1:]:
+                msg = msg.nested_types_by_name[nested]
+            want = sorted(f for f in fields.split(", ") if f)
+            self.assertEqual(sorted(describe(f) for f in msg.fields), want, name)
+        svc = fd.services_by_name["GRPCInferenceService"]
+        self.assertEqual(svc.full_name, "inference.GRPCInferenceService")
+        got = {m.name: (m.input_type.name, m.output_type.name, m.client_streaming,
+                        m.server_streaming) for m in svc.methods}
+        self.assertEqual(got, SPEC_METHODS)
+
+
 class OipTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
