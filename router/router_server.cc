@@ -10,6 +10,7 @@
 #include "common/model_repository.h"
 #include "router/admin_service.h"
 #include "router/inference_service.h"
+#include "router/open_inference_service.h"
 #include "router/router_metrics.h"
 #include "router/worker_link_service.h"
 
@@ -42,6 +43,7 @@ absl::Status RouterServer::Start() {
     }
   }
   inference_ = std::make_unique<InferenceService>(dispatcher_.get(), options_.default_slo);
+  open_inference_ = std::make_unique<OpenInferenceService>(dispatcher_.get(), options_.default_slo);
   worker_link_ = std::make_unique<WorkerLinkService>(dispatcher_.get());
   admin_ = std::make_unique<AdminService>(dispatcher_.get(), options_.admin_token,
                                           options_.model_repo);
@@ -53,6 +55,7 @@ absl::Status RouterServer::Start() {
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
   builder.RegisterService(inference_.get());
+  builder.RegisterService(open_inference_.get());
   builder.RegisterService(worker_link_.get());
   builder.RegisterService(admin_.get());
   server_ = builder.BuildAndStart();
@@ -71,6 +74,7 @@ absl::Status RouterServer::Start() {
 bool RouterServer::Drain(Nanos timeout) {
   if (shut_down_ || server_ == nullptr) return true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  open_inference_->SetServing(false);
   return dispatcher_->Drain(timeout);
 }
 
@@ -78,6 +82,7 @@ void RouterServer::Shutdown() {
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  open_inference_->SetServing(false);
   dispatcher_->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }

@@ -16,6 +16,7 @@ namespace superserve {
 
 class AdminService;
 class InferenceService;
+class OpenInferenceService;
 class RouterMetrics;
 class WorkerLinkService;
 
@@ -29,7 +30,8 @@ struct RouterServerOptions {
 };
 
 // The router process in one object: loads the model repository, runs the
-// Inference, WorkerLink and Admin services plus grpc.health.v1 and server
+// Inference, Open Inference Protocol (inference.GRPCInferenceService),
+// WorkerLink and Admin services plus grpc.health.v1 and server
 // reflection on one gRPC server (callback API), and the metrics endpoint.
 class RouterServer {
  public:
@@ -54,6 +56,7 @@ class RouterServer {
   std::unique_ptr<RouterMetrics> metrics_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<InferenceService> inference_;
+  std::unique_ptr<OpenInferenceService> open_inference_;  // KServe v2 / OIP
   std::unique_ptr<WorkerLinkService> worker_link_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<grpc::Server> server_;
