@@ -1,0 +1,247 @@
+// superserve-early-exit: trains the Fashion-MNIST early-exit model (a dynamic
+// DNN), reports its per-exit accuracy, and measures each application's
+// execution-time distribution into a ModelProfile with a `dynamic` block.
+// `build` does all three and writes a model folder (models/fmnist-exit).
+#include <unistd.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/init.h"
+#include "common/json_writer.h"
+#include "common/logging.h"
+#include "models/early_exit.h"
+#include "nas_profiler/early_exit_trainer.h"
+#include "nas_profiler/supernet_trainer.h"
+
+ABSL_FLAG(std::string, data_dir, superserve::kFashionMnistDir,
+          "Folder with the Fashion-MNIST *-ubyte.gz files.");
+ABSL_FLAG(std::string, output_dir, "models/fmnist-exit",
+          "build: model folder to write (checkpoint.pt, profile.json, report.json).");
+ABSL_FLAG(std::string, checkpoint, "", "eval/profile: checkpoint to read.");
+ABSL_FLAG(std::string, output, "", "profile: profile JSON to write.");
+ABSL_FLAG(std::string, model_name, "fmnist-exit", "The profile's model name.");
+ABSL_FLAG(int, epochs, 3, "Training epochs.");
+ABSL_FLAG(double, learning_rate, 2e-3, "Adam learning rate (cosine decay to 0).");
+ABSL_FLAG(double, threshold, 0.9, "Softmax confidence needed to leave at an early exit.");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of the initialisation, the order, the noise and the sampling.");
+ABSL_FLAG(int, threads, 2, "Intra-op threads for training (profiling always uses 1, as workers).");
+ABSL_FLAG(int, samples, 500, "profile: batch-1 timings per application.");
+ABSL_FLAG(int, batches, 30, "profile: timed batches per batch size for the batch-time fit.");
+ABSL_FLAG(int64_t, max_steps, -1, "Stop training after this many steps (-1: all epochs).");
+ABSL_FLAG(bool, json, false, "Print one JSON object as the last line.");
+
+namespace superserve::nas {
+namespace {
+
+constexpr char kUsage[] =
+    "superserve-early-exit SUBCOMMAND [flags]\n"
+    "  build    train, evaluate and profile; writes --output_dir (checkpoint.pt, profile.json,\n"
+    "           report.json)  ~10-20 min on 2 cores\n"
+    "  eval     per-exit accuracy and exit fractions of --checkpoint (clean test set and each\n"
+    "           application)\n"
+    "  profile  measure each application's execution-time distribution and fit the batch model\n"
+    "           c0 + c1*k*max(l); writes --output\n"
+    "Applications (common/image_applications.h): easy (trouser, sandal, sneaker, bag, ankle\n"
+    "boot), hard (t-shirt, pullover, coat, shirt), noisy (every class, Gaussian noise 0.4).";
+
+void Log(const std::string& line) { SS_LOG(INFO) << line; }
+
+JsonWriter EvalJson(const EarlyExitEval& e) {
+  JsonWriter j;
+  j.Add("application", e.application).Add("samples", e.samples);
+  j.AddArray("exit_accuracy", e.exit_accuracy);
+  j.AddArray("exit_fraction", e.exit_fraction);
+  j.AddArray("accuracy_of_leavers", e.accuracy_of_leavers);
+  j.Add("overall_accuracy", e.overall_accuracy).Add("last_exit_accuracy", e.last_exit_accuracy);
+  return j;
+}
+
+void PrintEval(const std::vector<EarlyExitEval>& evals) {
+  std::printf("%-8s %7s  %-26s %-22s %8s %9s\n", "app", "samples", "accuracy if all leave at",
+              "share leaving at", "overall", "last only");
+  for (const auto& e : evals) {
+    std::string acc, share;
+    for (size_t i = 0; i < e.exit_accuracy.size(); ++i) {
+      absl::StrAppend(&acc, absl::StrFormat("%6.2f ", e.exit_accuracy[i]));
+      absl::StrAppend(&share, absl::StrFormat("%5.3f ", e.exit_fraction[i]));
+    }
+    std::printf("%-8s %7lld  %-26s %-22s %8.2f %9.2f\n", e.application.c_str(),
+                static_cast<long long>(e.samples), acc.c_str(), share.c_str(), e.overall_accuracy,
+                e.last_exit_accuracy);
+  }
+}
+
+std::string Hostname() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+absl::StatusOr<ModelProfile> MeasureProfile(models::EarlyExitNet& net, const LabeledImages& test,
+                                            JsonWriter* report) {
+  SetTorchThreads(1);
+  DynamicProfileOptions o;
+  o.samples_per_application = absl::GetFlag(FLAGS_samples);
+  o.batches_per_size = absl::GetFlag(FLAGS_batches);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.log = Log;
+  auto rep = ProfileEarlyExit(net, test, kPixelMean, kPixelStd, FashionMnistApplications(), o);
+  if (!rep.ok()) return rep.status();
+  ModelProfile p;
+  p.model = absl::GetFlag(FLAGS_model_name);
+  p.family = "early_exit";
+  p.batch_sizes = o.batch_sizes;
+  p.input_shape = {1, 28, 28};
+  p.num_classes = 10;
+  p.measured_on = absl::StrCat(Hostname(), ", 1 intra-op thread, cpu, ",
+                               std::thread::hardware_concurrency(), " hardware threads");
+  p.input_mean = kPixelMean;
+  p.input_std = kPixelStd;
+  p.is_dynamic = true;
+  p.dynamic = rep->profile;
+  std::printf("batch model: %.1f us + %.4f * k * max(l); held-back error mean %.1f %%, max %.1f %% "
+              "(%lld fitted, %lld held back)\n",
+              rep->profile.batch_overhead_us, rep->profile.per_request_factor,
+              rep->holdout_mean_abs_error_percent, rep->holdout_max_abs_error_percent,
+              static_cast<long long>(rep->fit_batches), static_cast<long long>(rep->holdout_batches));
+  std::vector<JsonWriter> apps;
+  for (size_t a = 0; a < rep->latencies_us.size(); ++a) {
+    std::vector<double> lat = rep->latencies_us[a];
+    std::sort(lat.begin(), lat.end());
+    std::vector<double> share(static_cast<size_t>(net.num_exits()), 0.0);
+    for (int32_t e : rep->exits[a]) share[static_cast<size_t>(e)] += 1.0 / rep->exits[a].size();
+    auto pct = [&](double q) { return lat[static_cast<size_t>(q * (lat.size() - 1))]; };
+    std::printf("%-8s p10 %7.1f  p50 %7.1f  p90 %7.1f  p99 %7.1f us\n",
+                FashionMnistApplications()[a].name.c_str(), pct(0.1), pct(0.5), pct(0.9), pct(0.99));
+    JsonWriter j;
+    j.Add("application", FashionMnistApplications()[a].name)
+        .Add("p50_us", pct(0.5))
+        .Add("p99_us", pct(0.99));
+    j.AddArray("exit_share", share);
+    apps.push_back(std::move(j));
+  }
+  if (report != nullptr) {
+    JsonWriter fit;
+    fit.Add("batch_overhead_us", rep->profile.batch_overhead_us)
+        .Add("per_request_factor", rep->profile.per_request_factor)
+        .Add("holdout_mean_abs_error_percent", rep->holdout_mean_abs_error_percent)
+        .Add("holdout_max_abs_error_percent", rep->holdout_max_abs_error_percent)
+        .Add("fit_batches", rep->fit_batches)
+        .Add("holdout_batches", rep->holdout_batches);
+    report->Add("batch_fit", fit);
+    report->AddArray("timings", apps);
+  }
+  return p;
+}
+
+int Run(const std::string& cmd) {
+  if (cmd != "build" && cmd != "eval" && cmd != "profile") {
+    std::fprintf(stderr, "superserve-early-exit: unknown subcommand '%s'\n%s\n", cmd.c_str(), kUsage);
+    return 2;
+  }
+  const std::string data = absl::GetFlag(FLAGS_data_dir);
+  auto test = LoadFashionMnist("t10k", data);
+  if (!test.ok()) {
+    std::fprintf(stderr, "superserve-early-exit: %s\n", test.status().ToString().c_str());
+    return 1;
+  }
+  std::unique_ptr<models::EarlyExitNet> net;
+  JsonWriter report;
+  if (cmd == "build") {
+    auto train = LoadFashionMnist("train", data);
+    if (!train.ok()) {
+      std::fprintf(stderr, "superserve-early-exit: %s\n", train.status().ToString().c_str());
+      return 1;
+    }
+    models::EarlyExitConfig config;
+    config.exit_threshold = static_cast<float>(absl::GetFlag(FLAGS_threshold));
+    auto created = models::EarlyExitNet::Create(config, absl::GetFlag(FLAGS_seed));
+    if (!created.ok()) {
+      std::fprintf(stderr, "superserve-early-exit: %s\n", created.status().ToString().c_str());
+      return 2;
+    }
+    net = *std::move(created);
+    SetTorchThreads(absl::GetFlag(FLAGS_threads));
+    EarlyExitTrainOptions o;
+    o.epochs = absl::GetFlag(FLAGS_epochs);
+    o.learning_rate = absl::GetFlag(FLAGS_learning_rate);
+    o.seed = absl::GetFlag(FLAGS_seed);
+    o.max_steps = absl::GetFlag(FLAGS_max_steps);
+    o.log = Log;
+    if (auto st = TrainEarlyExit(*net, *train, kPixelMean, kPixelStd, o); !st.ok()) {
+      std::fprintf(stderr, "superserve-early-exit: %s\n", st.ToString().c_str());
+      return 1;
+    }
+  } else {
+    auto loaded = models::EarlyExitNet::Load(absl::GetFlag(FLAGS_checkpoint));
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "superserve-early-exit: %s\n", loaded.status().ToString().c_str());
+      return 2;
+    }
+    net = *std::move(loaded);
+  }
+  if (cmd == "build" || cmd == "eval") {
+    auto evals = EvaluateEarlyExit(*net, *test, kPixelMean, kPixelStd, FashionMnistApplications());
+    if (!evals.ok()) {
+      std::fprintf(stderr, "superserve-early-exit: %s\n", evals.status().ToString().c_str());
+      return 1;
+    }
+    PrintEval(*evals);
+    std::vector<JsonWriter> items;
+    for (const auto& e : *evals) items.push_back(EvalJson(e));
+    report.Add("threshold", static_cast<double>(net->config().exit_threshold));
+    report.AddArray("accuracy", items);
+  }
+  if (cmd == "build" || cmd == "profile") {
+    auto profile = MeasureProfile(*net, *test, &report);
+    if (!profile.ok()) {
+      std::fprintf(stderr, "superserve-early-exit: %s\n", profile.status().ToString().c_str());
+      return 1;
+    }
+    std::string out = absl::GetFlag(FLAGS_output);
+    if (cmd == "build") {
+      const std::string dir = absl::GetFlag(FLAGS_output_dir);
+      std::filesystem::create_directories(dir);
+      if (auto st = net->Save(dir + "/checkpoint.pt"); !st.ok()) {
+        std::fprintf(stderr, "superserve-early-exit: %s\n", st.ToString().c_str());
+        return 1;
+      }
+      out = dir + "/profile.json";
+    }
+    if (out.empty()) {
+      std::fprintf(stderr, "superserve-early-exit: profile needs --output\n");
+      return 2;
+    }
+    if (auto st = profile->SaveFile(out); !st.ok()) {
+      std::fprintf(stderr, "superserve-early-exit: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", out.c_str());
+    if (cmd == "build") {
+      std::ofstream(absl::GetFlag(FLAGS_output_dir) + "/report.json") << report.ToString() << "\n";
+    }
+  }
+  if (absl::GetFlag(FLAGS_json)) std::printf("%s\n", report.ToString().c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace superserve::nas
+
+int main(int argc, char** argv) {
+  auto args = superserve::InitMain(argc, argv, superserve::nas::kUsage);
+  if (args.size() < 2) {
+    std::fprintf(stderr, "%s\n", superserve::nas::kUsage);
+    return 2;
+  }
+  return superserve::nas::Run(args[1]);
+}
