@@ -34,6 +34,10 @@ struct ServedModel {
   const std::shared_ptr<const std::string> name;
   const ModelProfile profile;
   ModelScheduler scheduler;
+  // Position in the serving core's list of models with queued queries
+  // (-1 = not listed); the core's bookkeeping, so that a scheduling pass
+  // visits only those models, however many idle ones are registered.
+  int32_t active_slot = -1;
 };
 
 // The models the engine serves, by name and by id. Not thread-safe.

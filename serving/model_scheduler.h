@@ -55,6 +55,9 @@ class ModelScheduler {
   bool empty() const { return queue_.empty(); }
   // Deadline of the most urgent query. Requires !empty().
   Nanos head_deadline() const { return queue_.Head().deadline; }
+  // The policy's Urgency (when the next batch must start at the latest): the
+  // cross-model order for a free worker. Requires !empty().
+  Nanos urgency(Nanos now) const { return policy_->Urgency(queue_, now); }
 
   // Workers serving this model, ascending ids.
   const std::vector<int32_t>& workers() const { return workers_; }

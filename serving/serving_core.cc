@@ -109,6 +109,7 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
         b.queries.clear();
       }
     }
+    UnmarkActiveLocked(m);
     removed = models_.Remove(name);
     if (options_.log_lifecycle) SS_LOG(INFO) << "model " << name << " removed";
   }
@@ -194,6 +195,7 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
         p.model = m->id;
         handle->query_id = p.query.id;
         m->scheduler.Push(p.query, now);
+        MarkActiveLocked(m);
         pending_.emplace(p.query.id, std::move(p));
         ++stats_.accepted;
         ScheduleLocked(m, now, &e);
@@ -312,15 +314,38 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e) {
   }
 }
 
+void ServingCore::MarkActiveLocked(ServedModel* m) {
+  if (m->active_slot >= 0) return;
+  m->active_slot = static_cast<int32_t>(active_.size());
+  active_.push_back(m);
+}
+
+void ServingCore::UnmarkActiveLocked(ServedModel* m) {
+  if (m->active_slot < 0) return;
+  ServedModel* last = active_.back();
+  active_[m->active_slot] = last;
+  last->active_slot = m->active_slot;
+  active_.pop_back();
+  m->active_slot = -1;
+}
+
 void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
-  // The most urgent model first: its head has the earliest deadline.
+  // The most urgent model first, by its policy's Urgency (EDF policies: the
+  // head's deadline; Symphony: its candidate's latest start). Only models
+  // with queued queries are visited: O(active log active), not O(models).
   std::vector<std::pair<Nanos, ServedModel*>>& order = order_scratch_;
   order.clear();
-  models_.ForEach([&](ServedModel* m) {
+  for (size_t i = 0; i < active_.size();) {
+    ServedModel* m = active_[i];
+    if (m->scheduler.empty()) {
+      UnmarkActiveLocked(m);  // moves the last one into slot i
+      continue;
+    }
+    ++i;
     const auto& ws = m->scheduler.workers();
-    if (m->scheduler.empty() || !std::binary_search(ws.begin(), ws.end(), worker)) return;
-    order.emplace_back(m->scheduler.head_deadline(), m);
-  });
+    if (!std::binary_search(ws.begin(), ws.end(), worker)) continue;
+    order.emplace_back(m->scheduler.urgency(now), m);
+  }
   if (order.size() > 1) {
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
       return a.first < b.first || (a.first == b.first && a.second->id < b.second->id);
@@ -385,6 +410,7 @@ void ServingCore::RequeueLocked(QueryId id, Nanos now, Effects* e) {
   }
   switch (m->scheduler.TryRequeue(p.query, now)) {
     case ModelScheduler::Requeue::kQueued:
+      MarkActiveLocked(m);
       p.on_worker = false;
       ++stats_.requeued;
       return;
@@ -582,19 +608,21 @@ Nanos ServingCore::Tick() {
     const Nanos now = clock_->Now();
     next = now + options_.tick_interval;
     if (shut_down_) return next;
-    if (options_.missed_heartbeats > 0 && options_.heartbeat_interval > 0) {
+    const bool housekeeping = now >= next_housekeeping_;
+    if (housekeeping) next_housekeeping_ = now + options_.tick_interval;
+    if (housekeeping && options_.missed_heartbeats > 0 && options_.heartbeat_interval > 0) {
       for (int32_t w :
            workers_.Silent(now, options_.heartbeat_interval * options_.missed_heartbeats)) {
         WorkerGoneLocked(w, absl::UnavailableError("missed heartbeats"), now, &e);
       }
     }
-    for (int32_t w : workers_.Overdue(now)) {
+    for (int32_t w : housekeeping ? workers_.Overdue(now) : std::vector<int32_t>()) {
       WorkerGoneLocked(w,
                        absl::UnavailableError("a batch is overdue (no result by its latest query "
                                               "deadline plus the grace): worker hung"),
                        now, &e);
     }
-    if (observer_ != nullptr) {
+    if (housekeeping && observer_ != nullptr) {
       for (WorkerRecord& w : workers_.records()) {
         if (!w.alive || now - w.busy_since < kBusyWindow) continue;
         e.busy.emplace_back(w.name, std::min(1.0, static_cast<double>(w.busy) /
@@ -603,16 +631,43 @@ Nanos ServingCore::Tick() {
         w.busy_since = now;
       }
     }
-    for (ServedModel* m : models_.All()) {
-      ModelScheduler& s = m->scheduler;
+    // Sweeps and due wake-ups concern queued models only; due ones are
+    // scheduled most urgent first, as for a free worker.
+    std::vector<std::pair<Nanos, ServedModel*>>& due = order_scratch_;
+    due.clear();
+    for (size_t i = 0; i < active_.size();) {
+      ServedModel* m = active_[i];
       SweepLocked(m, now, &e);
-      if (s.wake_at() != 0 && s.wake_at() <= now) {
-        s.clear_wake();
-        next_tick_ = next;  // lets ScheduleLocked ask for an earlier tick
-        ScheduleLocked(m, now, &e);
+      if (m->scheduler.empty()) {
+        m->scheduler.clear_wake();
+        UnmarkActiveLocked(m);  // moves the last one into slot i
+        continue;
       }
-      if (s.wake_at() != 0) next = std::min(next, std::max(s.wake_at(), now + 1));
-      if (observer_ != nullptr) e.depths.emplace_back(m->name, static_cast<int64_t>(s.queued()));
+      ++i;
+      if (m->scheduler.wake_at() != 0 && m->scheduler.wake_at() <= now) {
+        due.emplace_back(m->scheduler.urgency(now), m);
+      }
+    }
+    if (due.size() > 1) {
+      std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first || (a.first == b.first && a.second->id < b.second->id);
+      });
+    }
+    next_tick_ = next;  // lets ScheduleLocked ask for an earlier tick
+    active_scratch_.clear();
+    for (const auto& [urgency, m] : due) active_scratch_.push_back(m);
+    for (ServedModel* m : active_scratch_) {
+      m->scheduler.clear_wake();
+      ScheduleLocked(m, now, &e);
+    }
+    for (ServedModel* m : active_) {
+      const Nanos wake = m->scheduler.wake_at();
+      if (wake != 0) next = std::min(next, std::max(wake, now + 1));
+    }
+    if (housekeeping && observer_ != nullptr) {
+      models_.ForEach([&](ServedModel* m) {
+        e.depths.emplace_back(m->name, static_cast<int64_t>(m->scheduler.queued()));
+      });
     }
     next_tick_ = next;
     e.wake = 0;  // the owner learns `next` from the return value
@@ -643,6 +698,7 @@ void ServingCore::Shutdown() {
       FailLocked(id, absl::UnavailableError("shutting down"), QueryOutcome::kUnavailable, now, &e);
     }
     for (ServedModel* m : models_.All()) m->scheduler.TakeAll();
+    while (!active_.empty()) UnmarkActiveLocked(active_.back());
     for (WorkerRecord& w : workers_.records()) {
       if (!w.alive) continue;
       const std::shared_ptr<WorkerChannel> channel = w.channel;

@@ -179,6 +179,11 @@ class ServingCore {
 
   void Apply(Effects* e);
   void ScheduleLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The list of models with queued queries: every push enters its model
+  // (idempotent); models whose queue emptied leave it lazily, when a pass
+  // meets them, or when removed.
+  void MarkActiveLocked(ServedModel* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnmarkActiveLocked(ServedModel* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
@@ -216,6 +221,11 @@ class ServingCore {
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch
   std::vector<QueryId> sweep_cancelled_ ABSL_GUARDED_BY(mu_);  // scratch
   std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
+  std::vector<ServedModel*> active_ ABSL_GUARDED_BY(mu_);  // see MarkActiveLocked
+  std::vector<ServedModel*> active_scratch_ ABSL_GUARDED_BY(mu_);
+  // Liveness checks, busy fractions and queue gauges run at most once per
+  // tick interval: Ticks asked for by policy wake-ups come far more often.
+  Nanos next_housekeeping_ ABSL_GUARDED_BY(mu_) = 0;
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
