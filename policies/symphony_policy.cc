@@ -23,7 +23,23 @@ SymphonyPolicy::SymphonyPolicy(const ModelProfile& profile, SymphonyOptions opti
                          : "timeout(" + std::to_string(options.timeout / 1000) + "us)",
                      profile, options.base),
       rank_(table_.rank_of_subnet(MostAccurateSubnet(profile))),
-      timeout_(options.timeout) {}
+      timeout_(options.timeout),
+      window_drop_(options.window_drop),
+      arrivals_(options.rate_window) {}
+
+int32_t SymphonyPolicy::TargetBatch(Nanos budget, double rate) const {
+  const Nanos overhead = overhead_estimate();
+  int32_t target = 1;
+  for (int32_t b = 2; b <= table_.max_batch(); ++b) {
+    const double l = static_cast<double>(table_.latency(rank_, table_.BatchIndexFor(b)) + overhead);
+    // Workers this rate needs at batch b; staggered over them, the worst
+    // wait is ℓ(b)/n.
+    const double n = rate * l / kNanosPerSecond / b;
+    if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(budget)) break;
+    target = b;
+  }
+  return target;
+}
 
 SymphonyPolicy::Candidate SymphonyPolicy::Plan(int64_t pending, Nanos deadline, Nanos arrival,
                                                Nanos now) const {
@@ -72,6 +88,20 @@ ProfiledPolicy::Choice SymphonyPolicy::Choose(const SchedulingContext& ctx,
 }
 
 Decision SymphonyPolicy::Decide(const SchedulingContext& ctx) {
+  if (window_drop_ && !ctx.queue.empty() && !ctx.free_workers.empty()) {
+    const Query& head = ctx.queue.Head();
+    const Nanos budget = head.deadline - head.arrival;
+    if (ctx.now - target_at_ >= Millis(1) || budget != target_budget_) {
+      target_ = TargetBatch(budget, arrivals_.Rate(ctx.now));
+      target_at_ = ctx.now;
+      target_budget_ = budget;
+    }
+    const int64_t window = std::min<int64_t>(target_, static_cast<int64_t>(ctx.queue.size()));
+    if (window > 1 && head.deadline < ctx.now + overhead_estimate() +
+                                           table_.latency(rank_, table_.BatchIndexFor(window))) {
+      return Decision::Idle(1);  // the scheduler drops it and asks again
+    }
+  }
   Decision d = ProfiledPolicy::Decide(ctx);
   if (d.kind == Decision::Kind::kDispatch) {
     // The schedulable window: it runs now; a worker that cannot start it by

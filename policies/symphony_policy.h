@@ -6,6 +6,7 @@
 
 #include "common/model_profile.h"
 #include "common/time.h"
+#include "policies/arrival_rate.h"
 #include "policies/profiled_policy.h"
 
 namespace superserve {
@@ -17,6 +18,16 @@ struct SymphonyOptions {
   // candidate becomes dispatchable `timeout` after its oldest query arrived
   // (TensorFlow Serving's rule); 0 is eager batching.
   Nanos timeout = -1;
+  // Symphony's sliding window (its scheduler's batch policy): a head query
+  // that cannot be served within a batch of min(target, queued) is dropped
+  // rather than shrinking the batch to fit it. target is the batch the
+  // measured arrival rate sustains (nexuslb's estimator: the largest b with
+  // ℓ(b)·(1 + 1/n) <= SLO, n = rate·ℓ(b)/b workers at batch b). Past the
+  // peak this keeps batches large, so goodput stays near the peak instead of
+  // collapsing into ever smaller batches (the EDF spiral). false: only
+  // infeasible heads are dropped.
+  bool window_drop = true;
+  Nanos rate_window = Millis(250);
 };
 
 // Symphony's deferred batch scheduling (Symphony §3.2, Algorithm 1) for one
@@ -41,6 +52,10 @@ class SymphonyPolicy : public ProfiledPolicy {
 
   Decision Decide(const SchedulingContext& ctx) override;
   Nanos Urgency(const EdfQueue& queue, Nanos now) const override;
+  void OnArrival(const Query& q, Nanos now) override { arrivals_.Add(now); }
+
+  // The sliding window's target batch for an SLO of `budget` at `rate` q/s.
+  int32_t TargetBatch(Nanos budget, double rate) const;
 
   // The candidate for `pending` queries whose most urgent one has deadline
   // `deadline` and arrived at `arrival`, at time `now` (tests, Urgency).
@@ -59,6 +74,11 @@ class SymphonyPolicy : public ProfiledPolicy {
  private:
   int rank_;
   Nanos timeout_;
+  bool window_drop_;
+  ArrivalRateEstimator arrivals_;
+  int32_t target_ = 1;
+  Nanos target_at_ = -1;  // when target_ was computed (recomputed every 1 ms)
+  Nanos target_budget_ = 0;
   Nanos chosen_latest_ = 0;  // Choose -> Decide: the dispatched candidate's window
 };
 
