@@ -91,7 +91,7 @@ Decision SymphonyPolicy::Decide(const SchedulingContext& ctx) {
   if (window_drop_ && !ctx.queue.empty() && !ctx.free_workers.empty()) {
     const Query& head = ctx.queue.Head();
     const Nanos budget = head.deadline - head.arrival;
-    if (ctx.now - target_at_ >= Millis(1) || budget != target_budget_) {
+    if (ctx.now - target_at_ >= Millis(5) || budget != target_budget_) {
       target_ = TargetBatch(budget, arrivals_.Rate(ctx.now));
       target_at_ = ctx.now;
       target_budget_ = budget;

@@ -77,7 +77,7 @@ class SymphonyPolicy : public ProfiledPolicy {
   bool window_drop_;
   ArrivalRateEstimator arrivals_;
   int32_t target_ = 1;
-  Nanos target_at_ = -1;  // when target_ was computed (recomputed every 1 ms)
+  Nanos target_at_ = -1;  // when target_ was computed (recomputed every 5 ms)
   Nanos target_budget_ = 0;
   Nanos chosen_latest_ = 0;  // Choose -> Decide: the dispatched candidate's window
 };

@@ -75,7 +75,8 @@ class ModelScheduler {
   // `take` for `worker`. `slots` is consumed as batches are taken.
   // `live_workers` is what the policy sees as SchedulingContext::live_workers.
   ScheduleResult Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t live_workers);
-  // The wake-up the policy last asked for (0 = none); Schedule sets it.
+  // The wake-up the policy asked for in its latest answer (0 = none);
+  // Schedule sets it.
   Nanos wake_at() const { return wake_at_; }
   void clear_wake() { wake_at_ = 0; }
 
