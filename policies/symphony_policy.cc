@@ -25,6 +25,7 @@ SymphonyPolicy::SymphonyPolicy(const ModelProfile& profile, SymphonyOptions opti
       rank_(table_.rank_of_subnet(MostAccurateSubnet(profile))),
       timeout_(options.timeout),
       window_drop_(options.window_drop),
+      window_fraction_(options.window_fraction),
       arrivals_(options.rate_window) {}
 
 int32_t SymphonyPolicy::TargetBatch(Nanos budget, double rate) const {
@@ -97,9 +98,12 @@ Decision SymphonyPolicy::Decide(const SchedulingContext& ctx) {
       target_budget_ = budget;
     }
     const int64_t window = std::min<int64_t>(target_, static_cast<int64_t>(ctx.queue.size()));
-    if (window > 1 && head.deadline < ctx.now + overhead_estimate() +
-                                           table_.latency(rank_, table_.BatchIndexFor(window))) {
-      return Decision::Idle(1);  // the scheduler drops it and asks again
+    if (window > 1) {
+      const Nanos slack = head.deadline - ctx.now - overhead_estimate();
+      const double needed = static_cast<double>(table_.latency(rank_, table_.BatchIndexFor(window)));
+      if (static_cast<double>(slack) < window_fraction_ * needed) {
+        return Decision::Idle(1);  // the scheduler drops it and asks again
+      }
     }
   }
   Decision d = ProfiledPolicy::Decide(ctx);

@@ -27,6 +27,12 @@ struct SymphonyOptions {
   // collapsing into ever smaller batches (the EDF spiral). false: only
   // infeasible heads are dropped.
   bool window_drop = true;
+  // ... once the head's slack is below this fraction of ℓ(min(target,
+  // queued)): a dispatch a little late (live timer and RPC jitter; with
+  // padded batch sizes the frontrun moment is the latest one) shrinks the
+  // batch a little instead of dropping the head, while the overload spiral,
+  // where the head's slack fits only a small batch, is still cut.
+  double window_fraction = 0.9;
   Nanos rate_window = Millis(250);
 };
 
@@ -75,6 +81,7 @@ class SymphonyPolicy : public ProfiledPolicy {
   int rank_;
   Nanos timeout_;
   bool window_drop_;
+  double window_fraction_;
   ArrivalRateEstimator arrivals_;
   int32_t target_ = 1;
   Nanos target_at_ = -1;  // when target_ was computed (recomputed every 5 ms)

@@ -143,6 +143,43 @@ TEST(SymphonyPolicyTest, PaddedBatchesWaitUntilTheLatestMoment) {
   EXPECT_EQ(d.batch_size, 8);
 }
 
+TEST(SymphonyPolicyTest, SlidingWindowDropsAHeadThatWouldShrinkTheBatchUnderLoad) {
+  // ℓ(b) = b + 5 ms, SLO 24 ms. At 4,000 q/s the rate needs n = 4000 · ℓ(8)
+  // / 8 = 6.5 workers at batch 8, and ℓ(8) · (1 + 1/6.5) = 15 ms <= 24: the
+  // target is the largest batch, 8. Ten queued, the head has 9 ms of slack:
+  // below 0.9 · ℓ(8) = 11.7 ms, so it is dropped rather than run as a batch
+  // of 4; the next head (12 ms) is kept.
+  auto run = [](bool window, double rate_qps) {
+    SymphonyOptions o = Deferred();
+    o.window_drop = window;
+    SymphonyPolicy p(LinearProfile(), o);
+    const Nanos now = Seconds(1);
+    for (int i = 0; i < static_cast<int>(rate_qps / 4); ++i) {  // 250 ms window
+      p.OnArrival({}, now - Millis(250) + static_cast<Nanos>(i * 1e9 / rate_qps));
+    }
+    EdfQueue q;
+    q.Push({1, 0, now - Millis(15), now + Millis(9)});
+    for (int i = 2; i <= 10; ++i) q.Push({static_cast<QueryId>(i), 0, now - Millis(12), now + Millis(12)});
+    const std::vector<int32_t> free = {0};
+    return p.Decide({q, now, free, 8});
+  };
+  Decision loaded = run(true, 4000);
+  EXPECT_EQ(loaded.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(loaded.drop, 1);
+  // Without the window: the head's 9 ms fit a batch of 4, run now.
+  Decision plain = run(false, 4000);
+  ASSERT_EQ(plain.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(plain.take, 4);
+  // At 10 q/s the target is 1 (n = 0.015 workers): nothing is dropped.
+  Decision light = run(true, 10);
+  ASSERT_EQ(light.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(light.drop, 0);
+  EXPECT_EQ(light.take, 4);
+  SymphonyPolicy p(LinearProfile(), Deferred());
+  EXPECT_EQ(p.TargetBatch(Millis(24), 4000), 8);
+  EXPECT_EQ(p.TargetBatch(Millis(24), 10), 1);
+}
+
 TEST(SymphonyPolicyTest, TimeoutAndEagerVariants) {
   SymphonyOptions o = Deferred();
   o.timeout = Millis(2);
