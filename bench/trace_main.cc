@@ -22,13 +22,20 @@ ABSL_FLAG(double, accel, 500, "time-varying: acceleration tau (q/s^2).");
 ABSL_FLAG(double, hold_s, 10, "time-varying: seconds at lambda_1 before accelerating.");
 ABSL_FLAG(std::string, maf_file, "",
           "maf: invocations_per_function_md.anon.dNN.csv to replay (empty = synthetic).");
+ABSL_FLAG(int32_t, models, 20, "multi: number of models.");
+ABSL_FLAG(double, zipf, 0, "multi: Zipf popularity exponent s (0 = equally popular).");
+ABSL_FLAG(double, model_cv2, 1,
+          "multi: squared CV of each model's gamma inter-arrivals (1 = Poisson; Symphony's "
+          "bursty case: 1/0.05 = 20).");
 ABSL_FLAG(bool, json, false, "End with one JSON object on the last line.");
 
 int main(int argc, char** argv) {
   auto args = superserve::InitMain(
       argc, argv,
-      "superserve-trace bursty|time-varying|poisson|maf --out FILE [flags]\n\nWrites a seeded "
-      "arrival trace (CSV, header arrival_us) for superserve-sim and the load generator.");
+      "superserve-trace bursty|time-varying|poisson|maf|multi --out FILE [flags]\n\nWrites a "
+      "seeded arrival trace (CSV, header arrival_us) for superserve-sim and the load generator. "
+      "multi: --models N models sharing --rate, each its own gamma process (--model_cv2), "
+      "popularity equal or Zipf (--zipf s); adds the model column.");
   using namespace superserve;
   if (args.size() < 2 || absl::GetFlag(FLAGS_out).empty()) {
     std::fprintf(stderr, "superserve-trace: need KIND and --out (see --help)\n");
@@ -47,6 +54,20 @@ int main(int argc, char** argv) {
                                      Seconds(absl::GetFlag(FLAGS_hold_s)), duration, seed);
   } else if (kind == "poisson") {
     t.arrivals = PoissonArrivals(absl::GetFlag(FLAGS_rate), duration, seed);
+  } else if (kind == "multi") {
+    MultiModelTraceOptions o;
+    o.models = absl::GetFlag(FLAGS_models);
+    o.rate = absl::GetFlag(FLAGS_rate);
+    o.cv2 = absl::GetFlag(FLAGS_model_cv2);
+    o.zipf_s = absl::GetFlag(FLAGS_zipf);
+    o.duration = duration;
+    o.seed = seed;
+    auto m = MultiModelArrivals(o);
+    if (!m.ok()) {
+      std::fprintf(stderr, "superserve-trace: %s\n", m.status().ToString().c_str());
+      return 2;
+    }
+    t = *std::move(m);
   } else if (kind == "maf") {
     MafOptions o;
     o.file = absl::GetFlag(FLAGS_maf_file);

@@ -32,6 +32,13 @@ class Policy {
   virtual std::string_view name() const = 0;
   // Called when a worker frees up, a query arrives, or a wake-up fires.
   virtual Decision Decide(const SchedulingContext& ctx) = 0;
+  // When this model's next batch must start at the latest, for ordering
+  // models that compete for a free worker (the serving core offers it to
+  // the models with queued queries in ascending order of this). `queue` is
+  // non-empty. Default: the head's deadline (EDF across models); a policy
+  // that plans its candidate batch (Symphony) answers the candidate's
+  // latest start. Must be cheap: once per queued model per pass.
+  virtual Nanos Urgency(const EdfQueue& queue, Nanos now) const { return queue.Head().deadline; }
   virtual void OnArrival(const Query& q, Nanos now) {}
   virtual void OnCompletion(const CompletionTelemetry& t) {}
 };

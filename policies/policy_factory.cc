@@ -9,13 +9,15 @@
 #include "absl/synchronization/mutex.h"
 #include "common/json_writer.h"
 #include "policies/greedy_policies.h"
+#include "policies/symphony_policy.h"
 
 namespace superserve {
 namespace {
 
 const std::vector<std::string>& BuiltinNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
-      "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas"};
+      "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas",
+      "symphony"};
   return *names;
 }
 
@@ -43,6 +45,11 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeBuiltin(const std::string& name,
     return std::make_unique<SlackFitPolicy>(profile, o);
   }
   if (name == "maxbatch") return std::make_unique<MaxBatchPolicy>(profile, base);
+  if (name == "symphony") {
+    SymphonyOptions o;
+    o.base = base;
+    return std::make_unique<SymphonyPolicy>(profile, o);
+  }
   if (name == "maxacc") return std::make_unique<MaxAccPolicy>(profile, base);
   if (name == "infaas") {
     int least = 0;

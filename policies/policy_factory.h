@@ -41,7 +41,8 @@ const char* BucketTiesName(LatencyBuckets::Ties ties);
 // Builds a policy by name: "slackfit", "slackfit-ma" (DESIGN.md's
 // most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours),
 // "maxbatch", "maxacc", "clipper+" (fixed_subnet_id; -1 = the most accurate
-// subnet), "infaas", and any name added with RegisterPolicy (which takes
+// subnet), "infaas", "symphony" (deferred batching, one subnet), and any
+// name added with RegisterPolicy (which takes
 // precedence over a built-in of the same name). The router, the simulator and
 // the reproduction all go through here.
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,

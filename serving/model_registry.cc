@@ -14,6 +14,7 @@ absl::StatusOr<ServedModel*> ModelRegistry::Add(const ModelProfile& profile,
   auto model = std::make_unique<ServedModel>(id, version, profile, std::move(policy));
   ServedModel* raw = model.get();
   by_id_.emplace(id, std::move(model));
+  index_.emplace(id, raw);
   by_name_.emplace(profile.model, id);
   return raw;
 }
@@ -23,6 +24,7 @@ std::unique_ptr<ServedModel> ModelRegistry::Remove(absl::string_view name) {
   if (it == by_name_.end()) return nullptr;
   auto m = by_id_.find(it->second);
   std::unique_ptr<ServedModel> out = std::move(m->second);
+  index_.erase(m->first);
   by_id_.erase(m);
   by_name_.erase(it);
   return out;
@@ -34,8 +36,8 @@ ServedModel* ModelRegistry::Find(absl::string_view name) const {
 }
 
 ServedModel* ModelRegistry::Find(ModelId id) const {
-  auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : it->second.get();
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : it->second;
 }
 
 std::vector<ServedModel*> ModelRegistry::All() const {

@@ -34,6 +34,12 @@ struct ServedModel {
   const std::shared_ptr<const std::string> name;
   const ModelProfile profile;
   ModelScheduler scheduler;
+  // Position in the serving core's list of models with queued queries
+  // (-1 = not listed); the core's bookkeeping, so that a scheduling pass
+  // visits only those models, however many idle ones are registered.
+  int32_t active_slot = -1;
+  // The policy wake-up the core has listed for this model (0 = none).
+  Nanos wake_listed = 0;
 };
 
 // The models the engine serves, by name and by id. Not thread-safe.
@@ -58,6 +64,7 @@ class ModelRegistry {
  private:
   std::map<ModelId, std::unique_ptr<ServedModel>> by_id_;
   absl::flat_hash_map<std::string, ModelId> by_name_;
+  absl::flat_hash_map<ModelId, ServedModel*> index_;  // by_id_ for lookups: O(1) per answer
   absl::flat_hash_map<std::string, int64_t> last_version_;
   ModelId next_id_ = 1;
 };

@@ -31,6 +31,9 @@ void ModelScheduler::Push(const Query& q, Nanos now) {
 ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
                                         int32_t live_workers) {
   ScheduleResult r;
+  // The wake-up reflects the policy's latest answer: one that dispatched,
+  // or stopped for want of slots, has none pending.
+  if (!queue_.empty() && !slots->empty()) wake_at_ = 0;
   // Each round drops, dispatches or stops; the bound guards against a policy
   // that keeps returning decisions that make no progress.
   for (int round = 0; round < 4096 && !queue_.empty() && !slots->empty(); ++round) {

@@ -55,6 +55,9 @@ class ModelScheduler {
   bool empty() const { return queue_.empty(); }
   // Deadline of the most urgent query. Requires !empty().
   Nanos head_deadline() const { return queue_.Head().deadline; }
+  // The policy's Urgency (when the next batch must start at the latest): the
+  // cross-model order for a free worker. Requires !empty().
+  Nanos urgency(Nanos now) const { return policy_->Urgency(queue_, now); }
 
   // Workers serving this model, ascending ids.
   const std::vector<int32_t>& workers() const { return workers_; }
@@ -72,7 +75,8 @@ class ModelScheduler {
   // `take` for `worker`. `slots` is consumed as batches are taken.
   // `live_workers` is what the policy sees as SchedulingContext::live_workers.
   ScheduleResult Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t live_workers);
-  // The wake-up the policy last asked for (0 = none); Schedule sets it.
+  // The wake-up the policy asked for in its latest answer (0 = none);
+  // Schedule sets it.
   Nanos wake_at() const { return wake_at_; }
   void clear_wake() { wake_at_ = 0; }
 

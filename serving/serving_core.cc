@@ -109,6 +109,7 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
         b.queries.clear();
       }
     }
+    UnmarkActiveLocked(m);
     removed = models_.Remove(name);
     if (options_.log_lifecycle) SS_LOG(INFO) << "model " << name << " removed";
   }
@@ -196,6 +197,7 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
         p.model = m->id;
         handle->query_id = p.query.id;
         m->scheduler.Push(p.query, now);
+        MarkActiveLocked(m);
         pending_.emplace(p.query.id, std::move(p));
         ++stats_.accepted;
         ScheduleLocked(m, now, &e);
@@ -282,14 +284,56 @@ void ServingCore::SweepLocked(ServedModel* m, Nanos now, Effects* e) {
 
 // ---------------------------------------------------------------- scheduling
 
+void ServingCore::RefreshFreeLocked(int32_t worker) {
+  const size_t word = static_cast<size_t>(worker) / 64;
+  if (free_bits_.size() <= word) free_bits_.resize(word + 1, 0);
+  const uint64_t bit = uint64_t{1} << (worker % 64);
+  if (workers_.FreeSlots(worker, options_.lookahead) > 0) {
+    free_bits_[word] |= bit;
+  } else {
+    free_bits_[word] &= ~bit;
+  }
+}
+
 void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e) {
   ModelScheduler& s = m->scheduler;
-  if (s.empty()) return;
-  slots_.clear();
-  for (int32_t w : s.workers()) {
-    if (int32_t n = workers_.FreeSlots(w, options_.lookahead); n > 0) slots_.push_back({w, n});
+  // Free workers that serve the model, lowest ids first: one, then kOffer at
+  // a time (most passes end in a wait or a single batch); a pass that fills
+  // every offered slot with the queue still non-empty is offered the next.
+  constexpr size_t kOffer = 8;
+  size_t offer = 1;
+  const std::vector<int32_t>& ws = s.workers();
+  const bool serves_all = static_cast<int32_t>(ws.size()) == workers_.alive();
+  size_t word = 0;
+  uint64_t bits = free_bits_.empty() ? 0 : free_bits_[0];
+  while (!s.empty()) {
+    slots_.clear();
+    while (slots_.size() < offer) {
+      while (bits == 0 && ++word < free_bits_.size()) bits = free_bits_[word];
+      if (bits == 0) break;
+      const int32_t w = static_cast<int32_t>(word * 64 + __builtin_ctzll(bits));
+      bits &= bits - 1;
+      if (!serves_all && !std::binary_search(ws.begin(), ws.end(), w)) continue;
+      if (int32_t n = workers_.FreeSlots(w, options_.lookahead); n > 0) slots_.push_back({w, n});
+    }
+    if (slots_.empty()) break;
+    const size_t offered = slots_.size();
+    ScheduleOfferLocked(m, now, e);
+    if (!slots_.empty() || offered < offer) break;  // a slot left: the policy is done
+    offer = kOffer;
   }
-  if (slots_.empty()) return;
+  if (s.wake_at() > 0 && s.wake_at() != m->wake_listed) {
+    m->wake_listed = s.wake_at();
+    wakes_.emplace(s.wake_at(), m->id);
+  }
+  if (s.wake_at() > 0 && s.wake_at() < next_tick_) {
+    next_tick_ = s.wake_at();
+    e->wake = e->wake > 0 ? std::min(e->wake, next_tick_) : next_tick_;
+  }
+}
+
+void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e) {
+  ModelScheduler& s = m->scheduler;
   ScheduleResult r = s.Schedule(now, &slots_, static_cast<int32_t>(s.workers().size()));
   for (QueryId id : r.dropped) {
     FailLocked(id, absl::DeadlineExceededError("dropped: deadline cannot be met"),
@@ -308,28 +352,55 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e) {
       FailLocked(id, absl::InternalError(r.invalid), QueryOutcome::kError, now, e);
     }
   }
-  if (s.wake_at() > 0 && s.wake_at() < next_tick_) {
-    next_tick_ = s.wake_at();
-    e->wake = e->wake > 0 ? std::min(e->wake, next_tick_) : next_tick_;
-  }
+}
+
+void ServingCore::MarkActiveLocked(ServedModel* m) {
+  if (m->active_slot >= 0) return;
+  m->active_slot = static_cast<int32_t>(active_.size());
+  active_.push_back(m);
+}
+
+void ServingCore::UnmarkActiveLocked(ServedModel* m) {
+  if (m->active_slot < 0) return;
+  ServedModel* last = active_.back();
+  active_[m->active_slot] = last;
+  last->active_slot = m->active_slot;
+  active_.pop_back();
+  m->active_slot = -1;
 }
 
 void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
-  // The most urgent model first: its head has the earliest deadline.
+  // The most urgent model first, by its policy's Urgency (EDF policies: the
+  // head's deadline; Symphony: its candidate's latest start). Only models
+  // with queued queries are visited: O(active log active), not O(models).
   std::vector<std::pair<Nanos, ServedModel*>>& order = order_scratch_;
   order.clear();
-  models_.ForEach([&](ServedModel* m) {
+  for (size_t i = 0; i < active_.size();) {
+    ServedModel* m = active_[i];
+    if (m->scheduler.empty()) {
+      UnmarkActiveLocked(m);  // moves the last one into slot i
+      continue;
+    }
+    ++i;
+    // A model waiting until its wake-up (a deferred batch) is asked then,
+    // or on its next arrival; a free worker does not ask it sooner.
+    const Nanos wake = m->scheduler.wake_at();
+    if (wake > now) continue;
     const auto& ws = m->scheduler.workers();
-    if (m->scheduler.empty() || !std::binary_search(ws.begin(), ws.end(), worker)) return;
-    order.emplace_back(m->scheduler.head_deadline(), m);
-  });
+    if (!std::binary_search(ws.begin(), ws.end(), worker)) continue;
+    order.emplace_back(m->scheduler.urgency(now), m);
+  }
   if (order.size() > 1) {
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
       return a.first < b.first || (a.first == b.first && a.second->id < b.second->id);
     });
   }
-  // ScheduleLocked never re-enters here, so the scratch stays ours.
-  for (const auto& [deadline, m] : order) ScheduleLocked(m, now, e);
+  // ScheduleLocked never re-enters here, so the scratch stays ours. The pass
+  // is this worker's: it ends once the worker is taken.
+  for (const auto& [deadline, m] : order) {
+    if (workers_.FreeSlots(worker, options_.lookahead) <= 0) break;
+    ScheduleLocked(m, now, e);
+  }
 }
 
 void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e) {
@@ -372,6 +443,7 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
   inflight.deadline = SaturatingAdd(latest_deadline, options_.batch_grace);
   inflight.queries = plan.queries;
   workers_.AddInflight(taken.worker, std::move(inflight));
+  RefreshFreeLocked(taken.worker);
   ++stats_.batches;
   e->sends.emplace_back(w->channel, std::move(plan));
 }
@@ -387,6 +459,7 @@ void ServingCore::RequeueLocked(QueryId id, Nanos now, Effects* e) {
   }
   switch (m->scheduler.TryRequeue(p.query, now)) {
     case ModelScheduler::Requeue::kQueued:
+      MarkActiveLocked(m);
       p.on_worker = false;
       ++stats_.requeued;
       return;
@@ -414,6 +487,7 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     if (shut_down_) return absl::UnavailableError("shutting down");
     const Nanos now = clock_->Now();
     id = workers_.Add(worker.name, worker.emulated, worker.models, channel, now);
+    RefreshFreeLocked(id);
     int32_t served = 0;
     for (const std::string& name : worker.models) {
       if (ServedModel* m = models_.Find(name)) {
@@ -450,6 +524,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     if (w == nullptr) return;  // a dead worker's late result: its queries were handled
     w->last_heard = now;
     std::optional<InflightBatch> b = workers_.TakeInflight(worker, outcome.batch_id);
+    RefreshFreeLocked(worker);
     if (!b) {
       SS_LOG(WARNING) << "worker " << *w->name << " answered unknown batch " << outcome.batch_id;
       return;
@@ -548,6 +623,7 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
                     << w->inflight.size() << " batches in flight";
   }
   std::vector<InflightBatch> lost = workers_.MarkDead(worker);
+  RefreshFreeLocked(worker);
   e->closes.emplace_back(channel, absl::UnavailableError(
                                       absl::StrCat("worker declared dead: ", why.message())));
   e->workers_alive = workers_.alive();
@@ -584,19 +660,21 @@ Nanos ServingCore::Tick() {
     const Nanos now = clock_->Now();
     next = now + options_.tick_interval;
     if (shut_down_) return next;
-    if (options_.missed_heartbeats > 0 && options_.heartbeat_interval > 0) {
+    const bool housekeeping = now >= next_housekeeping_;
+    if (housekeeping) next_housekeeping_ = now + options_.tick_interval;
+    if (housekeeping && options_.missed_heartbeats > 0 && options_.heartbeat_interval > 0) {
       for (int32_t w :
            workers_.Silent(now, options_.heartbeat_interval * options_.missed_heartbeats)) {
         WorkerGoneLocked(w, absl::UnavailableError("missed heartbeats"), now, &e);
       }
     }
-    for (int32_t w : workers_.Overdue(now)) {
+    for (int32_t w : housekeeping ? workers_.Overdue(now) : std::vector<int32_t>()) {
       WorkerGoneLocked(w,
                        absl::UnavailableError("a batch is overdue (no result by its latest query "
                                               "deadline plus the grace): worker hung"),
                        now, &e);
     }
-    if (observer_ != nullptr) {
+    if (housekeeping && observer_ != nullptr) {
       for (WorkerRecord& w : workers_.records()) {
         if (!w.alive || now - w.busy_since < kBusyWindow) continue;
         e.busy.emplace_back(w.name, std::min(1.0, static_cast<double>(w.busy) /
@@ -605,16 +683,53 @@ Nanos ServingCore::Tick() {
         w.busy_since = now;
       }
     }
-    for (ServedModel* m : models_.All()) {
-      ModelScheduler& s = m->scheduler;
-      SweepLocked(m, now, &e);
-      if (s.wake_at() != 0 && s.wake_at() <= now) {
-        s.clear_wake();
-        next_tick_ = next;  // lets ScheduleLocked ask for an earlier tick
-        ScheduleLocked(m, now, &e);
+    // Sweeps (once per interval) concern queued models only.
+    if (housekeeping) {
+      for (size_t i = 0; i < active_.size();) {
+        ServedModel* m = active_[i];
+        SweepLocked(m, now, &e);
+        if (m->scheduler.empty()) {
+          UnmarkActiveLocked(m);  // moves the last one into slot i
+          continue;
+        }
+        ++i;
       }
-      if (s.wake_at() != 0) next = std::min(next, std::max(s.wake_at(), now + 1));
-      if (observer_ != nullptr) e.depths.emplace_back(m->name, static_cast<int64_t>(s.queued()));
+    }
+    // Due wake-ups, from the heap: O(due log listed), not O(models). They
+    // are scheduled most urgent first, as for a free worker.
+    std::vector<std::pair<Nanos, ServedModel*>>& due = order_scratch_;
+    due.clear();
+    while (!wakes_.empty() && wakes_.top().first <= now) {
+      const auto [at, id] = wakes_.top();
+      wakes_.pop();
+      ServedModel* m = models_.Find(id);
+      if (m == nullptr || m->wake_listed != at) continue;  // removed, or superseded
+      m->wake_listed = 0;
+      if (m->scheduler.wake_at() != at) continue;  // answered otherwise since
+      if (m->scheduler.empty()) {
+        m->scheduler.clear_wake();
+        continue;
+      }
+      due.emplace_back(m->scheduler.urgency(now), m);
+    }
+    if (due.size() > 1) {
+      std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first || (a.first == b.first && a.second->id < b.second->id);
+      });
+    }
+    next_tick_ = next;  // lets ScheduleLocked ask for an earlier tick
+    active_scratch_.clear();
+    for (const auto& [urgency, m] : due) active_scratch_.push_back(m);
+    for (ServedModel* m : active_scratch_) {
+      m->scheduler.clear_wake();
+      ScheduleLocked(m, now, &e);
+    }
+    if (!wakes_.empty()) next = std::min(next, std::max(wakes_.top().first, now + 1));
+    next = std::min(next, std::max(next_housekeeping_, now + 1));
+    if (housekeeping && observer_ != nullptr) {
+      models_.ForEach([&](ServedModel* m) {
+        e.depths.emplace_back(m->name, static_cast<int64_t>(m->scheduler.queued()));
+      });
     }
     next_tick_ = next;
     e.wake = 0;  // the owner learns `next` from the return value
@@ -645,10 +760,12 @@ void ServingCore::Shutdown() {
       FailLocked(id, absl::UnavailableError("shutting down"), QueryOutcome::kUnavailable, now, &e);
     }
     for (ServedModel* m : models_.All()) m->scheduler.TakeAll();
+    while (!active_.empty()) UnmarkActiveLocked(active_.back());
     for (WorkerRecord& w : workers_.records()) {
       if (!w.alive) continue;
       const std::shared_ptr<WorkerChannel> channel = w.channel;
       workers_.MarkDead(w.id);
+      RefreshFreeLocked(w.id);
       e.closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
     e.workers_alive = workers_.alive();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <queue>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -181,6 +182,16 @@ class ServingCore {
 
   void Apply(Effects* e);
   void ScheduleLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One round of ScheduleLocked: the model's policy over the slots in slots_.
+  void ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The list of models with queued queries: every push enters its model
+  // (idempotent); models whose queue emptied leave it lazily, when a pass
+  // meets them, or when removed.
+  void MarkActiveLocked(ServedModel* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnmarkActiveLocked(ServedModel* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps free_bits_ in step with the pool after a worker's batches or
+  // liveness changed.
+  void RefreshFreeLocked(int32_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
@@ -218,6 +229,20 @@ class ServingCore {
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch
   std::vector<QueryId> sweep_cancelled_ ABSL_GUARDED_BY(mu_);  // scratch
   std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
+  std::vector<ServedModel*> active_ ABSL_GUARDED_BY(mu_);  // see MarkActiveLocked
+  std::vector<ServedModel*> active_scratch_ ABSL_GUARDED_BY(mu_);
+  // Bit w: worker w is alive and has a free slot. A pass offers a model the
+  // lowest free workers a few at a time, instead of testing every worker
+  // that serves it (hundreds), so an arrival costs O(1) in the pool's size.
+  std::vector<uint64_t> free_bits_ ABSL_GUARDED_BY(mu_);
+  // Policy wake-ups (time, model), earliest first; an entry is current while
+  // its model's wake_listed equals its time (superseded ones are skipped).
+  std::priority_queue<std::pair<Nanos, ModelId>, std::vector<std::pair<Nanos, ModelId>>,
+                      std::greater<>>
+      wakes_ ABSL_GUARDED_BY(mu_);
+  // Liveness checks, busy fractions and queue gauges run at most once per
+  // tick interval: Ticks asked for by policy wake-ups come far more often.
+  Nanos next_housekeeping_ ABSL_GUARDED_BY(mu_) = 0;
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;

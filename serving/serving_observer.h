@@ -42,7 +42,7 @@ class ServingObserver {
   // Before the batch goes to its worker's channel.
   virtual void OnBatchSent(const BatchPlan& batch) {}
   virtual void OnWorkersAlive(int32_t alive) {}
-  // Refreshed on every Tick.
+  // Refreshed by Tick, at most once per tick interval.
   virtual void OnQueueDepth(const std::string& model, int64_t depth) {}
   virtual void OnWorkerBusyFraction(const std::string& worker, double fraction) {}
 };

@@ -7,6 +7,8 @@
 #include <queue>
 #include <random>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "serving/serving_core.h"
@@ -18,6 +20,20 @@ double SimulationResult::throughput_qps() const {
   return span > 0 ? static_cast<double>(met + late) / ToSeconds(span) : 0;
 }
 
+double SimulationResult::idle_fraction() const {
+  const Nanos span = last_event - first_arrival;
+  if (span <= 0 || worker_busy.empty()) return 0;
+  Nanos busy = 0;
+  for (Nanos b : worker_busy) busy += b;
+  return std::max(0.0, 1.0 - static_cast<double>(busy) /
+                                 (static_cast<double>(span) * static_cast<double>(worker_busy.size())));
+}
+
+int32_t SimulationResult::workers_used() const {
+  return static_cast<int32_t>(
+      std::count_if(worker_busy.begin(), worker_busy.end(), [](Nanos b) { return b > 0; }));
+}
+
 namespace {
 
 // The caller keeps its policy (tests inspect it afterwards); the serving core
@@ -27,6 +43,9 @@ class BorrowedPolicy final : public Policy {
   explicit BorrowedPolicy(Policy* policy) : policy_(policy) {}
   std::string_view name() const override { return policy_->name(); }
   Decision Decide(const SchedulingContext& ctx) override { return policy_->Decide(ctx); }
+  Nanos Urgency(const EdfQueue& queue, Nanos now) const override {
+    return policy_->Urgency(queue, now);
+  }
   void OnArrival(const Query& q, Nanos now) override { policy_->OnArrival(q, now); }
   void OnCompletion(const CompletionTelemetry& t) override { policy_->OnCompletion(t); }
 
@@ -42,7 +61,7 @@ class DiscardingHandle final : public QueryHandle {
 
 struct Completion {
   Nanos time;
-  int32_t worker;
+  int32_t worker_id;  // the core's id
   uint64_t batch_id;
   Nanos exec;
   std::vector<QueryId> queries;
@@ -73,18 +92,26 @@ class EmulatedWorker final : public WorkerChannel {
 // observes the core to count met, late and dropped queries.
 class Simulation final : public ServingObserver {
  public:
-  Simulation(const ModelProfile& profile, absl::Span<const Nanos> arrivals, Policy* policy,
-             const SimulatorOptions& options)
-      : profile_(profile),
+  Simulation(absl::Span<const SimulatedModel> models, absl::Span<const Nanos> arrivals,
+             absl::Span<const int32_t> model_of, const SimulatorOptions& options)
+      : models_(models),
         arrivals_(arrivals),
-        policy_(policy),
+        model_of_(model_of),
         options_(options),
         rng_(options.seed) {
     double cv = std::max(0.0, options.noise_cv);
     sigma_ = std::sqrt(std::log(1 + cv * cv));
     failures_ = options.worker_failures;
     std::sort(failures_.begin(), failures_.end());
-    result_.policy = std::string(policy->name());
+    result_.policy = std::string(models.front().policy->name());
+    result_.model_queries.assign(models.size(), 0);
+    result_.model_met.assign(models.size(), 0);
+    for (size_t i = 0; i < models.size(); ++i) model_index_[models[i].profile->model] = i;
+    if (model_of.empty()) {
+      result_.model_queries[0] = static_cast<int64_t>(arrivals.size());
+    } else {
+      for (int32_t m : model_of) ++result_.model_queries[m];
+    }
     result_.queries = static_cast<int64_t>(arrivals.size());
     if (!arrivals.empty()) result_.first_arrival = arrivals.front();
     latencies_.reserve(arrivals.size());
@@ -97,13 +124,17 @@ class Simulation final : public ServingObserver {
     serving.log_lifecycle = false;  // thousands of runs in a reproduction
     ServingCore core(serving, &clock_, this, [this](Nanos t) { tick_at_ = std::min(tick_at_, t); });
     core_ = &core;
-    if (auto s = core.AddModel(profile_, std::make_unique<BorrowedPolicy>(policy_)); !s.ok()) {
-      return s;
-    }
     WorkerRegistration reg;
     reg.name = "sim";
     reg.emulated = true;
-    reg.models = {profile_.model};
+    for (const SimulatedModel& m : models_) {
+      if (auto s = core.AddModel(*m.profile, std::make_unique<BorrowedPolicy>(m.policy));
+          !s.ok()) {
+        return s;
+      }
+      reg.models.push_back(m.profile->model);
+    }
+    result_.worker_busy.assign(options_.workers, 0);
     for (int32_t w = 0; w < options_.workers; ++w) {
       auto id = core.RegisterWorker(reg, std::make_shared<EmulatedWorker>(this, w));
       if (!id.ok()) return id.status();
@@ -129,7 +160,7 @@ class Simulation final : public ServingObserver {
         out.exec = c.exec;
         out.outputs.reserve(c.queries.size());
         for (QueryId id : c.queries) out.outputs.emplace_back(id, nullptr);
-        core.OnBatchResult(c.worker, std::move(out));
+        core.OnBatchResult(c.worker_id, std::move(out));
       } else if (t_fail == t) {
         ++next_failure;
         // One more worker fails: the highest live id.
@@ -139,9 +170,10 @@ class Simulation final : public ServingObserver {
           core.OnWorkerGone(id, absl::UnavailableError("simulated failure"));
         }
       } else if (t_arrival == t) {
+        const SimulatedModel& m = models_[model_of_.empty() ? 0 : model_of_[next_arrival]];
         QueryRequest req;
-        req.model = profile_.model;
-        req.deadline = t + options_.slo;
+        req.model = m.profile->model;
+        req.deadline = t + (m.slo > 0 ? m.slo : options_.slo);
         ++outstanding_;
         ++next_arrival;
         Bin(t).arrivals++;
@@ -164,12 +196,14 @@ class Simulation final : public ServingObserver {
 
   // An emulated worker took a batch.
   void Start(int32_t worker, const BatchPlan& b) {
+    const ModelProfile& profile = *models_[model_index_.at(b.model)].profile;
     const Nanos exec =
         options_.exec_time
             ? options_.exec_time(b.subnet_id, static_cast<int32_t>(b.queries.size()))
-            : LatencyOf(b.subnet_index, b.batch_size);
+            : LatencyOf(profile, b.subnet_index, b.batch_size);
     const Nanos start = std::max(clock_.Now(), b.earliest);
-    completions_.push({start + options_.dispatch_overhead + exec, worker, b.batch_id, exec,
+    result_.worker_busy[worker] += exec;
+    completions_.push({start + options_.dispatch_overhead + exec, b.worker, b.batch_id, exec,
                        b.queries});
   }
 
@@ -181,6 +215,11 @@ class Simulation final : public ServingObserver {
     if (d.outcome == QueryOutcome::kOk || d.outcome == QueryOutcome::kLate) {
       latencies_.push_back(d.latency);
       if (d.outcome == QueryOutcome::kOk) {
+        if (d.model != nullptr) {
+          if (auto it = model_index_.find(*d.model); it != model_index_.end()) {
+            ++result_.model_met[it->second];
+          }
+        }
         ++result_.met;
         result_.accuracy_sum += d.accuracy;
         bin.met++;
@@ -220,9 +259,9 @@ class Simulation final : public ServingObserver {
     return result_.timeline[i];
   }
 
-  Nanos LatencyOf(int32_t subnet, int32_t batch_size) {
-    int bi = profile_.BatchIndex(batch_size);
-    Nanos base = static_cast<Nanos>(static_cast<double>(profile_.subnets[subnet].latency[bi]) *
+  Nanos LatencyOf(const ModelProfile& profile, int32_t subnet, int32_t batch_size) {
+    int bi = profile.BatchIndex(batch_size);
+    Nanos base = static_cast<Nanos>(static_cast<double>(profile.subnets[subnet].latency[bi]) *
                                     options_.exec_scale);
     if (sigma_ == 0) return std::max<Nanos>(1, base);
     std::normal_distribution<double> z(0.0, 1.0);
@@ -230,9 +269,10 @@ class Simulation final : public ServingObserver {
     return std::max<Nanos>(1, static_cast<Nanos>(static_cast<double>(base) * factor));
   }
 
-  const ModelProfile& profile_;
+  absl::Span<const SimulatedModel> models_;
   absl::Span<const Nanos> arrivals_;
-  Policy* policy_;
+  absl::Span<const int32_t> model_of_;
+  absl::flat_hash_map<std::string, size_t> model_index_;
   SimulatorOptions options_;
   SimulatedClock clock_;
   ServingCore* core_ = nullptr;
@@ -258,14 +298,43 @@ void EmulatedWorker::Send(BatchPlan batch) { sim_->Start(id_, batch); }
 absl::StatusOr<SimulationResult> Simulate(const ModelProfile& profile,
                                           absl::Span<const Nanos> arrivals, Policy* policy,
                                           const SimulatorOptions& options) {
+  const SimulatedModel one{&profile, policy, 0};
+  return SimulateModels(absl::MakeConstSpan(&one, 1), arrivals, {}, options);
+}
+
+absl::StatusOr<SimulationResult> SimulateModels(absl::Span<const SimulatedModel> models,
+                                                absl::Span<const Nanos> arrivals,
+                                                absl::Span<const int32_t> model_of,
+                                                const SimulatorOptions& options) {
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
   if (options.slo <= 0) return absl::InvalidArgumentError("--slo-ms must be > 0");
   if (options.timeline_bin <= 0) return absl::InvalidArgumentError("timeline bin must be > 0");
-  if (profile.subnets.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("profile \"", profile.model, "\" has no subnets"));
+  if (models.empty()) return absl::InvalidArgumentError("no model to simulate");
+  absl::flat_hash_set<std::string> names;
+  for (const SimulatedModel& m : models) {
+    if (m.profile == nullptr || m.policy == nullptr) {
+      return absl::InvalidArgumentError("a simulated model needs a profile and a policy");
+    }
+    if (m.profile->subnets.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("profile \"", m.profile->model, "\" has no subnets"));
+    }
+    if (!names.insert(m.profile->model).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model \"", m.profile->model, "\" is given twice"));
+    }
   }
-  Simulation sim(profile, arrivals, policy, options);
+  if (!model_of.empty() && model_of.size() != arrivals.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("model_of has ", model_of.size(),
+                                                   " entries for ", arrivals.size(), " arrivals"));
+  }
+  for (int32_t m : model_of) {
+    if (m < 0 || m >= static_cast<int32_t>(models.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("arrival for model index ", m, " of ", models.size()));
+    }
+  }
+  Simulation sim(models, arrivals, model_of, options);
   return sim.Run();
 }
 

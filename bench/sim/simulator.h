@@ -71,12 +71,24 @@ struct SimulationResult {
   Nanos first_arrival = 0;
   Nanos last_event = 0;
   std::vector<TimelineBin> timeline;
+  // Execution time each worker spent on batches (registration order), over
+  // [first_arrival, last_event]: the load-proportionality measure.
+  std::vector<Nanos> worker_busy;
+  // Per model, in the order SimulateModels was given them (one entry for
+  // Simulate): queries and queries that met their deadline.
+  std::vector<int64_t> model_queries;
+  std::vector<int64_t> model_met;
 
   double slo_attainment() const { return queries ? static_cast<double>(met) / queries : 0; }
   // SuperServe's definition: averaged over the queries that met their SLO.
   double mean_accuracy() const { return met ? accuracy_sum / met : 0; }
   double throughput_qps() const;
   double mean_batch() const { return batches ? static_cast<double>(met + late) / batches : 0; }
+  // Fraction of worker time spent idle over the run (Symphony §2's
+  // load-proportionality: ≈ (peak − offered) / peak for an ideal scheduler).
+  double idle_fraction() const;
+  // Workers that ran at least one batch.
+  int32_t workers_used() const;
 };
 
 // Discrete-event simulation on the simulated clock: queries arrive at the
@@ -88,6 +100,23 @@ struct SimulationResult {
 absl::StatusOr<SimulationResult> Simulate(const ModelProfile& profile,
                                           absl::Span<const Nanos> arrivals, Policy* policy,
                                           const SimulatorOptions& options);
+
+// One model of a multi-model simulation: its profile, the policy that
+// schedules it (kept by the caller) and its SLO (0 = SimulatorOptions::slo).
+struct SimulatedModel {
+  const ModelProfile* profile = nullptr;
+  Policy* policy = nullptr;
+  Nanos slo = 0;
+};
+
+// Many models sharing one pool of `options.workers` workers (every worker
+// serves every model; statistical multiplexing), each with its own profile,
+// queue and policy, through the same serving core. `model_of[i]` is the
+// index into `models` of arrival i. Simulate is the one-model case.
+absl::StatusOr<SimulationResult> SimulateModels(absl::Span<const SimulatedModel> models,
+                                                absl::Span<const Nanos> arrivals,
+                                                absl::Span<const int32_t> model_of,
+                                                const SimulatorOptions& options);
 
 // The timeline as CSV (one row per bin) for plots.
 absl::Status WriteTimelineCsv(const SimulationResult& r, Nanos bin, const std::string& path);

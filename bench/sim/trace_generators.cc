@@ -172,4 +172,38 @@ absl::StatusOr<std::vector<Nanos>> MafArrivals(const MafOptions& o) {
   return ArrivalsFromBinCounts(counts, o.mean_rate, o.duration, o.seed + 1);
 }
 
+std::vector<double> ZipfShares(int32_t models, double s) {
+  std::vector<double> p(std::max<int32_t>(0, models));
+  double total = 0;
+  for (size_t i = 0; i < p.size(); ++i) total += p[i] = std::pow(static_cast<double>(i + 1), -s);
+  for (double& x : p) x /= total;
+  return p;
+}
+
+absl::StatusOr<Trace> MultiModelArrivals(const MultiModelTraceOptions& o) {
+  if (o.models < 1) return absl::InvalidArgumentError("--models must be >= 1");
+  if (o.rate <= 0) return absl::InvalidArgumentError("--rate must be > 0");
+  if (o.cv2 <= 0) return absl::InvalidArgumentError("the squared CV must be > 0");
+  if (o.zipf_s < 0) return absl::InvalidArgumentError("--zipf must be >= 0");
+  const std::vector<double> shares = ZipfShares(o.models, o.zipf_s);
+  std::vector<std::pair<Nanos, int32_t>> all;
+  for (int32_t m = 0; m < o.models; ++m) {
+    // One seed per model, so that adding models leaves the others' streams.
+    for (Nanos t : GammaArrivals(o.rate * shares[m], o.cv2, o.duration,
+                                 o.seed * 1000003 + static_cast<uint64_t>(m))) {
+      all.emplace_back(t, m);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  Trace t;
+  t.arrivals.reserve(all.size());
+  t.model.reserve(all.size());
+  for (const auto& [at, m] : all) {
+    t.arrivals.push_back(at);
+    t.model.push_back(m);
+  }
+  for (int32_t m = 0; m < o.models; ++m) t.model_names.push_back(absl::StrCat(o.prefix, m));
+  return t;
+}
+
 }  // namespace superserve

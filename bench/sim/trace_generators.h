@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/sim/trace.h"
 #include "common/time.h"
 
 namespace superserve {
@@ -51,6 +52,23 @@ absl::StatusOr<std::vector<Nanos>> MafArrivals(const MafOptions& options);
 // Arrivals from per-bin counts: bin i covers [i, i+1) * duration / bins.
 std::vector<Nanos> ArrivalsFromBinCounts(const std::vector<double>& counts, double mean_rate,
                                          Nanos duration, uint64_t seed);
+
+// Many models (Symphony §3.4, §5): model i gets the share p_i ∝ 1 / (i+1)^zipf_s
+// of `rate` (zipf_s = 0: equally popular) as its own gamma arrival process
+// with squared CV `cv2` (1 = Poisson); the processes are merged. The trace's
+// `model` column indexes model_names "<prefix>0" .. "<prefix>N-1".
+struct MultiModelTraceOptions {
+  int32_t models = 20;
+  double rate = 4000;  // all models together, q/s
+  double cv2 = 1.0;
+  double zipf_s = 0.0;
+  Nanos duration = Seconds(60);
+  uint64_t seed = 1;
+  std::string prefix = "m";
+};
+absl::StatusOr<Trace> MultiModelArrivals(const MultiModelTraceOptions& options);
+// The popularity shares p_i (sum 1).
+std::vector<double> ZipfShares(int32_t models, double s);
 
 }  // namespace superserve
 

@@ -1,8 +1,11 @@
 #include "bench/sim/trace.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "bench/sim/trace_generators.h"
 #include "gtest/gtest.h"
@@ -144,6 +147,42 @@ TEST(TraceTest, RejectsBadFiles) {
     f << "arrival_us\nabc\n";
   }
   EXPECT_FALSE(Trace::ReadCsv(path).ok());
+}
+
+TEST(TraceGeneratorsTest, MultiModelSplitsTheRateByPopularity) {
+  MultiModelTraceOptions o;
+  o.models = 20;
+  o.rate = 10000;
+  o.duration = Seconds(20);
+  o.zipf_s = 0.9;
+  auto t = MultiModelArrivals(o);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->model.size(), t->arrivals.size());
+  ASSERT_EQ(t->model_names.size(), 20u);
+  EXPECT_EQ(t->model_names[19], "m19");
+  EXPECT_TRUE(std::is_sorted(t->arrivals.begin(), t->arrivals.end()));
+  EXPECT_NEAR(t->mean_rate(), 10000, 200);
+  std::vector<int64_t> count(20, 0);
+  for (int32_t m : t->model) ++count[m];
+  const std::vector<double> shares = ZipfShares(20, 0.9);
+  // Zipf 0.9: model 0 gets 20^0.9 ≈ 14.8x model 19's share.
+  EXPECT_NEAR(shares[0] / shares[19], std::pow(20.0, 0.9), 1e-9);
+  for (int m = 0; m < 20; ++m) {
+    const double expected = shares[m] * 10000 * 20;
+    EXPECT_NEAR(static_cast<double>(count[m]), expected, 5 * std::sqrt(expected)) << "model " << m;
+  }
+  o.zipf_s = 0;
+  o.cv2 = 4;
+  auto equal = MultiModelArrivals(o);
+  ASSERT_TRUE(equal.ok());
+  std::vector<Nanos> m0;
+  for (size_t i = 0; i < equal->size(); ++i) {
+    if (equal->model[i] == 0) m0.push_back(equal->arrivals[i]);
+  }
+  EXPECT_NEAR(static_cast<double>(m0.size()), 10000.0, 600) << "equal shares: 500 q/s each";
+  EXPECT_NEAR(InterArrivalCv2(m0), 4, 0.8) << "each model its own gamma process";
+  o.models = 0;
+  EXPECT_FALSE(MultiModelArrivals(o).ok());
 }
 
 }  // namespace

@@ -1,0 +1,66 @@
+#ifndef SUPERSERVE_BENCH_SIM_SYMPHONY_CASES_H_
+#define SUPERSERVE_BENCH_SIM_SYMPHONY_CASES_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/sim/simulator.h"
+#include "common/model_profile.h"
+#include "common/time.h"
+#include "policies/policy.h"
+
+namespace superserve {
+
+// A single-subnet profile with Symphony's linear latency ℓ(b) = α·b + β for
+// every batch size 1..max_batch (Symphony batches any size; files on disk
+// keep powers of two, see ModelProfile). With `powers_of_two`, only
+// 1, 2, 4, .. max_batch (a batch pads up to the next one).
+ModelProfile LinearProfile(const std::string& name, double alpha_ms, double beta_ms,
+                           int32_t max_batch, bool powers_of_two = false);
+
+// Symphony §3.3 / Table 2's analysis for N workers, requests at a constant
+// gap: the batch and throughput N·b / ℓ(b) of staggered execution (worst
+// queueing ℓ(b)/N: b = ⌊(SLO/(1 + 1/N) − β)/α⌋) and without coordination
+// (worst queueing ℓ(b): b = ⌊(SLO/2 − β)/α⌋).
+struct AnalyticBound {
+  int32_t batch = 0;
+  double throughput = 0;  // q/s
+};
+AnalyticBound StaggeredBound(double alpha_ms, double beta_ms, double slo_ms, int32_t workers);
+AnalyticBound UncoordinatedBound(double alpha_ms, double beta_ms, double slo_ms, int32_t workers);
+
+// One multi-model workload: `models` copies of `profile` (renamed m0..),
+// arrivals split by Zipf(zipf_s) popularity, each model a gamma process with
+// squared CV `cv2`, all with SLO `slo`.
+struct Workload {
+  ModelProfile profile;
+  int32_t models = 1;
+  double zipf_s = 0;
+  double cv2 = 1;
+  Nanos slo = Millis(25);
+  Nanos duration = Seconds(10);
+  uint64_t seed = 1;
+  SimulatorOptions sim;  // workers, dispatch overhead, noise (slo is taken from above)
+};
+
+// Builds the policy for one model of a workload.
+using PolicyBuilder = std::function<std::unique_ptr<Policy>(const ModelProfile&)>;
+
+// Simulates `workload` at total Poisson/gamma `rate` with one policy per model.
+absl::StatusOr<SimulationResult> RunWorkload(const Workload& workload, double rate,
+                                             const PolicyBuilder& policy);
+
+// Goodput as Symphony measures it: the largest rate whose attainment is
+// >= `target` (binary search; rates above `hint` are probed by doubling).
+// Returns the rate and, in *at_goodput, that run's result.
+absl::StatusOr<double> Goodput(const Workload& workload, const PolicyBuilder& policy,
+                               double hint, double target = 0.99,
+                               SimulationResult* at_goodput = nullptr);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_BENCH_SIM_SYMPHONY_CASES_H_

@@ -1,0 +1,99 @@
+// Symphony's analytic bounds (Table 2) and its policy on the simulator with
+// many models: load proportionality, per-model accounting, goodput near the
+// staggered bound and no collapse past the peak.
+#include "bench/sim/symphony_cases.h"
+
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "policies/greedy_policies.h"
+#include "policies/symphony_policy.h"
+
+namespace superserve {
+namespace {
+
+TEST(SymphonyCasesTest, AnalyticBoundsAreTable2s) {
+  // Symphony Table 2, 8 GPUs: ResNet50 (1.053, 5.072, 25 ms) and
+  // InceptionV3 (5.090, 18.368, 70 ms).
+  AnalyticBound st = StaggeredBound(1.053, 5.072, 25, 8);
+  AnalyticBound nc = UncoordinatedBound(1.053, 5.072, 25, 8);
+  EXPECT_EQ(st.batch, 16);
+  EXPECT_NEAR(st.throughput, 5839, 1);
+  EXPECT_EQ(nc.batch, 7);
+  EXPECT_NEAR(nc.throughput, 4501, 1);
+  st = StaggeredBound(5.090, 18.368, 70, 8);
+  nc = UncoordinatedBound(5.090, 18.368, 70, 8);
+  EXPECT_EQ(st.batch, 8);
+  EXPECT_NEAR(st.throughput, 1083, 1);
+  EXPECT_EQ(nc.batch, 3);
+  EXPECT_NEAR(nc.throughput, 713, 1);
+}
+
+TEST(SymphonyCasesTest, LinearProfileHasEveryBatchOrPowersOfTwo) {
+  ModelProfile p = LinearProfile("r", 1.053, 5.072, 32);
+  ASSERT_EQ(p.batch_sizes.size(), 32u);
+  EXPECT_EQ(p.subnets[0].latency[15], Millis(1.053 * 16 + 5.072));
+  ModelProfile q = LinearProfile("r", 1, 5, 32, true);
+  EXPECT_EQ(q.batch_sizes, (std::vector<int32_t>{1, 2, 4, 8, 16, 32}));
+}
+
+Workload ResNet(int32_t models, int32_t workers) {
+  Workload w;
+  w.profile = LinearProfile("resnet50", 1.053, 5.072, 64);
+  w.models = models;
+  w.slo = Millis(25);
+  w.duration = Seconds(2);
+  w.sim.workers = workers;
+  return w;
+}
+
+PolicyBuilder Symphony() {
+  return [](const ModelProfile& p) { return std::make_unique<SymphonyPolicy>(p); };
+}
+PolicyBuilder MaxBatch() {
+  return [](const ModelProfile& p) { return std::make_unique<MaxBatchPolicy>(p); };
+}
+
+TEST(SymphonyCasesTest, ManyModelsAtLowLoadKeepMostWorkersIdle) {
+  // 4 models on 8 workers at ~10 % of the staggered peak (584 q/s): the
+  // ideal idle fraction is ~0.9. Symphony defers and takes the lowest free
+  // id, so the high ids never run; eager MaxBatch spreads single queries
+  // over every worker.
+  Workload w = ResNet(4, 8);
+  w.zipf_s = 0.9;
+  auto s = RunWorkload(w, 584, Symphony());
+  auto e = RunWorkload(w, 584, MaxBatch());
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_GE(s->slo_attainment(), 0.999);
+  EXPECT_GE(e->slo_attainment(), 0.999);
+  ASSERT_EQ(s->model_queries.size(), 4u);
+  EXPECT_EQ(std::accumulate(s->model_queries.begin(), s->model_queries.end(), int64_t{0}),
+            s->queries);
+  EXPECT_EQ(std::accumulate(s->model_met.begin(), s->model_met.end(), int64_t{0}), s->met);
+  EXPECT_GT(s->model_queries[0], s->model_queries[3]) << "Zipf: model 0 is the most popular";
+  EXPECT_LE(s->workers_used(), 4);
+  EXPECT_GE(s->idle_fraction(), 0.8);
+  EXPECT_GT(s->idle_fraction(), e->idle_fraction() + 0.2);
+  EXPECT_GT(s->mean_batch(), 2 * e->mean_batch()) << "deferred batches are larger";
+}
+
+TEST(SymphonyCasesTest, ResNet50GoodputNearTheStaggeredBoundWithoutCollapse) {
+  Workload w = ResNet(1, 8);
+  const double bound = StaggeredBound(1.053, 5.072, 25, 8).throughput;
+  SimulationResult at;
+  auto g = Goodput(w, Symphony(), bound, 0.99, &at);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_GE(*g, 0.85 * bound) << "the issue's target: within 15 % of 5,839 q/s";
+  EXPECT_GE(at.slo_attainment(), 0.99);
+  // Past the peak, the sliding window keeps batches large: attainment at
+  // 1.1x stays >= 0.9 of the peak's.
+  auto over = RunWorkload(w, 1.1 * *g, Symphony());
+  ASSERT_TRUE(over.ok());
+  EXPECT_GE(over->slo_attainment(), 0.9 * at.slo_attainment());
+}
+
+}  // namespace
+}  // namespace superserve
