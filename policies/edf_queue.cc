@@ -1,5 +1,6 @@
 #include "policies/edf_queue.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <queue>
 #include <utility>
@@ -23,6 +24,34 @@ void EdfQueue::PopFront(size_t n, std::vector<Query>* out) {
   if (n > heap_.size()) n = heap_.size();
   out->reserve(out->size() + n);
   for (size_t i = 0; i < n; ++i) out->push_back(Pop());
+}
+
+void EdfQueue::TakeIds(const std::vector<QueryId>& ids, std::vector<Query>* out) {
+  if (ids.empty() || heap_.empty()) return;
+  std::vector<QueryId> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  const QueryId lo = sorted.front(), hi = sorted.back();
+  std::vector<Query> found;
+  found.reserve(ids.size());
+  heap_.erase(std::remove_if(heap_.begin(), heap_.end(),
+                             [&](const Query& q) {
+                               if (q.id < lo || q.id > hi ||
+                                   !std::binary_search(sorted.begin(), sorted.end(), q.id)) {
+                                 return false;
+                               }
+                               found.push_back(q);
+                               return true;
+                             }),
+              heap_.end());
+  if (found.empty()) return;
+  for (size_t i = heap_.size() / 2; i-- > 0;) SiftDown(i);
+  for (QueryId id : ids) {
+    auto it = std::find_if(found.begin(), found.end(), [id](const Query& q) { return q.id == id; });
+    if (it != found.end()) {
+      out->push_back(*it);
+      found.erase(it);  // a repeated id is taken once
+    }
+  }
 }
 
 void EdfQueue::PeekFront(size_t k, std::vector<Query>* out) const {

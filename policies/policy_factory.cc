@@ -15,7 +15,8 @@ namespace {
 
 const std::vector<std::string>& BuiltinNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
-      "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas"};
+      "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas",
+      "orloj",    "clockwork",   "nexus"};
   return *names;
 }
 
@@ -140,6 +141,16 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
     if (auto it = r.extra.find(name); it != r.extra.end()) extra = it->second;
   }
   if (extra) return extra(profile, config);  // outside the lock: it may call MakePolicy
+  if (name == "orloj" || name == "clockwork" || name == "nexus") {
+    if (!profile.is_dynamic) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy ", name, " schedules dynamic models; profile \"", profile.model,
+          "\" has no dynamic block with application histograms"));
+    }
+    if (name == "orloj") return std::make_unique<OrlojPolicy>(profile, config.orloj);
+    if (name == "clockwork") return std::make_unique<ClockworkLikePolicy>(profile, config.clockwork);
+    return std::make_unique<NexusLikePolicy>(profile, config.nexus);
+  }
   if (profile.subnets.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("profile \"", profile.model, "\" has no subnets to schedule"));
