@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
                             .Add("late", r.late)
                             .Add("p99_latency_ms", ToMillis(r.p99_latency))
                             .Add("throughput_qps", r.throughput_qps())
+                            .Add("mean_batch", r.mean_batch())
                             .ToString()
                             .c_str());
   }

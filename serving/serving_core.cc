@@ -219,7 +219,8 @@ int32_t ServingCore::ApplicationIdLocked(absl::string_view application) {
   if (it != applications_.end()) return it->second;
   const int32_t id = static_cast<int32_t>(applications_.size());
   applications_.emplace(std::string(application), id);
-  models_.ForEach([&](ServedModel* m) { m->scheduler.NameApplication(id, application); });
+  const std::string_view name(application.data(), application.size());
+  models_.ForEach([&](ServedModel* m) { m->scheduler.NameApplication(id, name); });
   return id;
 }
 
