@@ -14,16 +14,24 @@ OrlojPolicy::OrlojPolicy(const ModelProfile& profile, OrlojOptions options)
     min_l = std::min(min_l, distributions()[i].min());
   }
   fastest_ = Micros(model_.Latency(1, min_l));
-  count_.assign(batch_sizes_.size(), 0);
+  if (options_.every_batch_size) {
+    for (int32_t k = 1; k <= batch_sizes_.back(); ++k) sizes_.push_back(k);
+  } else {
+    sizes_ = batch_sizes_;
+  }
+  for (int32_t k : sizes_) {
+    dispatch_size_.push_back(*std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), k));
+  }
+  count_.assign(sizes_.size(), 0);
   OnDistributionsChanged();
 }
 
 void OrlojPolicy::OnDistributionsChanged() {
   const auto& d = distributions();
   const EmpiricalDistribution& mix = d.back();
-  tables_.assign(batch_sizes_.size(), {});
-  for (size_t b = 0; b < batch_sizes_.size(); ++b) {
-    const int32_t k = batch_sizes_[b];
+  tables_.assign(sizes_.size(), {});
+  for (size_t b = 0; b < sizes_.size(); ++b) {
+    const int32_t k = sizes_[b];
     // E[L_B] depends on the batch size only (§4.3): k draws from the mix.
     const double mean = model_.Latency(k, ExpectedMax(mix, k));
     for (const EmpiricalDistribution& own : d) {
@@ -32,7 +40,7 @@ void OrlojPolicy::OnDistributionsChanged() {
   }
   groups_per_dist_ = tables_.front().front().groups();
   // Every tracked request is regrouped under the new tables.
-  groups_.assign(batch_sizes_.size(), std::vector<Group>(d.size() * groups_per_dist_));
+  groups_.assign(sizes_.size(), std::vector<Group>(d.size() * groups_per_dist_));
   std::fill(count_.begin(), count_.end(), 0);
   milestones_ = {};
   for (auto& [id, r] : tracked_) std::fill(r.group.begin(), r.group.end(), -1);
@@ -44,7 +52,7 @@ void OrlojPolicy::Rebuild(Nanos now) {
   std::vector<QueryId> gone;
   for (auto& [id, r] : tracked_) {
     bool any = false;
-    for (size_t b = 0; b < batch_sizes_.size(); ++b) {
+    for (size_t b = 0; b < sizes_.size(); ++b) {
       Place(r, b, now);
       any |= r.group[b] >= 0;
     }
@@ -81,7 +89,7 @@ void OrlojPolicy::Unplace(Tracked& r, size_t b) {
 void OrlojPolicy::Erase(QueryId id) {
   auto it = tracked_.find(id);
   if (it == tracked_.end()) return;
-  for (size_t b = 0; b < batch_sizes_.size(); ++b) Unplace(it->second, b);
+  for (size_t b = 0; b < sizes_.size(); ++b) Unplace(it->second, b);
   tracked_.erase(it);
 }
 
@@ -89,13 +97,13 @@ void OrlojPolicy::Insert(const Query& q, Nanos now) {
   auto [it, inserted] = tracked_.try_emplace(q.id);
   Tracked& r = it->second;
   if (!inserted) {
-    for (size_t b = 0; b < batch_sizes_.size(); ++b) Unplace(r, b);
+    for (size_t b = 0; b < sizes_.size(); ++b) Unplace(r, b);
   }
   r.q = q;
   r.dist = DistIndex(q);
-  r.group.assign(batch_sizes_.size(), -1);
+  r.group.assign(sizes_.size(), -1);
   bool any = false;
-  for (size_t b = 0; b < batch_sizes_.size(); ++b) {
+  for (size_t b = 0; b < sizes_.size(); ++b) {
     Place(r, b, now);
     any |= r.group[b] >= 0;
   }
@@ -148,20 +156,20 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   // first with enough requests.
   int32_t cand = -1;
   Nanos cand_deadline = std::numeric_limits<Nanos>::min();
-  for (size_t b = 0; b < batch_sizes_.size(); ++b) {
-    if (count_[b] < batch_sizes_[b]) continue;
+  for (size_t b = 0; b < sizes_.size(); ++b) {
+    if (count_[b] < sizes_[b]) continue;
     Nanos earliest = std::numeric_limits<Nanos>::max();
     for (const Group& g : groups_[b]) {
       if (!g.empty()) earliest = std::min(earliest, g.begin()->first);
     }
     if (cand < 0 || earliest > cand_deadline ||
-        (earliest == cand_deadline && batch_sizes_[b] > batch_sizes_[cand])) {
+        (earliest == cand_deadline && sizes_[b] > sizes_[cand])) {
       cand = static_cast<int32_t>(b);
       cand_deadline = earliest;
     }
   }
   if (cand < 0) {  // no queue is full: a partial batch of the smallest size
-    for (size_t b = 0; b < batch_sizes_.size() && cand < 0; ++b) {
+    for (size_t b = 0; b < sizes_.size() && cand < 0; ++b) {
       if (count_[b] > 0) cand = static_cast<int32_t>(b);
     }
   }
@@ -191,10 +199,10 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   Decision d;
   d.kind = Decision::Kind::kDispatch;
   d.drop = drop;
-  d.batch_size = batch_sizes_[cand];
+  d.batch_size = dispatch_size_[cand];
   d.subnet_index = -1;
   d.worker = ctx.free_workers.front();
-  const int64_t want = std::min<int64_t>(batch_sizes_[cand], count_[cand]);
+  const int64_t want = std::min<int64_t>(sizes_[cand], count_[cand]);
   while (static_cast<int64_t>(d.take_ids.size()) < want && !tops_.empty()) {
     std::pop_heap(tops_.begin(), tops_.end(), better);
     Top top = tops_.back();

@@ -20,6 +20,10 @@ struct OrlojOptions {
   // Relative timestamps are re-based once b * (now - base) exceeds this, so
   // that e^{b t} stays far from overflow (§4.4).
   double max_exponent = 50;
+  // The batch sizes S of Algorithm 1: the profile's (false), or every size
+  // from 1 to the profile's largest (true; a batch of k is dispatched as the
+  // smallest profiled size >= k and runs for k).
+  bool every_batch_size = false;
 };
 
 // Orloj (Algorithm 1): one priority queue per batch size holding the
@@ -102,6 +106,8 @@ class OrlojPolicy final : public DynamicModelPolicy {
   std::vector<std::vector<OrlojScoreTable>> tables_;  // [batch index][dist]
   std::vector<std::vector<Group>> groups_;            // [batch index][dist * G + g]
   std::vector<int64_t> count_;                        // |Q_bs|
+  std::vector<int32_t> sizes_;                        // S
+  std::vector<int32_t> dispatch_size_;                // profiled size for each of S
   absl::flat_hash_map<QueryId, Tracked> tracked_;
   std::priority_queue<Milestone, std::vector<Milestone>, std::greater<Milestone>> milestones_;
   // Scratch of a decision.

@@ -27,6 +27,7 @@ BATCH_SIZES = [1, 2, 4, 8, 16, 32]
 UNIT_US = 10000.0  # one "unit" of the paper's synthetic distributions
 SLO_MULTIPLES = [1.5, 2, 3, 4, 5]
 POLICIES = ["orloj", "clockwork", "nexus"]
+WORKERS = 1
 
 
 def normal_hist(mean, std, bins=64):
@@ -92,7 +93,7 @@ def write_case(name, modes, out_dir, seed, duration_s, load):
     # per-query time (c0 + c1 * 4 * mean l) / 4 per query.
     mean_l = (mean_alone - C0_US) / C1
     per_query_us = (C0_US + C1 * 4 * mean_l) / 4
-    rate = load * 1e6 / per_query_us
+    rate = WORKERS * load * 1e6 / per_query_us
     t = 0.0
     tpath = os.path.join(out_dir, f"{slug}.trace.csv")
     with open(tpath, "w") as f:
@@ -105,7 +106,7 @@ def write_case(name, modes, out_dir, seed, duration_s, load):
 
 
 def run(sim, ppath, tpath, policy, slo_ms, seed, extra):
-    cmd = [sim, "--profile", ppath, "--trace", tpath, "--policy", policy, "--workers", "1",
+    cmd = [sim, "--profile", ppath, "--trace", tpath, "--policy", policy, "--workers", str(WORKERS),
            "--slo-ms", f"{slo_ms:.3f}", "--seed", str(seed), "--json"] + extra
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -114,6 +115,7 @@ def run(sim, ppath, tpath, policy, slo_ms, seed, extra):
 
 
 def main():
+    global C0_US, C1, UNIT_US, WORKERS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sim", default="build/bin/superserve-sim")
     ap.add_argument("--out", default="/tmp/orloj-synthetic")
@@ -123,11 +125,16 @@ def main():
                     help="arrival rate / (one worker's rate in batches of 4 at the mean time)")
     ap.add_argument("--cases", default="", help="comma-separated case-name prefixes (default all)")
     ap.add_argument("--json", action="store_true", help="also print every result as JSON lines")
+    ap.add_argument("--c0-ms", type=float, default=C0_US / 1000)
+    ap.add_argument("--c1", type=float, default=C1)
+    ap.add_argument("--unit-ms", type=float, default=UNIT_US / 1000)
+    ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("extra", nargs="*", help="extra superserve-sim flags (after --)")
     a = ap.parse_args()
+    C0_US, C1, UNIT_US, WORKERS = a.c0_ms * 1000, a.c1, a.unit_ms * 1000, a.workers
     os.makedirs(a.out, exist_ok=True)
     wanted = [c for c in a.cases.split(",") if c]
-    print(f"superserve-sim, 1 worker, batch time {C0_US / 1000:g} ms + {C1:g} * k * max(l), "
+    print(f"superserve-sim, {WORKERS} worker(s), batch time {C0_US / 1000:g} ms + {C1:g} * k * max(l), "
           f"batch sizes {BATCH_SIZES}, Poisson arrivals, load {a.load:g}, {a.duration_s:g} s, "
           f"seed {a.seed}\n")
     for name, modes in cases():
