@@ -27,9 +27,9 @@ double MaxCdf(absl::Span<const EmpiricalDistribution* const> parts, double x);
 double MaxCdf(const EmpiricalDistribution& own, const EmpiricalDistribution& others, int32_t k,
               double x);
 
-// E[max of k independent draws from d] = integral of 1 - F(x)^k, exact for
-// the histogram's piecewise-linear CDF up to `steps` points per bin.
-double ExpectedMax(const EmpiricalDistribution& d, int32_t k, int32_t steps = 8);
+// E[max of k independent draws from d] = min + integral of 1 - F(x)^k,
+// exact for the histogram's piecewise-linear CDF.
+double ExpectedMax(const EmpiricalDistribution& d, int32_t k);
 
 }  // namespace superserve
 
