@@ -15,8 +15,7 @@ namespace {
 
 const std::vector<std::string>& BuiltinNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
-      "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas",
-      "orloj",    "clockwork",   "nexus"};
+      "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas"};
   return *names;
 }
 
@@ -114,6 +113,8 @@ std::string PolicySpecJson(const PolicySpec& spec) {
   config.Add("slackfit", slackfit).Add("fixed_subnet_id", c.fixed_subnet_id);
   return JsonWriter().Add("policy", spec.name).Add("config", config).ToString();
 }
+
+std::vector<std::string> DynamicPolicyNames() { return {"orloj", "clockwork", "nexus"}; }
 
 void RegisterPolicy(const std::string& name, PolicyMaker maker) {
   Registry& r = GlobalRegistry();

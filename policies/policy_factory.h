@@ -64,8 +64,11 @@ using PolicyMaker =
 // Thread-safe.
 void RegisterPolicy(const std::string& name, PolicyMaker maker);
 
-// The built-in names, then the registered ones (sorted), each once.
+// The built-in names for supernets, then the registered ones (sorted), each
+// once.
 std::vector<std::string> PolicyNames();
+// The built-in names for dynamic models: orloj, clockwork, nexus.
+std::vector<std::string> DynamicPolicyNames();
 
 }  // namespace superserve
 

@@ -370,7 +370,7 @@ TEST(NexusLikePolicyTest, PlansTheBatchFromTheMeanAndTheSlo) {
 
 TEST(DynamicPolicyFactoryTest, DynamicPoliciesNeedADynamicProfile) {
   ModelProfile dyn = DynamicProfile(0, 1, {1, 2}, {{"a", 1000, 2000}});
-  for (const char* name : {"orloj", "clockwork", "nexus"}) {
+  for (const std::string& name : DynamicPolicyNames()) {
     auto p = MakePolicy(name, dyn, PolicyConfig{});
     ASSERT_TRUE(p.ok()) << name << ": " << p.status();
     EXPECT_EQ((*p)->name(), name);
