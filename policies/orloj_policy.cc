@@ -24,6 +24,7 @@ OrlojPolicy::OrlojPolicy(const ModelProfile& profile, OrlojOptions options)
   }
   count_.assign(sizes_.size(), 0);
   OnDistributionsChanged();
+  MaybeRefresh(0);  // the profile's tables: the first decision rebuilds nothing
 }
 
 void OrlojPolicy::OnDistributionsChanged() {
@@ -101,7 +102,7 @@ void OrlojPolicy::Insert(const Query& q, Nanos now) {
   }
   r.q = q;
   r.dist = DistIndex(q);
-  r.group.assign(sizes_.size(), -1);
+  r.group.assign(sizes_.size(), int16_t{-1});
   bool any = false;
   for (size_t b = 0; b < sizes_.size(); ++b) {
     Place(r, b, now);
@@ -192,8 +193,8 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
     if (groups[gi].empty()) continue;
     // Inside a group the score is monotone in the deadline: the best member
     // is at one end, and stays at that end as members are popped.
-    const double front = end_score(gi, false), back = end_score(gi, true);
-    tops_.push_back(back > front ? Top{back, gi, true} : Top{front, gi, false});
+    const bool back = tables[gi / groups_per_dist_].LatestScoresHighest(gi % groups_per_dist_);
+    tops_.push_back(Top{end_score(gi, back), gi, back});
   }
   std::make_heap(tops_.begin(), tops_.end(), better);
   Decision d;

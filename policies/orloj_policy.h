@@ -9,6 +9,7 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "policies/dynamic_policy.h"
 #include "policies/orloj_score.h"
 
@@ -74,7 +75,7 @@ class OrlojPolicy final : public DynamicModelPolicy {
   struct Tracked {
     Query q;
     int32_t dist = 0;
-    std::vector<int16_t> group;  // per batch index; -1 = not in Q_bs
+    absl::InlinedVector<int16_t, 8> group;  // per batch index; -1 = not in Q_bs
   };
   struct Milestone {
     Nanos at;

@@ -53,6 +53,9 @@ class OrlojScoreTable {
   // alpha of a request in group g with relative deadline d (us).
   double Alpha(int32_t g, double deadline_rel_us) const;
   double Beta(int32_t g) const { return beta_[g]; }
+  // Inside group g the score is monotone in the deadline: true if the latest
+  // deadline scores highest (A_g < 0), false if the earliest does.
+  bool LatestScoresHighest(int32_t g) const { return a_[g] < 0; }
   // alpha * e^{b t} + beta at relative time t (us); g must be Group(d - t).
   double Score(int32_t g, double deadline_rel_us, double now_rel_us) const;
   // P(batch time <= x).

@@ -257,6 +257,60 @@ TEST(OrlojPolicyTest, PopsTheTopScoredRequestNotTheEdfHead) {
   EXPECT_EQ(d.take_ids, std::vector<QueryId>{3});
 }
 
+TEST(OrlojPolicyTest, TheBatchIsTheTopScoredOfItsQueueByBruteForce) {
+  ModelProfile p =
+      DynamicProfile(300, 0.4, {1, 2, 4, 8}, {{"s", 1000, 3000}, {"l", 5000, 12000}});
+  OrlojOptions o;
+  o.score.b_per_us = 1e-4;  // urgency matters as much as the chance
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "s");
+  orloj.OnApplicationNamed(1, "l");
+  std::mt19937_64 rng(9);
+  EdfQueue q;
+  std::vector<QueryId> ids;
+  for (QueryId id = 1; id <= 400; ++id) {
+    Query x = Q(id, static_cast<int32_t>(rng() % 2), 0,
+                Micros(2000 + static_cast<double>(rng() % 40000)));
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+    ids.push_back(id);
+  }
+  const int32_t free[] = {0};
+  for (Nanos now : {Millis(1), Millis(4), Millis(9)}) {
+    orloj.Decide({q, now, {}, 1});  // milestones up to now
+    std::vector<std::vector<double>> before(4);
+    for (size_t b = 0; b < 4; ++b) {
+      for (QueryId id : ids) before[b].push_back(orloj.ScoreOf(id, b, now));
+    }
+    Decision d = orloj.Decide({q, now, free, 1});
+    ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+    const size_t b = std::find(p.batch_sizes.begin(), p.batch_sizes.end(), d.batch_size) -
+                     p.batch_sizes.begin();
+    ASSERT_EQ(static_cast<int32_t>(d.take_ids.size()), d.batch_size);
+    double worst_taken = 1e300, best_left = -1;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const bool taken =
+          std::find(d.take_ids.begin(), d.take_ids.end(), ids[i]) != d.take_ids.end();
+      if (taken) {
+        ASSERT_GE(before[b][i], 0) << "a taken request was in Q_bs";
+        worst_taken = std::min(worst_taken, before[b][i]);
+      } else {
+        best_left = std::max(best_left, before[b][i]);
+      }
+    }
+    EXPECT_GE(worst_taken, best_left) << "at " << now;
+    std::vector<Query> out;
+    for (int32_t k = 0; k < d.drop; ++k) q.Pop();
+    q.TakeIds(d.take_ids, &out);
+    ids.erase(std::remove_if(ids.begin(), ids.end(),
+                             [&](QueryId id) {
+                               return std::find(d.take_ids.begin(), d.take_ids.end(), id) !=
+                                      d.take_ids.end();
+                             }),
+              ids.end());
+  }
+}
+
 TEST(OrlojPolicyTest, MilestonesMoveRequestsOutOfBatchSizesTheyCannotMake) {
   ModelProfile p = DynamicProfile(0, 1, {1, 2}, {{"a", 1000, 1100}});
   OrlojPolicy orloj(p, OrlojOptions{});
