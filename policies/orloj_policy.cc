@@ -43,7 +43,6 @@ void OrlojPolicy::OnDistributionsChanged() {
   // Every tracked request is regrouped under the new tables.
   groups_.assign(sizes_.size(), std::vector<Group>(d.size() * groups_per_dist_));
   std::fill(count_.begin(), count_.end(), 0);
-  milestones_ = {};
   for (auto& [id, r] : tracked_) std::fill(r.group.begin(), r.group.end(), -1);
   regroup_ = true;
 }
@@ -72,11 +71,6 @@ void OrlojPolicy::Place(Tracked& r, size_t b, Nanos now) {
       ++count_[b];
       r.group[b] = static_cast<int16_t>(g);
     }
-  }
-  if (g >= 0) {
-    // It leaves group g once x = D - t drops below the group's floor.
-    milestones_.push({r.q.deadline - Micros(t.Floor(g)) + 1, r.q.id, static_cast<int16_t>(b),
-                      static_cast<int16_t>(g)});
   }
 }
 
@@ -117,15 +111,24 @@ void OrlojPolicy::OnArrival(const Query& q, Nanos now) {
 }
 
 void OrlojPolicy::ProcessMilestones(Nanos now) {
-  while (!milestones_.empty() && milestones_.top().at <= now) {
-    const Milestone m = milestones_.top();
-    milestones_.pop();
-    auto it = tracked_.find(m.id);
-    if (it == tracked_.end() || it->second.group[m.batch_index] != m.group) continue;  // stale
-    Tracked& r = it->second;
-    Place(r, m.batch_index, now);
-    if (std::all_of(r.group.begin(), r.group.end(), [](int16_t g) { return g < 0; })) {
-      tracked_.erase(it);  // viable for no batch size: the sweep answers it
+  // A request leaves group g once x = D - t drops below the group's floor,
+  // i.e. at D - floor: in deadline order inside the group, so only each
+  // group's earliest members need looking at (no milestone heap).
+  for (size_t b = 0; b < sizes_.size(); ++b) {
+    for (int32_t dist = 0; dist < static_cast<int32_t>(tables_[b].size()); ++dist) {
+      const OrlojScoreTable& t = tables_[b][dist];
+      for (int32_t g = 0; g < groups_per_dist_; ++g) {
+        Group& group = GroupOf(b, dist, g);
+        const Nanos floor = Micros(t.Floor(g));
+        while (!group.empty() && group.begin()->first - floor + 1 <= now) {
+          auto it = tracked_.find(group.begin()->second);
+          Tracked& r = it->second;
+          Place(r, b, now);  // leaves `group`
+          if (std::all_of(r.group.begin(), r.group.end(), [](int16_t x) { return x < 0; })) {
+            tracked_.erase(it);  // viable for no batch size: the sweep answers it
+          }
+        }
+      }
     }
   }
 }

@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -46,8 +45,11 @@ struct OrlojOptions {
 // group the score is monotone in the deadline: each group is an ordered set
 // by deadline and its best member is one of its two ends. The top of Q_bs is
 // the best of the group ends: O(G) per query with G = applications x bins,
-// O(log n) per insertion and per milestone (bench/benchmarks/orloj_bench.cc
-// measures it at 10,000 pending against the EDF queue).
+// O(log n) per insertion (one ordered insert per batch size) and per
+// milestone. Milestones need no heap: inside a group they come in deadline
+// order, so a decision looks at each group's earliest member
+// (bench/benchmarks/orloj_bench.cc measures it at 10,000 pending against the
+// EDF queue).
 class OrlojPolicy final : public DynamicModelPolicy {
  public:
   OrlojPolicy(const ModelProfile& profile, OrlojOptions options);
@@ -77,19 +79,10 @@ class OrlojPolicy final : public DynamicModelPolicy {
     int32_t dist = 0;
     absl::InlinedVector<int16_t, 8> group;  // per batch index; -1 = not in Q_bs
   };
-  struct Milestone {
-    Nanos at;
-    QueryId id;
-    int16_t batch_index;
-    int16_t group;
-    bool operator>(const Milestone& o) const {
-      return at > o.at || (at == o.at && id > o.id);
-    }
-  };
 
   void Insert(const Query& q, Nanos now);
   // Puts tracked request `r` into the group of Q_b matching `now` (or takes
-  // it out of Q_b), and schedules its next milestone there.
+  // it out of Q_b).
   void Place(Tracked& r, size_t b, Nanos now);
   void Unplace(Tracked& r, size_t b);
   void Erase(QueryId id);
@@ -110,7 +103,6 @@ class OrlojPolicy final : public DynamicModelPolicy {
   std::vector<int32_t> sizes_;                        // S
   std::vector<int32_t> dispatch_size_;                // profiled size for each of S
   absl::flat_hash_map<QueryId, Tracked> tracked_;
-  std::priority_queue<Milestone, std::vector<Milestone>, std::greater<Milestone>> milestones_;
   // Scratch of a decision.
   struct Top {
     double score;

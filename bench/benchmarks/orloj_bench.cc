@@ -139,11 +139,13 @@ int Run(const BenchmarkArgs& args) {
   const double ti = mean(take_ids) / 1000;
   std::printf(
       "orloj at %zu pending (2 applications, 6 batch sizes, %d decisions):\n"
-      "  insertion: orloj %.3f us (p99 %.3f), EDF push %.3f us -> %.1fx   [target < 5 us]\n"
+      "  insertion: orloj %.3f us (p50 %.3f, p99 %.3f), EDF push %.3f us -> %.1fx   "
+      "[target < 5 us]\n"
       "  decision:  orloj %.3f us (p50 %.3f, p99 %.3f), EDF decide+pop %.3f us -> %.1fx   "
       "[target < 20 us]\n"
       "  mean batch: orloj %.2f, clockwork %.2f; applying take_ids to the EDF queue %.3f us\n",
-      kPending, kRounds, oi, P99(orloj_insert) / 1000, ei, oi / ei, od,
+      kPending, kRounds, oi, Median(orloj_insert) / 1000, P99(orloj_insert) / 1000, ei, oi / ei,
+      od,
       Median(orloj_decide) / 1000, P99(orloj_decide) / 1000, ed, od / ed,
       static_cast<double>(orloj_taken) / kRounds, static_cast<double>(edf_taken) / kRounds, ti);
   if (args.json) {
@@ -151,6 +153,7 @@ int Run(const BenchmarkArgs& args) {
                             .Add("benchmark", "orloj")
                             .Add("pending", static_cast<int64_t>(kPending))
                             .Add("insert_us", oi)
+                            .Add("insert_us_p50", Median(orloj_insert) / 1000)
                             .Add("insert_us_p99", P99(orloj_insert) / 1000)
                             .Add("edf_insert_us", ei)
                             .Add("insert_vs_edf", oi / ei)
@@ -160,8 +163,12 @@ int Run(const BenchmarkArgs& args) {
                             .Add("edf_decide_us", ed)
                             .Add("decide_vs_edf", od / ed)
                             .Add("apply_take_ids_us", ti)
-                            .Add("insert_target_met", oi < 5)
-                            .Add("decide_target_met", od < 20)
+                            // Means include the shared machine's preemptions;
+                            // medians do not.
+                            .Add("insert_target_met_mean", oi < 5)
+                            .Add("decide_target_met_mean", od < 20)
+                            .Add("insert_target_met_p50", Median(orloj_insert) < 5000)
+                            .Add("decide_target_met_p50", Median(orloj_decide) < 20000)
                             .ToString()
                             .c_str());
   }
