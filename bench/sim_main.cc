@@ -46,6 +46,8 @@ ABSL_FLAG(double, orloj_viable_quantile, 0.5,
           "quantile of that batch's time (Algorithm 1, EstimateBatchLatency).");
 ABSL_FLAG(double, orloj_b_per_ms, 1e-4, "orloj: b, the rate of the anticipated delay.");
 ABSL_FLAG(int32_t, orloj_bins, 48, "orloj: bins of each batch-latency histogram.");
+ABSL_FLAG(bool, orloj_anchor_at_head, false,
+          "orloj ablation: only batch sizes whose queue holds the most urgent request compete.");
 ABSL_FLAG(bool, orloj_every_batch_size, false,
           "orloj: one queue per batch size 1..max instead of the profile's sizes.");
 
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
   config.orloj.score.b_per_us = absl::GetFlag(FLAGS_orloj_b_per_ms) / 1000;
   config.orloj.score.grid_bins = absl::GetFlag(FLAGS_orloj_bins);
   config.orloj.every_batch_size = absl::GetFlag(FLAGS_orloj_every_batch_size);
+  config.orloj.anchor_at_head = absl::GetFlag(FLAGS_orloj_anchor_at_head);
   if (!(config.orloj.score.b_per_us > 0) || config.orloj.score.grid_bins < 1) {
     std::fprintf(stderr, "superserve-sim: --orloj_b_per_ms must be > 0, --orloj_bins >= 1\n");
     return 2;

@@ -228,6 +228,22 @@ TEST(OrlojPolicyTest, PicksTheLargestFullBatchSizeAsThePseudocodeWrites) {
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(d.batch_size, 1);
   EXPECT_EQ(d.take_ids.size(), 1u);
+
+  // The ablation anchored at the EDF head: Q_2 is full but does not hold the
+  // most urgent request, so batch size 1 it is.
+  OrlojOptions anchored;
+  anchored.anchor_at_head = true;
+  OrlojPolicy head_first(p, anchored);
+  head_first.OnApplicationNamed(0, "a");
+  EdfQueue q2;
+  for (QueryId id : {1, 2, 3, 4}) {
+    Query x = Q(id, 0, 0, id <= 2 ? Micros(1500) : Millis(100));
+    q2.Push(x);
+    head_first.OnArrival(x, 0);
+  }
+  d = head_first.Decide({q2, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 1);
 }
 
 TEST(OrlojPolicyTest, PopsTheTopScoredRequestNotTheEdfHead) {
