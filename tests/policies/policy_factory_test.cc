@@ -16,15 +16,10 @@ using testing::ThreeSubnetProfile;
 
 TEST(PolicyFactoryTest, BuildsEveryPolicyAndRejectsBadNames) {
   ModelProfile p = ThreeSubnetProfile();
-  // The dynamic-model policies (orloj, clockwork, nexus) need a dynamic block.
-  ModelProfile dynamic = p;
-  dynamic.is_dynamic = true;
-  dynamic.dynamic.applications.push_back({"app", {1000, 2000}, {1}});
   PolicyConfig c;
   for (const auto& name : PolicyNames()) {
     c.fixed_subnet_id = 101;
-    const bool for_dynamic = name == "orloj" || name == "clockwork" || name == "nexus";
-    auto policy = MakePolicy(name, for_dynamic ? dynamic : p, c);
+    auto policy = MakePolicy(name, p, c);
     ASSERT_TRUE(policy.ok()) << name << ": " << policy.status();
   }
   EXPECT_FALSE(MakePolicy("nope", p, c).ok());
