@@ -37,6 +37,19 @@ ABSL_FLAG(std::vector<std::string>, fail_worker_at, {},
 ABSL_FLAG(std::string, timeline, "", "Write a per-second timeline CSV here.");
 ABSL_FLAG(double, timeline_bin_s, 1.0, "Timeline bin width in seconds.");
 ABSL_FLAG(bool, json, false, "End with one JSON object on the last line.");
+ABSL_FLAG(std::string, exec_times, "",
+          "Dynamic models: replay each query's own execution time from this file (one value "
+          "in us per line, in trace order) instead of drawing it from its application's "
+          "histogram with --seed.");
+ABSL_FLAG(double, orloj_viable_quantile, 0.5,
+          "orloj: a request stays in a batch size's queue while its time left is at least this "
+          "quantile of that batch's time (Algorithm 1, EstimateBatchLatency).");
+ABSL_FLAG(double, orloj_b_per_ms, 1e-4, "orloj: b, the rate of the anticipated delay.");
+ABSL_FLAG(int32_t, orloj_bins, 48, "orloj: bins of each batch-latency histogram.");
+ABSL_FLAG(bool, orloj_anchor_at_head, false,
+          "orloj ablation: only batch sizes whose queue holds the most urgent request compete.");
+ABSL_FLAG(bool, orloj_every_batch_size, false,
+          "orloj: one queue per batch size 1..max instead of the profile's sizes.");
 
 int main(int argc, char** argv) {
   superserve::AcceptDashedFlagNames(argc, argv);
@@ -45,8 +58,11 @@ int main(int argc, char** argv) {
   superserve::InitMain(argc, argv,
                        "superserve-sim --profile FILE --trace FILE --policy NAME [--fixed-subnet "
                        "ID] [--buckets K] --workers N --slo-ms X --seed S [--fail-worker-at "
-                       "SEC,...] [--timeline FILE] [--json]\n\nDiscrete-event simulation of the "
-                       "router's EDF queue and a scheduling policy over emulated workers. The policy "
+                       "SEC,...] [--timeline FILE] [--exec-times FILE] [--json]\n\nDiscrete-event simulation of "
+                       "the router's EDF queue and a scheduling policy over emulated workers. A "
+                       "profile with a dynamic block (per-application execution-time histograms) is "
+                       "a dynamic DNN: schedule it with --policy orloj|clockwork|nexus; the trace's "
+                       "app column names each query's application. The policy "
                        "flags and their defaults are superserve-router's (one shared set); "
                        "--print-policy-config prints the effective configuration.");
   using namespace superserve;
@@ -65,7 +81,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-sim: %s\n", trace.status().ToString().c_str());
     return 1;
   }
-  auto policy = MakePolicy(spec.name, *profile, spec.config);
+  PolicyConfig config = spec.config;
+  config.orloj.score.viable_quantile = absl::GetFlag(FLAGS_orloj_viable_quantile);
+  config.orloj.score.b_per_us = absl::GetFlag(FLAGS_orloj_b_per_ms) / 1000;
+  config.orloj.score.grid_bins = absl::GetFlag(FLAGS_orloj_bins);
+  config.orloj.every_batch_size = absl::GetFlag(FLAGS_orloj_every_batch_size);
+  config.orloj.anchor_at_head = absl::GetFlag(FLAGS_orloj_anchor_at_head);
+  if (!(config.orloj.score.b_per_us > 0) || config.orloj.score.grid_bins < 1) {
+    std::fprintf(stderr, "superserve-sim: --orloj_b_per_ms must be > 0, --orloj_bins >= 1\n");
+    return 2;
+  }
+  auto policy = MakePolicy(spec.name, *profile, config);
   if (!policy.ok()) {
     std::fprintf(stderr, "superserve-sim: %s\n", policy.status().ToString().c_str());
     return 2;
@@ -82,6 +108,34 @@ int main(int argc, char** argv) {
   }
   options.dispatch_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
   options.timeline_bin = Seconds(absl::GetFlag(FLAGS_timeline_bin_s));
+  if (profile->is_dynamic) {
+    // The trace's application names -> the profile's applications.
+    std::vector<int32_t> index_of_name;
+    for (const std::string& name : trace->app_names) {
+      int32_t found = -1;
+      for (size_t i = 0; i < profile->dynamic.applications.size(); ++i) {
+        if (profile->dynamic.applications[i].application == name) found = static_cast<int32_t>(i);
+      }
+      if (found < 0) {
+        std::fprintf(stderr, "superserve-sim: trace application \"%s\" is not in profile %s\n",
+                     name.c_str(), profile->model.c_str());
+        return 1;
+      }
+      index_of_name.push_back(found);
+    }
+    for (int32_t a : trace->app) options.applications.push_back(index_of_name[a]);
+    if (!absl::GetFlag(FLAGS_exec_times).empty()) {
+      std::FILE* f = std::fopen(absl::GetFlag(FLAGS_exec_times).c_str(), "r");
+      if (f == nullptr) {
+        std::fprintf(stderr, "superserve-sim: cannot open --exec_times %s\n",
+                     absl::GetFlag(FLAGS_exec_times).c_str());
+        return 1;
+      }
+      double v = 0;
+      while (std::fscanf(f, "%lf", &v) == 1) options.exec_us.push_back(v);
+      std::fclose(f);
+    }
+  }
   for (const std::string& s : absl::GetFlag(FLAGS_fail_worker_at)) {
     double sec = 0;
     if (!absl::SimpleAtod(s, &sec) || sec < 0) {
@@ -120,6 +174,7 @@ int main(int argc, char** argv) {
                             .Add("late", r.late)
                             .Add("p99_latency_ms", ToMillis(r.p99_latency))
                             .Add("throughput_qps", r.throughput_qps())
+                            .Add("mean_batch", r.mean_batch())
                             .ToString()
                             .c_str());
   }

@@ -1,5 +1,6 @@
 #include "policies/edf_queue.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <queue>
 #include <utility>
@@ -23,6 +24,56 @@ void EdfQueue::PopFront(size_t n, std::vector<Query>* out) {
   if (n > heap_.size()) n = heap_.size();
   out->reserve(out->size() + n);
   for (size_t i = 0; i < n; ++i) out->push_back(Pop());
+}
+
+void EdfQueue::TakeIds(const std::vector<QueryId>& ids, std::vector<Query>* out) {
+  if (ids.empty() || heap_.empty()) return;
+  std::vector<QueryId> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  const QueryId lo = sorted.front(), hi = sorted.back();
+  // One scan finds the positions (ascending); membership by a bitmap over
+  // [lo, hi] when that range is modest (ids are allocated sequentially).
+  std::vector<size_t> pos;
+  pos.reserve(sorted.size());
+  const QueryId range = hi - lo;
+  if (range < (QueryId{1} << 24)) {
+    thread_local std::vector<uint64_t> bits;
+    bits.assign(range / 64 + 1, 0);
+    for (QueryId id : sorted) bits[(id - lo) / 64] |= uint64_t{1} << ((id - lo) % 64);
+    for (size_t i = 0; i < heap_.size() && pos.size() < sorted.size(); ++i) {
+      const QueryId d = heap_[i].id - lo;  // wraps above `range` when id < lo
+      if (d <= range && (bits[d / 64] >> (d % 64) & 1)) pos.push_back(i);
+    }
+  } else {
+    for (size_t i = 0; i < heap_.size() && pos.size() < sorted.size(); ++i) {
+      const QueryId id = heap_[i].id;
+      if (id >= lo && id <= hi && std::binary_search(sorted.begin(), sorted.end(), id)) {
+        pos.push_back(i);
+      }
+    }
+  }
+  if (pos.empty()) return;
+  // Each target becomes the most urgent query and sifts up; then k pops
+  // take them. In ascending position order a target's sift only moves its
+  // ancestors (smaller positions, all already processed), so the positions
+  // still to process stay valid. O(n) scan + O(k log n).
+  std::vector<Query> original;
+  original.reserve(pos.size());
+  for (size_t p : pos) {
+    original.push_back(heap_[p]);
+    heap_[p].deadline = INT64_MIN;
+    SiftUp(p);
+  }
+  for (size_t i = 0; i < pos.size(); ++i) Pop();
+  for (QueryId id : ids) {
+    auto it = std::find_if(original.begin(), original.end(),
+                           [id](const Query& q) { return q.id == id; });
+    if (it != original.end()) {
+      out->push_back(*it);
+      original.erase(it);  // a repeated id is taken once
+    }
+  }
 }
 
 void EdfQueue::PeekFront(size_t k, std::vector<Query>* out) const {

@@ -28,6 +28,10 @@ class EdfQueue {
   // The k most urgent queries in EDF order without removing them (k small;
   // O(k log k) via a frontier walk of the heap).
   void PeekFront(size_t k, std::vector<Query>* out) const;
+  // Removes the queries with these ids wherever they are, appending them to
+  // *out in the order of `ids`; ids not queued are skipped. O(n): one scan
+  // and a heap rebuild (for policies that do not serve in EDF order).
+  void TakeIds(const std::vector<QueryId>& ids, std::vector<Query>* out);
   void Clear() { heap_.clear(); }
   // Removes every query for which pred(q) is true (pred sees each query
   // exactly once). O(n): one pass and a heap rebuild.

@@ -41,6 +41,12 @@ class Policy {
   virtual Nanos Urgency(const EdfQueue& queue, Nanos now) const { return queue.Head().deadline; }
   virtual void OnArrival(const Query& q, Nanos now) {}
   virtual void OnCompletion(const CompletionTelemetry& t) {}
+  // A query put back into the queue after its batch did not complete (not a
+  // new arrival: rate estimates must not count it twice).
+  virtual void OnRequeue(const Query& q, Nanos now) {}
+  // The serving core names its application ids (Query::application): once
+  // for every id known when the model is added and once for each new one.
+  virtual void OnApplicationNamed(int32_t id, std::string_view name) {}
 };
 
 }  // namespace superserve

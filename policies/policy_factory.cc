@@ -121,6 +121,8 @@ std::string PolicySpecJson(const PolicySpec& spec) {
   return JsonWriter().Add("policy", spec.name).Add("config", config).ToString();
 }
 
+std::vector<std::string> DynamicPolicyNames() { return {"orloj", "clockwork", "nexus"}; }
+
 void RegisterPolicy(const std::string& name, PolicyMaker maker) {
   Registry& r = GlobalRegistry();
   absl::MutexLock lock(&r.mu);
@@ -147,6 +149,16 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
     if (auto it = r.extra.find(name); it != r.extra.end()) extra = it->second;
   }
   if (extra) return extra(profile, config);  // outside the lock: it may call MakePolicy
+  if (name == "orloj" || name == "clockwork" || name == "nexus") {
+    if (!profile.is_dynamic) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy ", name, " schedules dynamic models; profile \"", profile.model,
+          "\" has no dynamic block with application histograms"));
+    }
+    if (name == "orloj") return std::make_unique<OrlojPolicy>(profile, config.orloj);
+    if (name == "clockwork") return std::make_unique<ClockworkLikePolicy>(profile, config.clockwork);
+    return std::make_unique<NexusLikePolicy>(profile, config.nexus);
+  }
   if (profile.subnets.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("profile \"", profile.model, "\" has no subnets to schedule"));

@@ -9,6 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/model_profile.h"
+#include "policies/dynamic_baselines.h"
+#include "policies/orloj_policy.h"
 #include "policies/policy.h"
 #include "policies/slackfit_policy.h"
 
@@ -22,6 +24,11 @@ struct PolicyConfig {
   SlackFitOptions slackfit;   // its .base applies to every policy
   // clipper+: the profile's subnet id to serve; -1 = the most accurate one.
   int32_t fixed_subnet_id = -1;
+  // Dynamic models (a profile with a `dynamic` block): orloj, clockwork,
+  // nexus.
+  OrlojOptions orloj;
+  ClockworkLikeOptions clockwork;
+  NexusLikeOptions nexus;
 };
 
 // A policy by name with its configuration (what --policy and the policy flags
@@ -41,8 +48,9 @@ const char* BucketTiesName(LatencyBuckets::Ties ties);
 // Builds a policy by name: "slackfit", "slackfit-ma" (DESIGN.md's
 // most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours),
 // "maxbatch", "maxacc", "clipper+" (fixed_subnet_id; -1 = the most accurate
-// subnet), "infaas", "symphony" (deferred batching, one subnet), and any
-// name added with RegisterPolicy (which takes
+// subnet), "infaas", "symphony" (deferred batching, one subnet); for dynamic
+// models "orloj", "clockwork" (Clockwork-like) and "nexus" (Nexus-like); and
+// any name added with RegisterPolicy (which takes
 // precedence over a built-in of the same name). The router, the simulator and
 // the reproduction all go through here.
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
@@ -57,8 +65,11 @@ using PolicyMaker =
 // Thread-safe.
 void RegisterPolicy(const std::string& name, PolicyMaker maker);
 
-// The built-in names, then the registered ones (sorted), each once.
+// The built-in names for supernets, then the registered ones (sorted), each
+// once.
 std::vector<std::string> PolicyNames();
+// The built-in names for dynamic models: orloj, clockwork, nexus.
+std::vector<std::string> DynamicPolicyNames();
 
 }  // namespace superserve
 

@@ -67,7 +67,8 @@ absl::Status FlagError(absl::string_view flag, absl::string_view what) {
 absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
   PolicySpec spec;
   spec.name = absl::GetFlag(FLAGS_policy);
-  const std::vector<std::string> names = PolicyNames();
+  std::vector<std::string> names = PolicyNames();
+  for (const std::string& n : DynamicPolicyNames()) names.push_back(n);
   if (std::find(names.begin(), names.end(), spec.name) == names.end() && spec.name != "clipper") {
     return FlagError("policy", absl::StrCat("must be one of ", absl::StrJoin(names, ", "),
                                             "; got \"", spec.name, "\""));

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "common/control_tuple.h"
 #include "common/time.h"
+#include "policies/decision.h"
 #include "policies/query.h"
 #include "serving/query_handle.h"
 
@@ -44,6 +45,9 @@ struct BatchOutcome {
   // (query id, output). Ids are checked against the batch: a missing,
   // duplicated or foreign id never reaches another query.
   std::vector<std::pair<QueryId, std::shared_ptr<QueryPayload>>> outputs;
+  // Dynamic models: per-query execution time and exit (the application is
+  // filled in by the core); handed to the policy as telemetry.
+  std::vector<QueryTelemetry> query_times;
 };
 
 }  // namespace superserve

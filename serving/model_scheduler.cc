@@ -11,6 +11,14 @@ ModelScheduler::ModelScheduler(const ModelProfile* profile, std::unique_ptr<Poli
     : profile_(profile), policy_(std::move(policy)) {
   fastest_ = std::numeric_limits<Nanos>::max();
   for (const auto& s : profile_->subnets) fastest_ = std::min(fastest_, s.latency.front());
+  // A dynamic model: its fastest batch is one query of the shortest time
+  // any application's histogram holds (c0 + c1 * 1 * l_min).
+  for (const auto& a : profile_->dynamic.applications) {
+    if (a.bin_edges_us.empty()) continue;
+    fastest_ = std::min(fastest_, Micros(profile_->dynamic.batch_overhead_us +
+                                         profile_->dynamic.per_request_factor *
+                                             a.bin_edges_us.front()));
+  }
 }
 
 void ModelScheduler::AddWorker(int32_t worker) {
@@ -60,8 +68,14 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
     }
     auto slot = std::find_if(slots->begin(), slots->end(),
                              [&](const FreeSlot& s) { return s.worker == d.worker; });
-    if (slot == slots->end() || d.take < 1 || d.take > d.batch_size || d.subnet_index < 0 ||
-        d.subnet_index >= static_cast<int32_t>(profile_->subnets.size()) ||
+    if (!d.take_ids.empty()) d.take = static_cast<int32_t>(d.take_ids.size());
+    // A dynamic model has no subnets: it is dispatched with subnet -1.
+    const bool subnet_ok =
+        profile_->subnets.empty()
+            ? d.subnet_index == -1
+            : d.subnet_index >= 0 &&
+                  d.subnet_index < static_cast<int32_t>(profile_->subnets.size());
+    if (slot == slots->end() || d.take < 1 || d.take > d.batch_size || !subnet_ok ||
         profile_->BatchIndex(d.batch_size) < 0) {
       r.invalid = absl::StrCat("policy ", std::string(policy_->name()), " returned an invalid dispatch (worker ",
                                d.worker, ", take ", d.take, ", batch ", d.batch_size,
@@ -74,7 +88,19 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
     b.batch_size = d.batch_size;
     b.earliest = d.earliest;
     b.latest = d.latest;
-    for (int32_t i = 0; i < d.take && !queue_.empty(); ++i) {
+    if (!d.take_ids.empty()) {
+      queue_.TakeIds(d.take_ids, &b.queries);
+      if (!cancelled_.empty()) {
+        b.queries.erase(std::remove_if(b.queries.begin(), b.queries.end(),
+                                       [&](const Query& q) {
+                                         if (!cancelled_.erase(q.id)) return false;
+                                         r.cancelled.push_back(q.id);
+                                         return true;
+                                       }),
+                        b.queries.end());
+      }
+    }
+    for (int32_t i = 0; d.take_ids.empty() && i < d.take && !queue_.empty(); ++i) {
       Query q = queue_.Pop();
       if (!cancelled_.empty() && cancelled_.erase(q.id)) {
         r.cancelled.push_back(q.id);
@@ -93,6 +119,7 @@ ModelScheduler::Requeue ModelScheduler::TryRequeue(const Query& q, Nanos now) {
   if (q.deadline - now < fastest_) return Requeue::kTooLate;
   if (workers_.empty()) return Requeue::kNoWorker;
   queue_.Push(q);
+  policy_->OnRequeue(q, now);
   return Requeue::kQueued;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -95,6 +96,9 @@ class ModelScheduler {
   std::vector<QueryId> TakeAll();
 
   void OnCompletion(const CompletionTelemetry& t) { policy_->OnCompletion(t); }
+  void NameApplication(int32_t id, std::string_view name) {
+    policy_->OnApplicationNamed(id, name);
+  }
 
  private:
   const ModelProfile* const profile_;

@@ -63,7 +63,7 @@ void ServingCore::Apply(Effects* e) {
 // ---------------------------------------------------------------- models
 
 absl::Status ServingCore::AddModel(const ModelProfile& profile, std::unique_ptr<Policy> policy) {
-  if (profile.subnets.empty()) {
+  if (profile.subnets.empty() && !profile.is_dynamic) {
     return absl::InvalidArgumentError(
         absl::StrCat("model \"", profile.model, "\": no subnets to schedule"));
   }
@@ -75,6 +75,7 @@ absl::Status ServingCore::AddModel(const ModelProfile& profile, std::unique_ptr<
   auto added = models_.Add(profile, std::move(policy));
   if (!added.ok()) return added.status();
   ServedModel* m = *added;
+  for (const auto& [name, id] : applications_) m->scheduler.NameApplication(id, name);
   int32_t attached = 0;
   for (const WorkerRecord& w : workers_.records()) {
     if (!w.alive) continue;
@@ -222,6 +223,8 @@ int32_t ServingCore::ApplicationIdLocked(absl::string_view application) {
   if (it != applications_.end()) return it->second;
   const int32_t id = static_cast<int32_t>(applications_.size());
   applications_.emplace(std::string(application), id);
+  const std::string_view name(application.data(), application.size());
+  models_.ForEach([&](ServedModel* m) { m->scheduler.NameApplication(id, name); });
   return id;
 }
 
@@ -409,14 +412,16 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     for (const Query& q : taken.queries) RequeueLocked(q.id, now, e);
     return;
   }
-  const SubnetProfile& subnet = m->profile.subnets[taken.subnet_index];
   BatchPlan plan;
   plan.batch_id = ++next_batch_id_;
   plan.worker = taken.worker;
   plan.model = *m->name;
   plan.subnet_index = taken.subnet_index;
-  plan.subnet_id = subnet.id;
-  plan.control = subnet.control;
+  if (taken.subnet_index >= 0) {  // -1: a dynamic model, no subnet to pick
+    const SubnetProfile& subnet = m->profile.subnets[taken.subnet_index];
+    plan.subnet_id = subnet.id;
+    plan.control = subnet.control;
+  }
   plan.batch_size = taken.batch_size;
   plan.sent_at = now;
   plan.earliest = taken.earliest;
@@ -539,11 +544,17 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
       t.exec = outcome.exec;
       t.overhead = std::max<Nanos>(0, now - b->sent_at - outcome.exec - outcome.worker_queue);
       t.now = now;
+      t.queries = std::move(outcome.query_times);
+      for (QueryTelemetry& q : t.queries) {
+        auto pit = pending_.find(q.id);
+        q.application = pit != pending_.end() ? pit->second.query.application : -1;
+      }
       m->scheduler.OnCompletion(t);
     }
     if (m != nullptr && !b->queries.empty()) {
       if (outcome.status.ok()) {
-        const SubnetProfile& subnet = m->profile.subnets[b->subnet_index];
+        const SubnetProfile* subnet =
+            b->subnet_index >= 0 ? &m->profile.subnets[b->subnet_index] : nullptr;
         const size_t n = b->queries.size();
         std::vector<char> answered(n, 0);
         int32_t foreign = 0, duplicate = 0;
@@ -567,8 +578,8 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           if (pit == pending_.end()) continue;
           QueryAnswer a;
           a.output = std::move(outcome.outputs[i].second);
-          a.subnet_id = subnet.id;
-          a.accuracy = subnet.accuracy;
+          a.subnet_id = subnet != nullptr ? subnet->id : -1;
+          a.accuracy = subnet != nullptr ? subnet->accuracy : 0;
           a.worker = w->name;
           a.batch_size = static_cast<int32_t>(n);
           a.queued = pit->second.dispatched_at - pit->second.query.arrival;

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/empirical_distribution.h"
 #include "serving/serving_core.h"
 
 namespace superserve {
@@ -48,6 +49,10 @@ class BorrowedPolicy final : public Policy {
   }
   void OnArrival(const Query& q, Nanos now) override { policy_->OnArrival(q, now); }
   void OnCompletion(const CompletionTelemetry& t) override { policy_->OnCompletion(t); }
+  void OnRequeue(const Query& q, Nanos now) override { policy_->OnRequeue(q, now); }
+  void OnApplicationNamed(int32_t id, std::string_view name) override {
+    policy_->OnApplicationNamed(id, name);
+  }
 
  private:
   Policy* const policy_;
@@ -59,12 +64,20 @@ class DiscardingHandle final : public QueryHandle {
   void Deliver(QueryAnswer) override {}
 };
 
+// A dynamic model's query carries its own execution time to the emulated
+// worker (the simulator's only payload).
+struct DynamicQueryInput final : QueryPayload {
+  explicit DynamicQueryInput(double l) : exec_us(l) {}
+  double exec_us;
+};
+
 struct Completion {
   Nanos time;
   int32_t worker_id;  // the core's id
   uint64_t batch_id;
   Nanos exec;
   std::vector<QueryId> queries;
+  std::vector<QueryTelemetry> query_times;
   bool operator>(const Completion& o) const {
     return time > o.time || (time == o.time && batch_id > o.batch_id);
   }
@@ -118,6 +131,7 @@ class Simulation final : public ServingObserver {
   }
 
   absl::StatusOr<SimulationResult> Run() {
+    if (auto s = PrepareDynamic(); !s.ok()) return s;
     ServingOptions serving = options_.serving;
     serving.missed_heartbeats = 0;  // emulated workers do not heartbeat
     serving.max_queue = std::numeric_limits<size_t>::max();
@@ -158,6 +172,7 @@ class Simulation final : public ServingObserver {
         BatchOutcome out;
         out.batch_id = c.batch_id;
         out.exec = c.exec;
+        out.query_times = std::move(c.query_times);
         out.outputs.reserve(c.queries.size());
         for (QueryId id : c.queries) out.outputs.emplace_back(id, nullptr);
         core.OnBatchResult(c.worker_id, std::move(out));
@@ -174,6 +189,10 @@ class Simulation final : public ServingObserver {
         QueryRequest req;
         req.model = m.profile->model;
         req.deadline = t + (m.slo > 0 ? m.slo : options_.slo);
+        if (m.profile->is_dynamic) {
+          req.application = m.profile->dynamic.applications[AppOf(next_arrival)].application;
+          req.payload = std::make_shared<DynamicQueryInput>(exec_us_[next_arrival]);
+        }
         ++outstanding_;
         ++next_arrival;
         Bin(t).arrivals++;
@@ -194,17 +213,83 @@ class Simulation final : public ServingObserver {
     return std::move(result_);
   }
 
+  // Per-query execution times of a dynamic model: replayed or drawn.
+  absl::Status PrepareDynamic() {
+    // A dynamic model is simulated on its own (the per-query times and
+    // application indices are per arrival of that one model).
+    const ModelProfile& profile_ = *models_[0].profile;
+    if (!profile_.is_dynamic) return absl::OkStatus();
+    if (models_.size() != 1) {
+      return absl::InvalidArgumentError("simulator: a dynamic model is simulated alone");
+    }
+    const size_t n = arrivals_.size();
+    const int32_t apps = static_cast<int32_t>(profile_.dynamic.applications.size());
+    if (!options_.applications.empty() && options_.applications.size() != n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "simulator: ", options_.applications.size(), " applications for ", n, " arrivals"));
+    }
+    for (int32_t a : options_.applications) {
+      if (a < 0 || a >= apps) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("simulator: application index ", a, " outside the profile's ", apps));
+      }
+    }
+    if (!options_.exec_us.empty()) {
+      if (options_.exec_us.size() != n) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "simulator: ", options_.exec_us.size(), " execution times for ", n, " arrivals"));
+      }
+      for (double l : options_.exec_us) {
+        if (!(l >= 0) || !std::isfinite(l)) {
+          return absl::InvalidArgumentError("simulator: execution times must be finite, >= 0");
+        }
+      }
+      exec_us_ = options_.exec_us;
+      return absl::OkStatus();
+    }
+    std::vector<EmpiricalDistribution> dists;
+    for (const auto& h : profile_.dynamic.applications) {
+      auto d = EmpiricalDistribution::FromProfile(h);
+      if (!d.ok()) return d.status();
+      dists.push_back(*std::move(d));
+    }
+    std::mt19937_64 rng(options_.seed);
+    exec_us_.resize(n);
+    for (size_t i = 0; i < n; ++i) exec_us_[i] = dists[AppOf(i)].Sample(rng);
+    return absl::OkStatus();
+  }
+
   // An emulated worker took a batch.
   void Start(int32_t worker, const BatchPlan& b) {
     const ModelProfile& profile = *models_[model_index_.at(b.model)].profile;
-    const Nanos exec =
-        options_.exec_time
-            ? options_.exec_time(b.subnet_id, static_cast<int32_t>(b.queries.size()))
-            : LatencyOf(profile, b.subnet_index, b.batch_size);
+    std::vector<QueryTelemetry> query_times;
+    Nanos exec = 0;
+    if (options_.exec_time) {
+      exec = options_.exec_time(b.subnet_id, static_cast<int32_t>(b.queries.size()));
+    } else if (profile.is_dynamic) {
+      double max_l = 0;
+      query_times.reserve(b.queries.size());
+      for (size_t i = 0; i < b.queries.size(); ++i) {
+        const double l = i < b.inputs.size() && b.inputs[i] != nullptr
+                             ? static_cast<const DynamicQueryInput&>(*b.inputs[i]).exec_us
+                             : 0;
+        max_l = std::max(max_l, l);
+        QueryTelemetry q;
+        q.id = b.queries[i];
+        q.exec = Micros(l);
+        query_times.push_back(q);
+      }
+      const double k = static_cast<double>(b.queries.size());
+      exec = std::max<Nanos>(1, Micros((profile.dynamic.batch_overhead_us +
+                                        profile.dynamic.per_request_factor * k * max_l) *
+                                       options_.exec_scale));
+    } else {
+      exec = LatencyOf(profile, b.subnet_index, b.batch_size);
+    }
     const Nanos start = std::max(clock_.Now(), b.earliest);
     result_.worker_busy[worker] += exec;
     completions_.push({start + options_.dispatch_overhead + exec, b.worker, b.batch_id, exec,
-                       b.queries});
+                       b.queries, std::move(query_times)});
   }
 
   // ServingObserver
@@ -248,6 +333,10 @@ class Simulation final : public ServingObserver {
   }
 
  private:
+  int32_t AppOf(size_t i) const {
+    return options_.applications.empty() ? 0 : options_.applications[i];
+  }
+
   TimelineBin& Bin(Nanos t) {
     size_t i = static_cast<size_t>(std::max<Nanos>(0, t) / options_.timeline_bin);
     while (result_.timeline.size() <= i) {
@@ -288,6 +377,7 @@ class Simulation final : public ServingObserver {
   std::mt19937_64 rng_;
   double sigma_ = 0;
   std::vector<Nanos> latencies_;
+  std::vector<double> exec_us_;  // dynamic models: each query's own time
   SimulationResult result_;
 };
 
@@ -315,7 +405,7 @@ absl::StatusOr<SimulationResult> SimulateModels(absl::Span<const SimulatedModel>
     if (m.profile == nullptr || m.policy == nullptr) {
       return absl::InvalidArgumentError("a simulated model needs a profile and a policy");
     }
-    if (m.profile->subnets.empty()) {
+    if (m.profile->subnets.empty() && !m.profile->is_dynamic) {
       return absl::InvalidArgumentError(
           absl::StrCat("profile \"", m.profile->model, "\" has no subnets"));
     }

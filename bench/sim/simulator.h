@@ -44,6 +44,14 @@ struct SimulatorOptions {
   // Tests and tools: also told of every answer and batch the core produced.
   ServingObserver* trace = nullptr;
   Nanos timeline_bin = Seconds(1);
+  // Dynamic models (profile.is_dynamic): the application of each arrival, an
+  // index into profile.dynamic.applications (empty = all the first one), and
+  // optionally each query's own execution time l in us (empty = drawn from
+  // its application's histogram with `seed`). A batch of k runs
+  // c0 + c1 * k * max(l) (times exec_scale); workers report every query's l
+  // as telemetry.
+  std::vector<int32_t> applications;
+  std::vector<double> exec_us;
 };
 
 // One bin of the simulated timeline.
@@ -96,7 +104,8 @@ struct SimulationResult {
 // serving core (serving/: EDF queue, policy, the rules for applying its
 // decisions, worker loss), with emulated workers that run each batch for the
 // profile's latency (times the optional noise and scale) plus the dispatch
-// overhead. Every query ends exactly once as met, late or dropped.
+// overhead. Every query ends exactly once as met, late or dropped. A dynamic
+// model's batches take the Orloj batch time of their queries' own times.
 absl::StatusOr<SimulationResult> Simulate(const ModelProfile& profile,
                                           absl::Span<const Nanos> arrivals, Policy* policy,
                                           const SimulatorOptions& options);

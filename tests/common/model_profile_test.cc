@@ -132,6 +132,29 @@ TEST(ModelProfileTest, RejectsBadDynamicHistogram) {
   ExpectRejected(p, "\"video\"", "bin_edges_us");
 }
 
+TEST(ModelProfileTest, LoadsADynamicModelWithoutSubnets) {
+  const std::string json = R"({"model": "early-exit", "batch_sizes": [1, 2, 4],
+    "dynamic": {"batch_overhead_us": 500, "per_request_factor": 0.25,
+      "applications": [
+        {"application": "clean", "bin_edges_us": [100, 200, 400], "counts": [3, 1]},
+        {"application": "noisy", "bin_edges_us": [100, 400], "counts": [5]}]}})";
+  auto m = ModelProfile::FromJson(json);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->is_dynamic);
+  EXPECT_TRUE(m->subnets.empty());
+  ASSERT_EQ(m->dynamic.applications.size(), 2u);
+  EXPECT_EQ(m->dynamic.applications[1].application, "noisy");
+  EXPECT_EQ(m->dynamic.applications[0].counts, (std::vector<double>{3, 1}));
+  EXPECT_DOUBLE_EQ(m->dynamic.per_request_factor, 0.25);
+  auto back = ModelProfile::FromJson(m->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->dynamic.applications[0].bin_edges_us,
+            m->dynamic.applications[0].bin_edges_us);
+  // Without histograms and without subnets there is nothing to schedule.
+  EXPECT_FALSE(ModelProfile::FromJson(R"({"model": "x", "batch_sizes": [1],
+    "dynamic": {"per_request_factor": 1}})").ok());
+}
+
 TEST(ModelProfileTest, JsonRoundTripAndFileIo) {
   auto m = ModelProfile::FromProto(ValidProto());
   ASSERT_TRUE(m.ok());

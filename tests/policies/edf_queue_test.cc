@@ -91,6 +91,46 @@ TEST(EdfQueueTest, CountDeadlinesBeforeStopsAtTheLimit) {
   EXPECT_EQ(next, 150);
 }
 
+TEST(EdfQueueTest, TakeIdsRemovesExactlyThoseAndKeepsEdfOrder) {
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 50; ++trial) {
+    EdfQueue q;
+    std::vector<Query> all;
+    const int n = 1 + static_cast<int>(rng() % 300);
+    for (int i = 1; i <= n; ++i) {
+      Query x{static_cast<QueryId>(i), 0, 0, static_cast<Nanos>(rng() % 50)};
+      q.Push(x);
+      all.push_back(x);
+    }
+    std::vector<QueryId> take;
+    for (int k = 0; k < 1 + static_cast<int>(rng() % 20); ++k) {
+      take.push_back(1 + rng() % (n + 5));  // some not queued, some repeated
+    }
+    std::vector<Query> out;
+    q.TakeIds(take, &out);
+    std::vector<QueryId> want;
+    for (QueryId id : take) {
+      if (id <= static_cast<QueryId>(n) &&
+          std::find(want.begin(), want.end(), id) == want.end()) {
+        want.push_back(id);
+      }
+    }
+    std::vector<QueryId> got;
+    for (const Query& x : out) got.push_back(x.id);
+    ASSERT_EQ(got, want) << "trial " << trial;
+    for (const Query& x : out) ASSERT_EQ(x.deadline, all[x.id - 1].deadline);
+    std::vector<Query> rest;
+    for (const Query& x : all) {
+      if (std::find(want.begin(), want.end(), x.id) == want.end()) rest.push_back(x);
+    }
+    std::sort(rest.begin(), rest.end(), [](const Query& a, const Query& b) {
+      return a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id);
+    });
+    ASSERT_EQ(q.size(), rest.size());
+    for (const Query& x : rest) ASSERT_EQ(q.Pop().id, x.id);
+  }
+}
+
 }  // namespace
 TEST(EdfQueueTest, RemoveIfKeepsEdfOrderOnRandomWorkload) {
   std::mt19937_64 rng(11);

@@ -88,6 +88,43 @@ TEST_F(ModelSchedulerTest, RejectsAnInvalidDispatch) {
   EXPECT_FALSE(t.Schedule(0, &slots, 1).invalid.empty());
 }
 
+TEST_F(ModelSchedulerTest, TakeIdsTakesExactlyThoseQueriesAnywhereInTheQueue) {
+  Decision d = Dispatch(0, 4, 2, 1);
+  d.take_ids = {5, 2, 99, 6};  // 99 is not queued (stale view): skipped
+  ModelScheduler& s = Make({d});
+  for (QueryId id = 1; id <= 6; ++id) Push(id, Millis(10 * id));
+  s.MarkCancelled(6);
+  std::vector<FreeSlot> slots = {{1, 1}};
+  ScheduleResult r = s.Schedule(0, &slots, 1);
+  ASSERT_TRUE(r.invalid.empty()) << r.invalid;
+  ASSERT_EQ(r.batches.size(), 1u);
+  ASSERT_EQ(r.batches[0].queries.size(), 2u);
+  EXPECT_EQ(r.batches[0].queries[0].id, 5u);
+  EXPECT_EQ(r.batches[0].queries[1].id, 2u);
+  EXPECT_EQ(r.cancelled, std::vector<QueryId>{6});
+  EXPECT_EQ(s.queued(), 3u);
+  EXPECT_EQ(s.head_deadline(), Millis(10)) << "the rest keeps its EDF order";
+  EXPECT_EQ(s.TakeAll(), (std::vector<QueryId>{1, 3, 4}));
+}
+
+TEST_F(ModelSchedulerTest, DynamicModelsDispatchWithoutASubnet) {
+  profile_.subnets.clear();
+  profile_.is_dynamic = true;
+  profile_.dynamic.batch_overhead_us = 500;
+  profile_.dynamic.per_request_factor = 0.5;
+  profile_.dynamic.applications.push_back({"a", {3000, 4000}, {1}});
+  profile_.dynamic.applications.push_back({"b", {1000, 9000}, {1}});
+  ModelScheduler& s = Make({Dispatch(1, 1, /*subnet=*/0, 1), Dispatch(1, 1, -1, 1)});
+  EXPECT_EQ(s.fastest(), Micros(500 + 0.5 * 1000));
+  Push(1, Millis(10));
+  std::vector<FreeSlot> slots = {{1, 1}};
+  EXPECT_FALSE(s.Schedule(0, &slots, 1).invalid.empty()) << "no subnet 0 to run";
+  ScheduleResult r = s.Schedule(0, &slots, 1);
+  ASSERT_TRUE(r.invalid.empty()) << r.invalid;
+  ASSERT_EQ(r.batches.size(), 1u);
+  EXPECT_EQ(r.batches[0].subnet_index, -1);
+}
+
 TEST_F(ModelSchedulerTest, WakeAtIsRemembered) {
   ModelScheduler& s = Make({Decision::WakeAt(Millis(3))});
   Push(1, Millis(10));

@@ -1,0 +1,83 @@
+#ifndef SUPERSERVE_POLICIES_DYNAMIC_POLICY_H_
+#define SUPERSERVE_POLICIES_DYNAMIC_POLICY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/empirical_distribution.h"
+#include "common/model_profile.h"
+#include "common/time.h"
+#include "policies/batch_time_model.h"
+#include "policies/execution_time_estimator.h"
+#include "policies/policy.h"
+#include "policies/rolling_percentile.h"
+
+namespace superserve {
+
+// Options every dynamic-model policy shares.
+struct DynamicPolicyOptions {
+  ExecutionTimeEstimator::Options estimator;
+  // Distribution-derived tables are rebuilt at most this often, and only
+  // when telemetry changed the estimates (off the per-decision path).
+  Nanos refresh_interval = Seconds(1);
+  // Dispatch overhead (RPC + transfer) assumed until telemetry measures it;
+  // then the median of the last measurements.
+  Nanos initial_overhead = Micros(500);
+};
+
+// The common half of the policies for dynamic DNNs (Orloj and its
+// baselines): the batch-time model of the profile, the per-application
+// execution-time estimator fed by arrivals and per-query telemetry, the map
+// from the serving core's application ids to the profile's applications
+// (unknown ones get the model's mix), and the dispatch-overhead estimate.
+class DynamicModelPolicy : public Policy {
+ public:
+  DynamicModelPolicy(std::string name, const ModelProfile& profile, DynamicPolicyOptions options);
+
+  std::string_view name() const override { return name_; }
+  void OnArrival(const Query& q, Nanos now) override;
+  void OnCompletion(const CompletionTelemetry& t) override;
+  void OnApplicationNamed(int32_t id, std::string_view name) override;
+
+  const ExecutionTimeEstimator& estimator() const { return estimator_; }
+  Nanos overhead_estimate() const { return overhead_; }
+
+ protected:
+  // The distribution index of a query: an application of the profile, or
+  // mix_index() for one the profile does not know.
+  int32_t DistIndex(const Query& q) const;
+  int32_t mix_index() const { return static_cast<int32_t>(estimator_.applications()); }
+  // The current distributions, one per application, then the mix (by the
+  // recent arrival shares). Refreshed by MaybeRefresh.
+  const std::vector<EmpiricalDistribution>& distributions() const { return dists_; }
+  // Rebuilds the distributions when the estimator changed and the refresh
+  // interval passed (always on the first call); true if it did.
+  bool MaybeRefresh(Nanos now);
+  // Called after the distributions changed.
+  virtual void OnDistributionsChanged() {}
+
+  BatchTimeModel model_;
+  std::vector<int32_t> batch_sizes_;
+  DynamicPolicyOptions options_;
+
+ private:
+  std::string name_;
+  ExecutionTimeEstimator estimator_;
+  std::vector<int32_t> app_of_id_;  // core application id -> estimator index or -1
+  std::vector<EmpiricalDistribution> dists_;
+  uint64_t refreshed_version_ = 0;
+  Nanos refreshed_at_ = 0;
+  bool refreshed_ = false;
+  RollingPercentile overhead_samples_{256, 0.5};
+  Nanos overhead_;
+};
+
+// The profile's application histograms and their mix by profiled counts
+// (one entry per application, then the mix). Tools and tests use it.
+std::vector<EmpiricalDistribution> ProfileDistributions(const DynamicModelProfile& profile);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_DYNAMIC_POLICY_H_

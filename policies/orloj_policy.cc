@@ -1,0 +1,238 @@
+#include "policies/orloj_policy.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "policies/profiled_policy.h"
+
+namespace superserve {
+
+OrlojPolicy::OrlojPolicy(const ModelProfile& profile, OrlojOptions options)
+    : DynamicModelPolicy("orloj", profile, options.base), options_(options) {
+  double min_l = std::numeric_limits<double>::max();
+  for (size_t i = 0; i + 1 < distributions().size(); ++i) {
+    min_l = std::min(min_l, distributions()[i].min());
+  }
+  fastest_ = Micros(model_.Latency(1, min_l));
+  if (options_.every_batch_size) {
+    for (int32_t k = 1; k <= batch_sizes_.back(); ++k) sizes_.push_back(k);
+  } else {
+    sizes_ = batch_sizes_;
+  }
+  for (int32_t k : sizes_) {
+    dispatch_size_.push_back(*std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), k));
+  }
+  count_.assign(sizes_.size(), 0);
+  OnDistributionsChanged();
+  MaybeRefresh(0);  // the profile's tables: the first decision rebuilds nothing
+}
+
+void OrlojPolicy::OnDistributionsChanged() {
+  const auto& d = distributions();
+  const EmpiricalDistribution& mix = d.back();
+  tables_.assign(sizes_.size(), {});
+  for (size_t b = 0; b < sizes_.size(); ++b) {
+    const int32_t k = sizes_[b];
+    // E[L_B] depends on the batch size only (§4.3): k draws from the mix.
+    const double mean = model_.Latency(k, ExpectedMax(mix, k));
+    for (const EmpiricalDistribution& own : d) {
+      tables_[b].push_back(OrlojScoreTable::Build(own, mix, k, model_, mean, options_.score));
+    }
+  }
+  groups_per_dist_ = tables_.front().front().groups();
+  // Every tracked request is regrouped under the new tables.
+  groups_.assign(sizes_.size(), std::vector<Group>(d.size() * groups_per_dist_));
+  std::fill(count_.begin(), count_.end(), 0);
+  for (auto& [id, r] : tracked_) std::fill(r.group.begin(), r.group.end(), -1);
+  regroup_ = true;
+}
+
+void OrlojPolicy::Rebuild(Nanos now) {
+  regroup_ = false;
+  std::vector<QueryId> gone;
+  for (auto& [id, r] : tracked_) {
+    bool any = false;
+    for (size_t b = 0; b < sizes_.size(); ++b) {
+      Place(r, b, now);
+      any |= r.group[b] >= 0;
+    }
+    if (!any) gone.push_back(id);
+  }
+  for (QueryId id : gone) tracked_.erase(id);
+}
+
+void OrlojPolicy::Place(Tracked& r, size_t b, Nanos now) {
+  const OrlojScoreTable& t = tables_[b][r.dist];
+  const int32_t g = t.Group(ToMicros(r.q.deadline - now));
+  if (g != r.group[b]) {
+    Unplace(r, b);
+    if (g >= 0) {
+      GroupOf(b, r.dist, g).insert({r.q.deadline, r.q.id});
+      ++count_[b];
+      r.group[b] = static_cast<int16_t>(g);
+    }
+  }
+}
+
+void OrlojPolicy::Unplace(Tracked& r, size_t b) {
+  if (r.group[b] < 0) return;
+  GroupOf(b, r.dist, r.group[b]).erase({r.q.deadline, r.q.id});
+  --count_[b];
+  r.group[b] = -1;
+}
+
+void OrlojPolicy::Erase(QueryId id) {
+  auto it = tracked_.find(id);
+  if (it == tracked_.end()) return;
+  for (size_t b = 0; b < sizes_.size(); ++b) Unplace(it->second, b);
+  tracked_.erase(it);
+}
+
+void OrlojPolicy::Insert(const Query& q, Nanos now) {
+  auto [it, inserted] = tracked_.try_emplace(q.id);
+  Tracked& r = it->second;
+  if (!inserted) {
+    for (size_t b = 0; b < sizes_.size(); ++b) Unplace(r, b);
+  }
+  r.q = q;
+  r.dist = DistIndex(q);
+  r.group.assign(sizes_.size(), int16_t{-1});
+  bool any = false;
+  for (size_t b = 0; b < sizes_.size(); ++b) {
+    Place(r, b, now);
+    any |= r.group[b] >= 0;
+  }
+  if (!any) tracked_.erase(it);
+}
+
+void OrlojPolicy::OnArrival(const Query& q, Nanos now) {
+  DynamicModelPolicy::OnArrival(q, now);
+  Insert(q, now);
+}
+
+void OrlojPolicy::ProcessMilestones(Nanos now) {
+  // A request leaves group g once x = D - t drops below the group's floor,
+  // i.e. at D - floor: in deadline order inside the group, so only each
+  // group's earliest members need looking at (no milestone heap).
+  for (size_t b = 0; b < sizes_.size(); ++b) {
+    for (int32_t dist = 0; dist < static_cast<int32_t>(tables_[b].size()); ++dist) {
+      const OrlojScoreTable& t = tables_[b][dist];
+      for (int32_t g = 0; g < groups_per_dist_; ++g) {
+        Group& group = GroupOf(b, dist, g);
+        const Nanos floor = Micros(t.Floor(g));
+        while (!group.empty() && group.begin()->first - floor + 1 <= now) {
+          auto it = tracked_.find(group.begin()->second);
+          Tracked& r = it->second;
+          Place(r, b, now);  // leaves `group`
+          if (std::all_of(r.group.begin(), r.group.end(), [](int16_t x) { return x < 0; })) {
+            tracked_.erase(it);  // viable for no batch size: the sweep answers it
+          }
+        }
+      }
+    }
+  }
+}
+
+double OrlojPolicy::ScoreOf(QueryId id, size_t b, Nanos now) const {
+  auto it = tracked_.find(id);
+  if (it == tracked_.end() || it->second.group[b] < 0) return -1;
+  const Tracked& r = it->second;
+  return tables_[b][r.dist].Score(r.group[b], RelUs(r.q.deadline), RelUs(now));
+}
+
+Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
+  const Nanos now = ctx.now;
+  // Relative timestamps (§4.4): nothing stored depends on the base (alpha is
+  // formed from the deadline when a score is read), so a reset costs nothing.
+  if (!based_ || tables_[0][0].b() * RelUs(now) > options_.max_exponent) {
+    base_ = now;
+    based_ = true;
+  }
+  MaybeRefresh(now);
+  if (regroup_) Rebuild(now);
+  ProcessMilestones(now);
+  Nanos next = 0;
+  const int32_t drop = static_cast<int32_t>(
+      ctx.queue.CountDeadlinesBefore(now + fastest_, &next, kMaxDropsPerDecision));
+  if (ctx.free_workers.empty()) return Decision::Idle(drop);
+
+  // Batch size: ordered by (earliest deadline in Q_bs, bs) descending, the
+  // first with enough requests.
+  int32_t cand = -1;
+  Nanos cand_deadline = std::numeric_limits<Nanos>::min();
+  Nanos head = std::numeric_limits<Nanos>::max();  // most urgent tracked request
+  if (options_.anchor_at_head) {
+    for (size_t b = 0; b < sizes_.size(); ++b) {
+      for (const Group& g : groups_[b]) {
+        if (!g.empty()) head = std::min(head, g.begin()->first);
+      }
+    }
+  }
+  for (size_t b = 0; b < sizes_.size(); ++b) {
+    if (count_[b] < sizes_[b]) continue;
+    Nanos earliest = std::numeric_limits<Nanos>::max();
+    for (const Group& g : groups_[b]) {
+      if (!g.empty()) earliest = std::min(earliest, g.begin()->first);
+    }
+    if (options_.anchor_at_head && earliest != head) continue;
+    if (cand < 0 || earliest > cand_deadline ||
+        (earliest == cand_deadline && sizes_[b] > sizes_[cand])) {
+      cand = static_cast<int32_t>(b);
+      cand_deadline = earliest;
+    }
+  }
+  if (cand < 0) {  // no queue is full: a partial batch of the smallest size
+    for (size_t b = 0; b < sizes_.size() && cand < 0; ++b) {
+      if (count_[b] > 0) cand = static_cast<int32_t>(b);
+    }
+  }
+  if (cand < 0) return Decision::Idle(drop);
+
+  // Pop the top-scored requests of Q_cand: the best of the group ends.
+  const auto& tables = tables_[cand];
+  auto& groups = groups_[cand];
+  const double t_rel = RelUs(now);
+  auto end_score = [&](int32_t gi, bool back) {
+    const Group& g = groups[gi];
+    const Key& k = back ? *g.rbegin() : *g.begin();
+    return tables[gi / groups_per_dist_].Score(gi % groups_per_dist_, RelUs(k.first), t_rel);
+  };
+  auto better = [](const Top& a, const Top& b) {  // heap order: worst on top
+    return a.score < b.score || (a.score == b.score && a.group_index > b.group_index);
+  };
+  tops_.clear();
+  for (int32_t gi = 0; gi < static_cast<int32_t>(groups.size()); ++gi) {
+    if (groups[gi].empty()) continue;
+    // Inside a group the score is monotone in the deadline: the best member
+    // is at one end, and stays at that end as members are popped.
+    const bool back = tables[gi / groups_per_dist_].LatestScoresHighest(gi % groups_per_dist_);
+    tops_.push_back(Top{end_score(gi, back), gi, back});
+  }
+  std::make_heap(tops_.begin(), tops_.end(), better);
+  Decision d;
+  d.kind = Decision::Kind::kDispatch;
+  d.drop = drop;
+  d.batch_size = dispatch_size_[cand];
+  d.subnet_index = -1;
+  d.worker = ctx.free_workers.front();
+  const int64_t want = std::min<int64_t>(sizes_[cand], count_[cand]);
+  while (static_cast<int64_t>(d.take_ids.size()) < want && !tops_.empty()) {
+    std::pop_heap(tops_.begin(), tops_.end(), better);
+    Top top = tops_.back();
+    tops_.pop_back();
+    const Group& g = groups[top.group_index];
+    const QueryId id = top.from_back ? g.rbegin()->second : g.begin()->second;
+    d.take_ids.push_back(id);
+    Erase(id);
+    if (!g.empty()) {
+      top.score = end_score(top.group_index, top.from_back);
+      tops_.push_back(top);
+      std::push_heap(tops_.begin(), tops_.end(), better);
+    }
+  }
+  d.take = static_cast<int32_t>(d.take_ids.size());
+  if (d.take == 0) return Decision::Idle(drop);
+  return d;
+}
+
+}  // namespace superserve

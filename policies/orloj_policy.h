@@ -1,0 +1,121 @@
+#ifndef SUPERSERVE_POLICIES_ORLOJ_POLICY_H_
+#define SUPERSERVE_POLICIES_ORLOJ_POLICY_H_
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "policies/dynamic_policy.h"
+#include "policies/orloj_score.h"
+
+namespace superserve {
+
+struct OrlojOptions {
+  DynamicPolicyOptions base;
+  OrlojScoreTable::Params score;
+  // Relative timestamps are re-based once b * (now - base) exceeds this, so
+  // that e^{b t} stays far from overflow (§4.4).
+  double max_exponent = 50;
+  // The batch sizes S of Algorithm 1: the profile's (false), or every size
+  // from 1 to the profile's largest (true; a batch of k is dispatched as the
+  // smallest profiled size >= k and runs for k).
+  bool every_batch_size = false;
+  // Ablation, not the paper: among the full queues only those holding the
+  // most urgent tracked request compete (the largest wins), so the batch is
+  // anchored at the EDF head instead of the freshest requests.
+  bool anchor_at_head = false;
+};
+
+// Orloj (Algorithm 1): one priority queue per batch size holding the
+// requests still viable for it, ordered by the time-varying score
+// p(t) = alpha * e^{bt} + beta (policies/orloj_score.h). A decision
+//   1. re-bases relative timestamps when due (every score is recomputed);
+//   2. moves requests whose milestone passed to their new score group, and
+//      out of the batch sizes they can no longer make;
+//   3. drops the EDF head that no batch can save (Decision::drop);
+//   4. picks the batch size as the pseudocode writes it: batch sizes ordered
+//      by (earliest deadline in Q_bs, bs) descending, the first with
+//      |Q_bs| >= bs (the smallest profiled size with a partial batch when
+//      none is full, so that a model without batch size 1 is still served);
+//   5. pops the bs top-scored requests of Q_bs and names them in
+//      Decision::take_ids.
+//
+// Priority queue: instead of the paper's dynamic convex hull, requests of one
+// (batch size, application, score group) share A_g and beta_g, so inside a
+// group the score is monotone in the deadline: each group is an ordered set
+// by deadline and its best member is one of its two ends. The top of Q_bs is
+// the best of the group ends: O(G) per query with G = applications x bins,
+// O(log n) per insertion (one ordered insert per batch size) and per
+// milestone. Milestones need no heap: inside a group they come in deadline
+// order, so a decision looks at each group's earliest member
+// (bench/benchmarks/orloj_bench.cc measures it at 10,000 pending against the
+// EDF queue).
+class OrlojPolicy final : public DynamicModelPolicy {
+ public:
+  OrlojPolicy(const ModelProfile& profile, OrlojOptions options);
+
+  Decision Decide(const SchedulingContext& ctx) override;
+  void OnArrival(const Query& q, Nanos now) override;
+  void OnRequeue(const Query& q, Nanos now) override { Insert(q, now); }
+
+  // Requests tracked in Q_bs (tests and benchmarks).
+  int64_t queued(size_t batch_index) const { return count_[batch_index]; }
+  // The score table of (batch size index, distribution index) (tests).
+  const OrlojScoreTable& table(size_t batch_index, int32_t dist) const {
+    return tables_[batch_index][dist];
+  }
+  // The current score of a tracked request in Q_bs, or -1 if it is not there.
+  double ScoreOf(QueryId id, size_t batch_index, Nanos now) const;
+  Nanos base() const { return base_; }
+
+ protected:
+  void OnDistributionsChanged() override;
+
+ private:
+  using Key = std::pair<Nanos, QueryId>;  // (deadline, id)
+  using Group = absl::btree_set<Key>;
+  struct Tracked {
+    Query q;
+    int32_t dist = 0;
+    absl::InlinedVector<int16_t, 8> group;  // per batch index; -1 = not in Q_bs
+  };
+
+  void Insert(const Query& q, Nanos now);
+  // Puts tracked request `r` into the group of Q_b matching `now` (or takes
+  // it out of Q_b).
+  void Place(Tracked& r, size_t b, Nanos now);
+  void Unplace(Tracked& r, size_t b);
+  void Erase(QueryId id);
+  void ProcessMilestones(Nanos now);
+  void Rebuild(Nanos now);
+  double RelUs(Nanos t) const { return ToMicros(t - base_); }
+  Group& GroupOf(size_t b, int32_t dist, int32_t g) { return groups_[b][dist * groups_per_dist_ + g]; }
+
+  OrlojOptions options_;
+  Nanos fastest_ = 0;  // batch of one with the shortest time any application has
+  Nanos base_ = 0;
+  bool based_ = false;
+  bool regroup_ = false;  // tables changed: regroup every tracked request
+  int32_t groups_per_dist_ = 0;
+  std::vector<std::vector<OrlojScoreTable>> tables_;  // [batch index][dist]
+  std::vector<std::vector<Group>> groups_;            // [batch index][dist * G + g]
+  std::vector<int64_t> count_;                        // |Q_bs|
+  std::vector<int32_t> sizes_;                        // S
+  std::vector<int32_t> dispatch_size_;                // profiled size for each of S
+  absl::flat_hash_map<QueryId, Tracked> tracked_;
+  // Scratch of a decision.
+  struct Top {
+    double score;
+    int32_t group_index;
+    bool from_back;
+  };
+  std::vector<Top> tops_;
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_ORLOJ_POLICY_H_

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Orloj's synthetic experiments (paper §5.3 and Appendix A) on superserve-sim.
+
+Generates, for each case, a dynamic-model profile (one application per mode,
+each a normal distribution of per-query execution times, as a histogram) and
+a Poisson arrival trace tagged with the application, then runs
+superserve-sim --policy orloj|clockwork|nexus at SLO = 1.5, 2, 3, 4, 5 x the
+P99 execution time and prints markdown tables of the finish rate
+(slo_attainment).
+
+  scripts/orloj-synthetic.py --sim build/bin/superserve-sim [--out DIR] [--quick]
+
+Everything is seeded; the tables in docs/dynamic.md come from this command.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+
+# The batch-time model: a batch of k takes C0 + C1 * k * max(l) (us).
+C0_US = 10000.0
+C1 = 0.1
+BATCH_SIZES = [1, 2, 4, 8, 16, 32]
+UNIT_US = 10000.0  # one "unit" of the paper's synthetic distributions
+SLO_MULTIPLES = [1.5, 2, 3, 4, 5]
+POLICIES = ["orloj", "clockwork", "nexus"]
+WORKERS = 1
+
+
+def normal_hist(mean, std, bins=64):
+    lo = max(0.05 * UNIT_US, (mean - 4 * std) * UNIT_US)
+    hi = (mean + 4 * std) * UNIT_US
+    edges = [lo + (hi - lo) * i / bins for i in range(bins + 1)]
+    def cdf(x):
+        return 0.5 * (1 + math.erf((x / UNIT_US - mean) / (std * math.sqrt(2))))
+    counts = [max(0.0, cdf(edges[i + 1]) - cdf(edges[i])) * 1e6 for i in range(bins)]
+    return edges, counts
+
+
+def point_hist(value):
+    v = value * UNIT_US
+    return [v, v * 1.000001], [1.0]
+
+
+def cases():
+    """(name, [(mean, std or None for a point mass, weight)])."""
+    out = []
+    for std in [0.5, 1, 2]:
+        out.append((f"bimodal std-{std:g}", [(5, std, 1), (10, std, 1)]))
+    out.append(("bimodal std-2/0.5", [(5, 2, 1), (10, 0.5, 1)]))
+    out.append(("bimodal std-0.5/2", [(5, 0.5, 1), (10, 2, 1)]))
+    out.append(("unequal more-short", [(5, 1, 4), (10, 1, 1)]))
+    out.append(("unequal more-long", [(5, 1, 1), (10, 1, 4)]))
+    for m in range(1, 9):
+        means = [7.5] if m == 1 else [5 + 5 * i / (m - 1) for i in range(m)]
+        out.append((f"{m}-modal", [(mu, 1, 1) for mu in means]))
+    out.append(("static", [(7.5, None, 1)]))
+    return out
+
+
+def write_case(name, modes, out_dir, seed, duration_s, load):
+    apps = []
+    for i, (mean, std, _) in enumerate(modes):
+        edges, counts = point_hist(mean) if std is None else normal_hist(mean, std)
+        apps.append({"application": f"app{i}", "bin_edges_us": edges, "counts": counts})
+    profile = {
+        "model": "synthetic", "family": "dynamic", "batch_sizes": BATCH_SIZES,
+        "measured_on": f"synthetic case {name}",
+        "dynamic": {"batch_overhead_us": C0_US, "per_request_factor": C1,
+                    "applications": apps},
+    }
+    slug = name.replace(" ", "_").replace("/", "-")
+    ppath = os.path.join(out_dir, f"{slug}.profile.json")
+    with open(ppath, "w") as f:
+        json.dump(profile, f)
+    # Per-query times, for the P99 and the mean (the load).
+    rng = random.Random(seed)
+    weights = [w for _, _, w in modes]
+    total_w = sum(weights)
+    sample = []
+    for _ in range(20000):
+        i = rng.choices(range(len(modes)), weights)[0]
+        mean, std, _ = modes[i]
+        l = mean * UNIT_US if std is None else max(0.05 * UNIT_US, rng.gauss(mean, std) * UNIT_US)
+        sample.append(C0_US + C1 * l)
+    sample.sort()
+    p99_us = sample[int(0.99 * (len(sample) - 1))]
+    mean_alone = sum(sample) / len(sample)
+    # Load: `load` times what one worker serves in batches of 4 at the mean
+    # per-query time (c0 + c1 * 4 * mean l) / 4 per query.
+    mean_l = (mean_alone - C0_US) / C1
+    per_query_us = (C0_US + C1 * 4 * mean_l) / 4
+    rate = WORKERS * load * 1e6 / per_query_us
+    t = 0.0
+    tpath = os.path.join(out_dir, f"{slug}.trace.csv")
+    with open(tpath, "w") as f:
+        f.write("arrival_us,app\n")
+        while t < duration_s * 1e6:
+            t += rng.expovariate(rate / 1e6)
+            i = rng.choices(range(len(modes)), weights)[0]
+            f.write(f"{t:.0f},app{i}\n")
+    return ppath, tpath, p99_us, rate
+
+
+def run(sim, ppath, tpath, policy, slo_ms, seed, extra):
+    cmd = [sim, "--profile", ppath, "--trace", tpath, "--policy", policy, "--workers", str(WORKERS),
+           "--slo-ms", f"{slo_ms:.3f}", "--seed", str(seed), "--json"] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    global C0_US, C1, UNIT_US, WORKERS
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sim", default="build/bin/superserve-sim")
+    ap.add_argument("--out", default="/tmp/orloj-synthetic")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--duration-s", type=float, default=60)
+    ap.add_argument("--load", type=float, default=0.9,
+                    help="arrival rate / (one worker's rate in batches of 4 at the mean time)")
+    ap.add_argument("--cases", default="", help="comma-separated case-name prefixes (default all)")
+    ap.add_argument("--json", action="store_true", help="also print every result as JSON lines")
+    ap.add_argument("--c0-ms", type=float, default=C0_US / 1000)
+    ap.add_argument("--c1", type=float, default=C1)
+    ap.add_argument("--unit-ms", type=float, default=UNIT_US / 1000)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("extra", nargs="*", help="extra superserve-sim flags (after --)")
+    a = ap.parse_args()
+    C0_US, C1, UNIT_US, WORKERS = a.c0_ms * 1000, a.c1, a.unit_ms * 1000, a.workers
+    os.makedirs(a.out, exist_ok=True)
+    wanted = [c for c in a.cases.split(",") if c]
+    print(f"superserve-sim, {WORKERS} worker(s), batch time {C0_US / 1000:g} ms + {C1:g} * k * max(l), "
+          f"batch sizes {BATCH_SIZES}, Poisson arrivals, load {a.load:g}, {a.duration_s:g} s, "
+          f"seed {a.seed}\n")
+    for name, modes in cases():
+        if wanted and not any(name.startswith(w) for w in wanted):
+            continue
+        ppath, tpath, p99_us, rate = write_case(name, modes, a.out, a.seed, a.duration_s, a.load)
+        print(f"### {name} (P99 execution time {p99_us / 1000:.1f} ms, {rate:.1f} q/s)\n")
+        print("| SLO (x P99) | " + " | ".join(POLICIES) + " |")
+        print("|---|" + "---|" * len(POLICIES))
+        for m in SLO_MULTIPLES:
+            row = []
+            for p in POLICIES:
+                r = run(a.sim, ppath, tpath, p, m * p99_us / 1000, a.seed, a.extra)
+                row.append(f"{r['slo_attainment']:.2f}")
+                if a.json:
+                    print(json.dumps({"case": name, "slo_x": m, **r}), file=sys.stderr)
+            print(f"| {m:g} | " + " | ".join(row) + " |")
+        print()
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

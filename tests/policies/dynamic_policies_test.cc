@@ -1,0 +1,459 @@
+// Orloj and its baselines for dynamic models, on hand-built cases; the
+// distribution pieces they rest on (estimator, product CDF, score).
+#include <cmath>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "policies/batch_time_model.h"
+#include "policies/dynamic_baselines.h"
+#include "policies/execution_time_estimator.h"
+#include "policies/orloj_policy.h"
+#include "policies/orloj_score.h"
+#include "policies/policy_factory.h"
+
+namespace superserve {
+namespace {
+
+struct App {
+  std::string name;
+  double lo_us, hi_us;  // uniform
+};
+
+// A dynamic profile: batch of k takes c0 + c1 * k * max(l); each application
+// uniform on [lo, hi) in one bin, equal counts.
+ModelProfile DynamicProfile(double c0_us, double c1, std::vector<int32_t> batches,
+                            std::vector<App> apps) {
+  ModelProfile p;
+  p.model = "dyn";
+  p.batch_sizes = std::move(batches);
+  p.is_dynamic = true;
+  p.dynamic.batch_overhead_us = c0_us;
+  p.dynamic.per_request_factor = c1;
+  for (const App& a : apps) p.dynamic.applications.push_back({a.name, {a.lo_us, a.hi_us}, {100}});
+  return p;
+}
+
+EmpiricalDistribution Uniform(double lo, double hi) {
+  return *EmpiricalDistribution::FromHistogram({lo, hi}, {1});
+}
+
+Query Q(QueryId id, int32_t app, Nanos arrival, Nanos deadline) {
+  return Query{id, app, arrival, deadline};
+}
+
+// --- estimator
+
+TEST(ExecutionTimeEstimatorTest, TheWindowFollowsAShiftInTheInputMix) {
+  DynamicModelProfile prof;
+  prof.applications.push_back({"a", {1000, 2000}, {1}});
+  prof.applications.push_back({"b", {1000, 2000}, {1}});
+  ExecutionTimeEstimator::Options o;
+  o.window = 200;
+  o.min_samples = 50;
+  o.share_window = 100;
+  ExecutionTimeEstimator e(prof, o);
+  EXPECT_NEAR(e.Distribution(0).Mean(), 1500, 1e-9) << "the profile until measured";
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> slow(5000, 6000), fast(1000, 1100);
+  for (int i = 0; i < 49; ++i) e.AddSample(0, slow(rng));
+  EXPECT_NEAR(e.Distribution(0).Mean(), 1500, 1e-9) << "below min_samples";
+  for (int i = 0; i < 151; ++i) e.AddSample(0, slow(rng));
+  EXPECT_NEAR(e.Distribution(0).Mean(), 5500, 60);
+  EXPECT_GT(e.Distribution(0).Quantile(0.05), 5000);
+  // The input shifts back: after one window the old samples are gone.
+  for (int i = 0; i < 200; ++i) e.AddSample(0, fast(rng));
+  EXPECT_NEAR(e.Distribution(0).Mean(), 1050, 10);
+  EXPECT_LT(e.Distribution(0).Quantile(0.99), 1101);
+  EXPECT_NEAR(e.Distribution(1).Mean(), 1500, 1e-9) << "other applications keep theirs";
+  // The mix: equal by profile counts, then by recent arrivals.
+  EXPECT_NEAR(e.Shares()[0], 0.5, 1e-12);
+  for (int i = 0; i < 100; ++i) e.AddArrival(0);
+  EXPECT_NEAR(e.Shares()[0], 1.0, 1e-12);
+  for (int i = 0; i < 75; ++i) e.AddArrival(1);
+  EXPECT_NEAR(e.Shares()[1], 0.75, 1e-12);
+}
+
+TEST(DynamicPolicyTest, TelemetryMovesThePolicysEstimates) {
+  // Nexus plans from the mix's mean: two applications, 1 ms and 9 ms.
+  ModelProfile p = DynamicProfile(0, 1, {1, 2, 4}, {{"short", 1000, 1001}, {"long", 9000, 9001}});
+  NexusLikeOptions o;
+  o.base.estimator.min_samples = 10;
+  o.base.estimator.share_window = 50;
+  o.base.refresh_interval = Millis(1);
+  NexusLikePolicy nexus(p, o);
+  nexus.OnApplicationNamed(0, "long");
+  nexus.OnApplicationNamed(1, "short");
+  EXPECT_NEAR(ToMicros(nexus.MeanLatency(0)), 5000.5, 1);
+  // Only "long" arrives, and it now runs 20 ms.
+  CompletionTelemetry t;
+  t.batch_size = 1;
+  for (int i = 0; i < 60; ++i) {
+    nexus.OnArrival(Q(i + 1, /*long*/ 0, 0, Seconds(1)), 0);
+    t.queries.push_back({static_cast<QueryId>(i + 1), 0, Millis(20), -1});
+  }
+  nexus.OnCompletion(t);
+  EdfQueue q;
+  nexus.Decide({q, Millis(5), {}, 1});  // refreshes
+  EXPECT_NEAR(ToMicros(nexus.MeanLatency(0)), 20000, 100);
+  EXPECT_NEAR(ToMicros(nexus.MeanLatency(1)), 40000, 200);
+}
+
+// --- product CDF, expected max, score
+
+TEST(BatchTimeModelTest, CdfOfTheMaxIsTheProductOfCdfs) {
+  EmpiricalDistribution u = Uniform(0, 1), w = Uniform(0, 2);
+  EXPECT_NEAR(MaxCdf(u, u, 3, 0.5), 0.125, 1e-12);
+  EXPECT_NEAR(MaxCdf(u, w, 2, 0.5), 0.5 * 0.25, 1e-12);
+  const EmpiricalDistribution* parts[] = {&u, &w, &w};
+  EXPECT_NEAR(MaxCdf(parts, 1.0), 1.0 * 0.5 * 0.5, 1e-12);
+  // Against sampling: the max of one u and two w draws.
+  std::mt19937_64 rng(11);
+  int below = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    double m = std::max({u.Sample(rng), w.Sample(rng), w.Sample(rng)});
+    below += m <= 0.8;
+  }
+  EXPECT_NEAR(static_cast<double>(below) / n, MaxCdf(parts, 0.8), 0.005);
+  EXPECT_NEAR(ExpectedMax(u, 1), 0.5, 1e-9);
+  EXPECT_NEAR(ExpectedMax(u, 2), 2.0 / 3, 1e-9);
+  EXPECT_NEAR(ExpectedMax(u, 4), 0.8, 1e-9);
+  EXPECT_NEAR(ExpectedMax(*EmpiricalDistribution::FromHistogram({0, 1, 3}, {1, 1}), 2),
+              // E[max] = integral of 1 - F^2 over [0, 3] with F piecewise linear.
+              3 - (0.25 / 3) - (1.0 / (3 * 0.25)) * (1 - 0.125), 1e-9);
+  BatchTimeModel m{500, 0.5};
+  EXPECT_DOUBLE_EQ(m.Latency(4, 1000), 500 + 0.5 * 4 * 1000);
+}
+
+// (1/E) * integral over l < x of f(l) e^{-b (x - l)} dl: the expected cost
+// saved by running now instead of after an Exp(b) delay (Eq. 1), by brute
+// force.
+double BruteForceScore(const EmpiricalDistribution& batch_time, double x, double b, double mean) {
+  const int steps = 200000;
+  const double lo = batch_time.min(), hi = std::min(x, batch_time.max());
+  if (hi <= lo) return 0;
+  const double dl = (hi - lo) / steps;
+  double sum = 0;
+  for (int i = 0; i < steps; ++i) {
+    const double l = lo + (i + 0.5) * dl;
+    const double f = (batch_time.Cdf(l + dl / 2) - batch_time.Cdf(l - dl / 2)) / dl;
+    sum += f * std::exp(-b * (x - l)) * dl;
+  }
+  return sum / mean;
+}
+
+TEST(OrlojScoreTest, ScoreMatchesTheExpectedCostReduction) {
+  EmpiricalDistribution own = Uniform(1000, 3000);
+  OrlojScoreTable::Params params;
+  params.b_per_us = 1e-3;  // a visible urgency term
+  params.viable_quantile = 0;
+  params.grid_bins = 16;
+  const BatchTimeModel model{0, 1};
+  OrlojScoreTable t = OrlojScoreTable::Build(own, own, 1, model, 2000, params);
+  for (double x : {999.0, 1000.0, 1500.0, 2222.0, 2999.0, 3000.0, 5000.0}) {
+    const double want = BruteForceScore(own, x, params.b_per_us, 2000);
+    const int32_t g = t.Group(x);
+    if (x < 1000) {
+      EXPECT_EQ(g, -1);
+      continue;
+    }
+    // alpha * e^{bt} + beta with relative timestamps: any base gives the
+    // same score.
+    for (double base_shift : {0.0, 12345.0}) {
+      const double d = base_shift + x, now = base_shift;
+      EXPECT_NEAR(t.Score(g, d, now), want, 1e-6 * std::max(1.0, want)) << "x=" << x;
+    }
+  }
+  // Longer time left: a higher chance now, and the delay hurts less; the
+  // score first rises (chance) and then falls (less urgent).
+  EXPECT_LT(t.Score(t.Group(1500), 1500, 0), t.Score(t.Group(3000), 3000, 0));
+  EXPECT_GT(t.Score(t.Group(3000), 3000, 0), t.Score(t.Group(8000), 8000, 0));
+}
+
+TEST(OrlojScoreTest, BatchTimeUsesTheProductCdfAndViability) {
+  EmpiricalDistribution own = Uniform(1000, 2000), mix = Uniform(1000, 3000);
+  OrlojScoreTable::Params params;
+  params.viable_quantile = 0.5;
+  const BatchTimeModel model{100, 0.5};
+  OrlojScoreTable t = OrlojScoreTable::Build(own, mix, 4, model, 1, params);
+  // P(batch <= 100 + 0.5*4*y) = own(y) * mix(y)^3.
+  for (double y : {1200.0, 1500.0, 1900.0, 2500.0}) {
+    EXPECT_NEAR(t.SuccessProbability(model.Latency(4, y)), MaxCdf(own, mix, 4, y), 1e-2)
+        << "y=" << y;
+  }
+  EXPECT_NEAR(t.SuccessProbability(t.viable_from()), 0.5, 1e-6);
+  EXPECT_EQ(t.Group(t.viable_from() - 1), -1);
+  EXPECT_GE(t.Group(t.viable_from()), 0);
+}
+
+// --- Orloj decisions
+
+TEST(OrlojPolicyTest, PicksTheLargestFullBatchSizeAsThePseudocodeWrites) {
+  // One application, ~1 ms per query; k queries take k ms.
+  ModelProfile p = DynamicProfile(0, 1, {1, 2, 4}, {{"a", 1000, 1100}});
+  OrlojOptions o;
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "a");
+  EdfQueue q;
+  const int32_t free[] = {7};
+  // Two urgent queries (1.5 ms left: only a batch of one makes it) and two
+  // relaxed ones.
+  for (QueryId id : {1, 2}) {
+    Query x = Q(id, 0, 0, Micros(1500));
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+  }
+  for (QueryId id : {3, 4}) {
+    Query x = Q(id, 0, 0, Millis(100));
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+  }
+  EXPECT_EQ(orloj.queued(0), 4);
+  EXPECT_EQ(orloj.queued(1), 2);
+  EXPECT_EQ(orloj.queued(2), 2);
+  Decision d = orloj.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  // Ordered by (earliest deadline in Q_bs, bs) descending, the first with
+  // |Q_bs| >= bs: Q_4 has 2 (not full), Q_2 = {3, 4} is.
+  EXPECT_EQ(d.batch_size, 2);
+  EXPECT_EQ(d.worker, 7);
+  EXPECT_EQ(d.subnet_index, -1);
+  EXPECT_EQ(d.take, 2);
+  std::vector<QueryId> ids = d.take_ids;
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<QueryId>{3, 4}));
+  EXPECT_EQ(orloj.queued(0), 2) << "taken requests leave every queue";
+  // Now only the urgent two: batch size 1 (Q_2 holds none of them).
+  d = orloj.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 1);
+  EXPECT_EQ(d.take_ids.size(), 1u);
+
+  // The ablation anchored at the EDF head: Q_2 is full but does not hold the
+  // most urgent request, so batch size 1 it is.
+  OrlojOptions anchored;
+  anchored.anchor_at_head = true;
+  OrlojPolicy head_first(p, anchored);
+  head_first.OnApplicationNamed(0, "a");
+  EdfQueue q2;
+  for (QueryId id : {1, 2, 3, 4}) {
+    Query x = Q(id, 0, 0, id <= 2 ? Micros(1500) : Millis(100));
+    q2.Push(x);
+    head_first.OnArrival(x, 0);
+  }
+  d = head_first.Decide({q2, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 1);
+}
+
+TEST(OrlojPolicyTest, PopsTheTopScoredRequestNotTheEdfHead) {
+  // Short (1 ms) and long (5 ms) applications, batch size 1.
+  ModelProfile p =
+      DynamicProfile(0, 1, {1}, {{"short", 1000, 1100}, {"long", 5000, 5100}});
+  OrlojOptions o;
+  o.score.viable_quantile = 0.05;
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "short");
+  orloj.OnApplicationNamed(1, "long");
+  EdfQueue q;
+  const int32_t free[] = {0};
+  // The EDF head is a long request with an even chance (5.05 ms left); a
+  // short one has 20 ms and is sure to make it.
+  const Query hopeless = Q(1, 1, 0, Micros(500));
+  const Query risky = Q(2, 1, 0, Micros(5050));
+  const Query sure = Q(3, 0, 0, Millis(20));
+  for (const Query& x : {hopeless, risky, sure}) {
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+  }
+  EXPECT_GT(orloj.ScoreOf(3, 0, 0), orloj.ScoreOf(2, 0, 0));
+  Decision d = orloj.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.drop, 1) << "no batch can save the 0.5 ms one (fastest is 1 ms)";
+  EXPECT_EQ(d.take_ids, std::vector<QueryId>{3});
+}
+
+TEST(OrlojPolicyTest, TheBatchIsTheTopScoredOfItsQueueByBruteForce) {
+  ModelProfile p =
+      DynamicProfile(300, 0.4, {1, 2, 4, 8}, {{"s", 1000, 3000}, {"l", 5000, 12000}});
+  OrlojOptions o;
+  o.score.b_per_us = 1e-4;  // urgency matters as much as the chance
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "s");
+  orloj.OnApplicationNamed(1, "l");
+  std::mt19937_64 rng(9);
+  EdfQueue q;
+  std::vector<QueryId> ids;
+  for (QueryId id = 1; id <= 400; ++id) {
+    Query x = Q(id, static_cast<int32_t>(rng() % 2), 0,
+                Micros(2000 + static_cast<double>(rng() % 40000)));
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+    ids.push_back(id);
+  }
+  const int32_t free[] = {0};
+  for (Nanos now : {Millis(1), Millis(4), Millis(9)}) {
+    orloj.Decide({q, now, {}, 1});  // milestones up to now
+    std::vector<std::vector<double>> before(4);
+    for (size_t b = 0; b < 4; ++b) {
+      for (QueryId id : ids) before[b].push_back(orloj.ScoreOf(id, b, now));
+    }
+    Decision d = orloj.Decide({q, now, free, 1});
+    ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+    const size_t b = std::find(p.batch_sizes.begin(), p.batch_sizes.end(), d.batch_size) -
+                     p.batch_sizes.begin();
+    ASSERT_EQ(static_cast<int32_t>(d.take_ids.size()), d.batch_size);
+    double worst_taken = 1e300, best_left = -1;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const bool taken =
+          std::find(d.take_ids.begin(), d.take_ids.end(), ids[i]) != d.take_ids.end();
+      if (taken) {
+        ASSERT_GE(before[b][i], 0) << "a taken request was in Q_bs";
+        worst_taken = std::min(worst_taken, before[b][i]);
+      } else {
+        best_left = std::max(best_left, before[b][i]);
+      }
+    }
+    EXPECT_GE(worst_taken, best_left) << "at " << now;
+    std::vector<Query> out;
+    for (int32_t k = 0; k < d.drop; ++k) q.Pop();
+    q.TakeIds(d.take_ids, &out);
+    ids.erase(std::remove_if(ids.begin(), ids.end(),
+                             [&](QueryId id) {
+                               return std::find(d.take_ids.begin(), d.take_ids.end(), id) !=
+                                      d.take_ids.end();
+                             }),
+              ids.end());
+  }
+}
+
+TEST(OrlojPolicyTest, MilestonesMoveRequestsOutOfBatchSizesTheyCannotMake) {
+  ModelProfile p = DynamicProfile(0, 1, {1, 2}, {{"a", 1000, 1100}});
+  OrlojPolicy orloj(p, OrlojOptions{});
+  orloj.OnApplicationNamed(0, "a");
+  EdfQueue q;
+  const Query x = Q(1, 0, 0, Millis(3));
+  q.Push(x);
+  orloj.OnArrival(x, 0);
+  EXPECT_EQ(orloj.queued(1), 1) << "3 ms left: a batch of two (~2.1 ms) fits";
+  orloj.Decide({q, Millis(1), {}, 1});  // no free worker: only bookkeeping
+  EXPECT_EQ(orloj.queued(1), 0) << "2 ms left: it no longer does";
+  EXPECT_EQ(orloj.queued(0), 1);
+  orloj.Decide({q, Micros(2000), {}, 1});
+  EXPECT_EQ(orloj.queued(0), 0) << "1 ms left: below the median time of one";
+}
+
+TEST(OrlojPolicyTest, RelativeTimestampsResetWithoutChangingDecisions) {
+  ModelProfile p =
+      DynamicProfile(200, 0.5, {1, 2, 4}, {{"s", 1000, 2000}, {"l", 4000, 8000}});
+  OrlojOptions often;
+  often.max_exponent = 1e-9;  // re-base at every decision
+  OrlojPolicy a(p, OrlojOptions{}), b(p, often);
+  for (auto* x : {&a, &b}) {
+    x->OnApplicationNamed(0, "s");
+    x->OnApplicationNamed(1, "l");
+  }
+  std::mt19937_64 rng(5);
+  EdfQueue qa, qb;
+  const int32_t free[] = {0};
+  Nanos now = Seconds(100);
+  for (int i = 1; i <= 300; ++i) {
+    now += Micros(std::uniform_int_distribution<int>(0, 3000)(rng));
+    Query x = Q(i, i % 2, now, now + Millis(std::uniform_int_distribution<int>(5, 30)(rng)));
+    qa.Push(x);
+    qb.Push(x);
+    a.OnArrival(x, now);
+    b.OnArrival(x, now);
+    if (i % 3 == 0) {
+      Decision da = a.Decide({qa, now, free, 1}), db = b.Decide({qb, now, free, 1});
+      ASSERT_EQ(da.take_ids, db.take_ids) << "decision " << i;
+      ASSERT_EQ(da.drop, db.drop);
+      EXPECT_EQ(b.base(), now);
+      std::vector<Query> out;
+      for (int k = 0; k < da.drop; ++k) {
+        qa.Pop();
+        qb.Pop();
+      }
+      qa.TakeIds(da.take_ids, &out);
+      qb.TakeIds(db.take_ids, &out);
+    }
+  }
+}
+
+// --- baselines
+
+TEST(ClockworkLikePolicyTest, LargestBatchWhoseHighPercentileFitsTheHead) {
+  ModelProfile p = DynamicProfile(0, 1, {1, 2, 4, 8}, {{"a", 1000, 2000}});
+  ClockworkLikeOptions o;
+  o.base.initial_overhead = 0;
+  o.min_samples = 4;
+  ClockworkLikePolicy cw(p, o);
+  EXPECT_NEAR(ToMicros(cw.Estimate(2)), 4 * 1990, 1);  // k * p99
+  EdfQueue q;
+  for (QueryId id = 1; id <= 8; ++id) q.Push(Q(id, 0, 0, Millis(9)));
+  const int32_t free[] = {2};
+  Decision d = cw.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 4);  // 7.96 ms fits 9 ms, 8 * 1.99 does not
+  EXPECT_EQ(d.take, 4);
+  EXPECT_TRUE(d.take_ids.empty()) << "EDF order";
+  // A head that not even a batch of one (p99 1.99 ms) can save is dropped.
+  EdfQueue late;
+  late.Push(Q(1, 0, 0, Micros(1500)));
+  late.Push(Q(2, 0, 0, Millis(50)));
+  d = cw.Decide({late, 0, free, 1});
+  EXPECT_EQ(d.drop, 1);
+  EXPECT_EQ(d.take, 1);
+  // Measured batches replace the profile's estimate (Clockwork's online
+  // profile).
+  CompletionTelemetry t;
+  t.batch_size = 4;
+  t.exec = Millis(3);
+  for (int i = 0; i < 4; ++i) cw.OnCompletion(t);
+  EXPECT_EQ(cw.Estimate(2), Millis(3));
+}
+
+TEST(NexusLikePolicyTest, PlansTheBatchFromTheMeanAndTheSlo) {
+  ModelProfile p = DynamicProfile(0, 1, {1, 2, 4, 8}, {{"a", 1000, 2000}});
+  NexusLikeOptions o;
+  o.base.initial_overhead = 0;
+  NexusLikePolicy nexus(p, o);
+  EdfQueue q;
+  for (QueryId id = 1; id <= 8; ++id) {
+    Query x = Q(id, 0, 0, Millis(10));
+    q.Push(x);
+    nexus.OnArrival(x, 0);
+  }
+  // Mean 1.5 ms: 2 * l(b) <= 10 ms holds for b = 2 (6 ms), not 4 (12 ms).
+  EXPECT_EQ(nexus.planned_batch_index(), 1);
+  const int32_t free[] = {0};
+  Decision d = nexus.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 2);
+  EXPECT_EQ(d.take, 2);
+  // Close to the head's deadline the batch shrinks, then the head is dropped.
+  d = nexus.Decide({q, Millis(7.5), free, 1});
+  EXPECT_EQ(d.batch_size, 1);
+  d = nexus.Decide({q, Millis(8.9), free, 1});
+  EXPECT_EQ(d.drop, 8);
+}
+
+TEST(DynamicPolicyFactoryTest, DynamicPoliciesNeedADynamicProfile) {
+  ModelProfile dyn = DynamicProfile(0, 1, {1, 2}, {{"a", 1000, 2000}});
+  for (const std::string& name : DynamicPolicyNames()) {
+    auto p = MakePolicy(name, dyn, PolicyConfig{});
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status();
+    EXPECT_EQ((*p)->name(), name);
+  }
+  EXPECT_FALSE(MakePolicy("slackfit", dyn, PolicyConfig{}).ok());
+  ModelProfile fixed = dyn;
+  fixed.is_dynamic = false;
+  fixed.dynamic = {};
+  fixed.subnets.push_back(SubnetProfile{0, 70, {}, {Millis(1), Millis(2)}, 0});
+  auto p = MakePolicy("orloj", fixed, PolicyConfig{});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("dynamic"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace superserve
