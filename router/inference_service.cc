@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/logging.h"
 #include "common/time.h"
 
 namespace superserve {
@@ -200,6 +201,8 @@ class InferStreamReactor final
     if (start) StartWrite(&out_);
     if (finish) Finish(FinalStatus());
     if (cut_off) {
+      SS_LOG(WARNING) << "InferStream cut off: " << max_unsent_
+                      << " answers waited for the client to read (--max_stream_unsent_answers)";
       // A write is in flight: the status follows it once the client reads.
       Finish(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,

@@ -41,6 +41,9 @@ ABSL_FLAG(int64_t, max_applications, 1024,
 ABSL_FLAG(int64_t, max_stream_unsent_answers, 4096,
           "Answers an InferStream may pile up while its client does not read; beyond it the "
           "stream is finished RESOURCE_EXHAUSTED. 0 = unbounded.");
+ABSL_FLAG(int32_t, max_concurrent_streams, 16384,
+          "Calls one client connection may have open at once on the client port (HTTP/2 "
+          "MAX_CONCURRENT_STREAMS); further calls wait in the client. 0 = no limit.");
 ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
           "Largest gRPC message accepted or sent on the client port; larger is "
           "RESOURCE_EXHAUSTED.");
@@ -91,6 +94,7 @@ int main(int argc, char** argv) {
   o.worker_tls = absl::GetFlag(FLAGS_worker_tls);
   o.max_message_bytes = static_cast<int32_t>(
       std::clamp<int64_t>(absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX));
+  o.max_concurrent_streams = std::max(0, absl::GetFlag(FLAGS_max_concurrent_streams));
   o.max_stream_unsent_answers =
       static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_max_stream_unsent_answers)));
   o.dispatcher.serving.max_applications =

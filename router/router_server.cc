@@ -114,6 +114,9 @@ absl::Status RouterServer::Start() {
     builder.AddListeningPort(options_.listen, *client_creds, &port_);
     builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
     builder.SetMaxSendMessageSize(options_.max_message_bytes);
+    if (options_.max_concurrent_streams > 0) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
+    }
     builder.RegisterService(inference_.get());
     builder.RegisterService(admin_.get());
     server_ = builder.BuildAndStart();

@@ -65,6 +65,7 @@ class InferenceServiceTest : public ::testing::Test {
     server_ = std::make_unique<RouterServer>(o);
     ASSERT_TRUE(server_->Start().ok());
     address_ = "127.0.0.1:" + std::to_string(server_->port());
+    worker_address_ = "127.0.0.1:" + std::to_string(server_->worker_port());
   }
   void TearDown() override {
     if (server_) server_->Shutdown();
@@ -72,6 +73,7 @@ class InferenceServiceTest : public ::testing::Test {
 
   std::unique_ptr<RouterServer> server_;
   std::string address_;
+  std::string worker_address_;  // WorkerLink's own port
 };
 
 // An emulated worker inside the test process (RouterLink + EmulatedExecutor
@@ -104,7 +106,7 @@ class InprocWorker {
 };
 
 TEST_F(InferenceServiceTest, EveryCompletedCallDeletesItsReactor) {
-  InprocWorker worker(address_);
+  InprocWorker worker(worker_address_);
   ASSERT_TRUE(worker.ok());
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
 
@@ -232,7 +234,7 @@ void ExpectAnsweredWithOneBatch(HoldingWorker& worker, int64_t accepted, RouterS
 }
 
 TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorkerTime) {
-  HoldingWorker worker(address_);
+  HoldingWorker worker(worker_address_);
   ASSERT_TRUE(worker.Register());
   worker.StartReading();
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
@@ -271,7 +273,7 @@ TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorke
 }
 
 TEST_F(InferenceServiceTest, StreamAnswersEveryQueryOnceWithItsOwnOutput) {
-  InprocWorker worker(address_);
+  InprocWorker worker(worker_address_);
   ASSERT_TRUE(worker.ok());
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
   // Reference outputs over unary calls: the emulated worker's output is a
@@ -345,7 +347,7 @@ TEST_F(InferenceServiceTest, StreamAnswersEveryQueryOnceWithItsOwnOutput) {
 // the router's default SLO. Likewise a unary call whose gRPC deadline lies
 // centuries ahead.
 TEST_F(InferenceServiceTest, HugeTimeoutsAreClampedAndServed) {
-  InprocWorker worker(address_);
+  InprocWorker worker(worker_address_);
   ASSERT_TRUE(worker.ok());
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
 
@@ -393,7 +395,7 @@ TEST_F(InferenceServiceTest, HugeTimeoutsAreClampedAndServed) {
 }
 
 TEST_F(InferenceServiceTest, CancelledStreamAnswersItsQueuedQueriesWithoutWorkerTime) {
-  HoldingWorker worker(address_);
+  HoldingWorker worker(worker_address_);
   ASSERT_TRUE(worker.Register());
   worker.StartReading();
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
