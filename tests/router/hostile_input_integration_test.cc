@@ -534,5 +534,33 @@ TEST_F(HostileInput, WorkerWithAnotherModelVersionIsRefused) {
   EXPECT_EQ(LiveWorkers(), 2);
 }
 
+// Secure by default: no fleet token and a worker port others can reach is a
+// refusal to start, unless the operator says so explicitly.
+TEST(HostileInputStartup, NoFleetTokenOnANonLoopbackWorkerPortIsRefused) {
+  const std::string dir = MakeWorkDir();
+  auto run = [&](const std::vector<std::string>& extra, const std::string& log) {
+    std::vector<std::string> argv = {BinDir() + "/superserve-router",
+                                     "--model_repo=" + EmulatedRepo(), "--listen=127.0.0.1:0",
+                                     "--worker_listen=0.0.0.0:0", "--metrics_listen=",
+                                     "--port_file=" + dir + "/" + log + ".ports"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = Subprocess::Start(argv, dir + "/" + log);
+    EXPECT_TRUE(p.ok());
+    return p.ok() ? std::move(*p) : Subprocess();
+  };
+  Subprocess refused = run({}, "refused.log");
+  auto st = refused.Wait(Seconds(10));
+  ASSERT_TRUE(st.has_value()) << "the router should refuse to start";
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 1);
+  EXPECT_THAT(ReadAll(dir + "/refused.log"),
+              HasSubstr("refusing to accept workers on 0.0.0.0:0 without a fleet token"));
+
+  Subprocess allowed = run({"--allow_unauthenticated_workers"}, "allowed.log");
+  EXPECT_TRUE(WaitForFile(dir + "/allowed.log.ports", Seconds(20), &allowed).ok())
+      << ReadAll(dir + "/allowed.log");
+  EXPECT_THAT(ReadAll(dir + "/allowed.log"), HasSubstr("WORKER LINK UNAUTHENTICATED"));
+  allowed.Stop();
+}
+
 }  // namespace
 }  // namespace superserve

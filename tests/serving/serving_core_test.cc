@@ -228,9 +228,6 @@ TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
   }
 }
 
-}  // namespace
-}  // namespace superserve
-
 // Application tags are state kept forever: their number and length are capped.
 TEST(ServingCoreApplicationsTest, NewTagsBeyondTheCapAndLongTagsAreRefused) {
   SimulatedClock clock{Seconds(1)};
@@ -269,3 +266,6 @@ TEST(ServingCoreApplicationsTest, NewTagsBeyondTheCapAndLongTagsAreRefused) {
       << long_tag.status;
   core.Shutdown();
 }
+
+}  // namespace
+}  // namespace superserve
