@@ -95,18 +95,32 @@ class InferStreamReactor final
     const Nanos now = dispatcher_->clock()->Now();
     std::vector<std::pair<StreamQuery*, Nanos>> accepted;
     accepted.reserve(in_.queries_size());
+    bool stop_reading = false, finish = false;
     {
       absl::MutexLock lock(&mu_);
-      if (broken_) return;  // cut off or cancelled: read no more
-      for (v1::StreamQuery& q : *in_.mutable_queries()) {
-        auto* query = new StreamQuery(this, q.tag());
-        query->request_.Swap(q.mutable_request());
-        live_.insert(query);
-        // timeout_us <= 0: the default SLO. Any other value, INT64_MAX
-        // included, is clamped (kMaxQueryTimeout), never overflowed.
-        accepted.emplace_back(query, q.timeout_us() > 0 ? DeadlineAfterMicros(now, q.timeout_us())
-                                                        : DeadlineAfter(now, default_slo_));
+      if (broken_) {
+        // Cut off or cancelled: read no more; these queries are dropped.
+        // As after the client's last message, finish once all is answered.
+        stop_reading = true;
+        reads_done_ = true;
+        finish = ShouldFinishLocked();
+      } else {
+        for (v1::StreamQuery& q : *in_.mutable_queries()) {
+          auto* query = new StreamQuery(this, q.tag());
+          query->request_.Swap(q.mutable_request());
+          live_.insert(query);
+          // timeout_us <= 0: the default SLO. Any other value, INT64_MAX
+          // included, is clamped (kMaxQueryTimeout), never overflowed.
+          accepted.emplace_back(query, q.timeout_us() > 0
+                                           ? DeadlineAfterMicros(now, q.timeout_us())
+                                           : DeadlineAfter(now, default_slo_));
+        }
       }
+    }
+    if (stop_reading) {
+      in_.Clear();
+      if (finish) Finish(FinalStatus());
+      return;
     }
     in_.Clear();
     // Not under mu_: Submit may answer at once (a rejected query), and

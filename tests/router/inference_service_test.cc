@@ -432,5 +432,64 @@ TEST_F(InferenceServiceTest, CancelledStreamAnswersItsQueuedQueriesWithoutWorker
   worker.Close();
 }
 
+// A stream client that sends but never reads is cut off at
+// max_stream_unsent_answers (RESOURCE_EXHAUSTED naming the bound), and its
+// reactor still goes away once the client ends the call.
+TEST(InferStreamBound, ANeverReadingStreamIsCutOffAndItsReactorDeleted) {
+  RouterServerOptions o;
+  o.model_repo = EmulatedRepo();
+  o.metrics_listen = "";
+  o.max_stream_unsent_answers = 32;
+  RouterServer server(o);
+  ASSERT_TRUE(server.Start().ok());
+  InprocWorker worker("127.0.0.1:" + std::to_string(server.worker_port()));
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server.dispatcher()->Stats().workers_alive == 1; }));
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 * 1024);
+  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server.port()),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::Inference::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->InferStream(&ctx);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> sent{0};
+  std::thread writer([&] {
+    v1::InferStreamRequest m;
+    for (int i = 0; i < 8; ++i) {
+      auto* q = m.add_queries();
+      q->set_timeout_us(2'000'000);
+      *q->mutable_request() = *Request(0.5f);
+    }
+    while (!stop && sent < 50000) {
+      for (auto& q : *m.mutable_queries()) q.set_tag(sent++);
+      if (!stream->Write(m)) break;
+    }
+  });
+  // Give it time to fill the window and pile answers up; then read.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  v1::InferStreamResponse resp;
+  int64_t answers = 0;
+  while (stream->Read(&resp)) answers += resp.answers_size();
+  stop = true;
+  writer.join();
+  const grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("--max_stream_unsent_answers=32"));
+  EXPECT_LT(answers, sent.load());
+  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }))
+      << InferenceService::LiveReactors() << " reactors left";
+  // Every query the router accepted was answered (the cut-off stream's
+  // answers dropped), and the router still serves.
+  EXPECT_TRUE(Eventually([&] {
+    const DispatcherStats st = server.dispatcher()->Stats();
+    return st.pending == 0 && st.answered == st.accepted;
+  }));
+  InferenceClient client("127.0.0.1:" + std::to_string(server.port()));
+  EXPECT_TRUE(client.Infer(*Request(0.5f), Seconds(5)).ok());
+  server.Shutdown();
+}
+
 }  // namespace
 }  // namespace superserve
