@@ -3,6 +3,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "planner/workers_needed.h"
+#include "policies/arrival_rate.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
@@ -25,6 +27,12 @@ struct RouterMetrics::ModelMetrics {
   std::mutex subnet_mu;
   std::unordered_map<int32_t, prometheus::Counter*> subnet;
   std::atomic<int64_t> ok{0}, terminal{0};
+  // Autoscaling advice; guarded by advice_mu.
+  std::mutex advice_mu;
+  std::unique_ptr<ModelProfile> profile;
+  std::unique_ptr<ArrivalRateEstimator> answers;
+  Nanos last_refresh = 0;
+  prometheus::Gauge* workers_needed = nullptr;
 };
 
 RouterMetrics::RouterMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
@@ -68,6 +76,12 @@ RouterMetrics::RouterMetrics() : registry_(std::make_shared<prometheus::Registry
                         .Help("Registered live workers")
                         .Register(*registry_)
                         .Add({});
+  workers_needed_ = &BuildGauge()
+                         .Name("superserve_workers_needed")
+                         .Help(
+                             "Workers the measured arrival rate needs at the objective "
+                             "(Harpagon's planner; autoscaling advice)")
+                         .Register(*registry_);
 }
 
 RouterMetrics::~RouterMetrics() = default;
@@ -112,7 +126,11 @@ RouterMetrics::ModelMetrics& RouterMetrics::Model(const std::string& model) {
 
 void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, Nanos latency,
                                 double accuracy, int32_t subnet_id) {
-  ModelMetrics& m = Model(model);
+  Record(Model(model), model, outcome, latency, accuracy, subnet_id);
+}
+
+void RouterMetrics::Record(ModelMetrics& m, const std::string& model, QueryOutcome outcome,
+                           Nanos latency, double accuracy, int32_t subnet_id) {
   m.by_outcome[static_cast<int>(outcome)]->Increment();
   int64_t ok = outcome == QueryOutcome::kOk ? m.ok.fetch_add(1) + 1 : m.ok.load();
   int64_t all = m.terminal.fetch_add(1) + 1;
@@ -136,7 +154,49 @@ void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, 
 }
 
 void RouterMetrics::OnQueryDone(const QueryDone& d) {
-  OnQueryDone(*d.model, d.outcome, d.latency, d.accuracy, d.subnet_id);
+  ModelMetrics& m = Model(*d.model);
+  Record(m, *d.model, d.outcome, d.latency, d.accuracy, d.subnet_id);
+  if (advice_clock_.load(std::memory_order_acquire) != nullptr) OnAnswerForAdvice(m, d.now);
+}
+
+void RouterMetrics::EnableWorkersNeeded(const WorkersNeededOptions& options, const Clock* clock) {
+  advice_ = options;
+  advice_clock_.store(clock, std::memory_order_release);
+}
+
+void RouterMetrics::SetModelProfile(const ModelProfile& profile) {
+  ModelMetrics& m = Model(profile.model);
+  std::lock_guard<std::mutex> lock(m.advice_mu);
+  m.profile = std::make_unique<ModelProfile>(profile);
+  if (!m.answers) m.answers = std::make_unique<ArrivalRateEstimator>(advice_.window);
+  if (!m.workers_needed) m.workers_needed = &workers_needed_->Add({{"model", profile.model}});
+}
+
+void RouterMetrics::OnAnswerForAdvice(ModelMetrics& m, Nanos now) {
+  {
+    std::lock_guard<std::mutex> lock(m.advice_mu);
+    if (!m.answers) return;  // no profile: no advice
+    m.answers->Add(now);
+  }
+  RefreshWorkersNeeded(m, now, false);
+}
+
+int32_t RouterMetrics::RefreshWorkersNeeded(const std::string& model) {
+  const Clock* clock = advice_clock_.load(std::memory_order_acquire);
+  if (clock == nullptr) return -1;
+  return RefreshWorkersNeeded(Model(model), clock->Now(), true);
+}
+
+int32_t RouterMetrics::RefreshWorkersNeeded(ModelMetrics& m, Nanos now, bool force) {
+  std::lock_guard<std::mutex> lock(m.advice_mu);
+  if (!m.profile || !m.answers) return -1;
+  if (!force && m.last_refresh > 0 && now - m.last_refresh < advice_.refresh) return -1;
+  m.last_refresh = now;
+  auto n = WorkersNeeded(*m.profile, m.answers->Rate(now), advice_.objective, -1,
+                         advice_.batch_overhead);
+  if (!n.ok()) return -1;  // keeps the last advice
+  m.workers_needed->Set(*n);
+  return *n;
 }
 
 void RouterMetrics::OnBatchSent(const BatchPlan& batch) {
@@ -148,7 +208,12 @@ void RouterMetrics::OnBatch(const std::string& model, int32_t queries) {
 }
 
 void RouterMetrics::SetQueueDepth(const std::string& model, int64_t depth) {
-  Model(model).queue_depth->Set(static_cast<double>(depth));
+  ModelMetrics& m = Model(model);
+  m.queue_depth->Set(static_cast<double>(depth));
+  // Every serving tick: the advice follows a rate that falls to nothing too.
+  if (const Clock* clock = advice_clock_.load(std::memory_order_acquire)) {
+    RefreshWorkersNeeded(m, clock->Now(), false);
+  }
 }
 
 void RouterMetrics::SetWorkerBusyFraction(const std::string& worker, double fraction) {

@@ -8,6 +8,8 @@
 #include <unordered_map>
 
 #include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/model_profile.h"
 #include "common/time.h"
 #include "serving/serving_observer.h"
 
@@ -37,8 +39,23 @@ namespace superserve {
 //   superserve_queue_depth{model}                  pending queries
 //   superserve_worker_busy_fraction{worker}        executing share of the last interval
 //   superserve_workers_alive                       registered live workers
+//   superserve_workers_needed{model}               workers the measured arrival rate
+//                                                  needs (autoscaling advice, below)
 class RouterMetrics final : public ServingObserver {
  public:
+  // Autoscaling advice (docs/planning.md): per model with a profile, the
+  // workers Harpagon's planner (planner/workers_needed.h) needs for the
+  // arrival rate measured over `window` (every query ends in exactly one
+  // answer, so answers are counted) at `objective`, on the most accurate
+  // subnet, each batch `batch_overhead` slower than profiled. Recomputed at
+  // most every `refresh`, on answers and on every serving tick.
+  struct WorkersNeededOptions {
+    Nanos objective = Millis(100);
+    Nanos window = Seconds(10);
+    Nanos batch_overhead = 0;
+    Nanos refresh = Millis(100);
+  };
+
   RouterMetrics();
   ~RouterMetrics() override;
 
@@ -64,12 +81,25 @@ class RouterMetrics final : public ServingObserver {
   void SetWorkerBusyFraction(const std::string& worker, double fraction);
   void SetWorkersAlive(int64_t n);
 
+  // Turns the superserve_workers_needed gauge on; `clock` (not owned) is the
+  // serving core's. Call before queries flow.
+  void EnableWorkersNeeded(const WorkersNeededOptions& options, const Clock* clock);
+  // The profile the advice plans a model with (startup and re-registration).
+  void SetModelProfile(const ModelProfile& profile);
+  // Recomputes the model's gauge now; returns its value, or -1 when the gauge
+  // is off, the model has no profile, or the objective cannot be met.
+  int32_t RefreshWorkersNeeded(const std::string& model);
+
   // Text exposition of everything (what /metrics serves); for tests.
   std::string Scrape() const;
 
  private:
   struct ModelMetrics;
   ModelMetrics& Model(const std::string& model);
+  void Record(ModelMetrics& m, const std::string& model, QueryOutcome outcome, Nanos latency,
+              double accuracy, int32_t subnet_id);
+  void OnAnswerForAdvice(ModelMetrics& m, Nanos now);
+  int32_t RefreshWorkersNeeded(ModelMetrics& m, Nanos now, bool force);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
@@ -82,6 +112,9 @@ class RouterMetrics final : public ServingObserver {
   prometheus::Family<prometheus::Gauge>* queue_depth_;
   prometheus::Family<prometheus::Gauge>* busy_;
   prometheus::Gauge* workers_alive_;
+  prometheus::Family<prometheus::Gauge>* workers_needed_;
+  WorkersNeededOptions advice_;
+  std::atomic<const Clock*> advice_clock_{nullptr};
 
   std::mutex mu_;  // guards the caches below (not the metric values)
   std::unordered_map<std::string, std::unique_ptr<ModelMetrics>> models_;

@@ -88,6 +88,10 @@ absl::Status RouterServer::Start() {
   if (!client_creds.ok()) return client_creds.status();
   metrics_ = std::make_unique<RouterMetrics>();
   dispatcher_ = std::make_unique<Dispatcher>(options_.dispatcher, RealClock::Get(), metrics_.get());
+  // Autoscaling advice at the objective of queries without a deadline.
+  RouterMetrics::WorkersNeededOptions advice;
+  advice.objective = options_.default_slo;
+  metrics_->EnableWorkersNeeded(advice, RealClock::Get());
   if (!options_.model_repo.empty()) {
     auto models = LoadModelRepository(options_.model_repo);
     if (!models.ok()) return models.status();
@@ -99,6 +103,7 @@ absl::Status RouterServer::Start() {
       auto digest = DigestModelDirectory(m.directory);
       if (!digest.ok()) return digest.status();
       if (auto s = dispatcher_->AddModel(m.profile, &*digest); !s.ok()) return s;
+      metrics_->SetModelProfile(m.profile);
     }
   }
   inference_ = std::make_unique<InferenceService>(dispatcher_.get(), options_.default_slo,

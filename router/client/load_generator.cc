@@ -44,14 +44,14 @@ absl::StatusOr<LabelledRequests> MakeImageRequests(const LabeledImages& images,
   return out;
 }
 
-namespace {
-
 int32_t ArgMax(const v1::Tensor& t) {
   if (t.dtype() != v1::DTYPE_FLOAT32 || t.data().size() < 4) return -1;
   const float* v = reinterpret_cast<const float*>(t.data().data());
   size_t n = t.data().size() / 4;
   return static_cast<int32_t>(std::max_element(v, v + n) - v);
 }
+
+namespace {
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;

@@ -21,6 +21,11 @@ struct LabelledRequests {
   std::vector<std::shared_ptr<const v1::InferRequest>> requests;
   std::vector<int32_t> labels;
 };
+
+// Index of the largest value of a float32 output tensor (the predicted
+// class); -1 for any other dtype or an empty tensor.
+int32_t ArgMax(const v1::Tensor& t);
+
 absl::StatusOr<LabelledRequests> MakeImageRequests(const LabeledImages& images,
                                                    const std::string& model,
                                                    const std::vector<int64_t>& shape, float mean,

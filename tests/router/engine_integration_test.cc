@@ -19,7 +19,9 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/cpu_affinity.h"
 #include "common/model_repository.h"
@@ -449,7 +451,8 @@ TEST(EngineIntegration, AdminNeedsTheToken) {
 }
 
 TEST(EngineIntegration, EveryBinaryAnswersHelp) {
-  for (const char* bin : {"superserve-router", "superserve-worker", "superserve-loadgen"}) {
+  for (const char* bin :
+       {"superserve-router", "superserve-worker", "superserve-loadgen", "superserve-query"}) {
     std::string log = MakeWorkDir() + "/help.txt";
     auto p = Subprocess::Start({BinDir() + "/" + bin, "--help"}, log);
     ASSERT_TRUE(p.ok());
@@ -463,6 +466,46 @@ TEST(EngineIntegration, EveryBinaryAnswersHelp) {
   // A bad flag value is a usage error that names the flag, not a crash.
   ExpectUsageError({"superserve-loadgen", "--trace=x.csv", "--model=emu", "--transport=udp"},
                    "--transport: unknown transport \"udp\"");
+  ExpectUsageError({"superserve-query", "--count=0"}, "--count >= 1");
+}
+
+// The README's first query: superserve-query prints one row per image with
+// the subnet that served it, exits 0; an unknown model is named, exit 1.
+TEST(EngineIntegration, QueryCommandAnswersEachImageAndNamesErrors) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  auto run = [&](std::vector<std::string> args, int* code) -> std::string {
+    const std::string log = MakeWorkDir() + "/query.txt";
+    args.insert(args.begin(), {BinDir() + "/superserve-query",
+                               "--router=" + cluster->router_address(), "--timeout_ms=2000"});
+    auto p = Subprocess::Start(args, log);
+    EXPECT_TRUE(p.ok());
+    if (!p.ok()) return "";
+    auto st = p->Wait(Seconds(30));
+    EXPECT_TRUE(st.has_value() && WIFEXITED(*st));
+    *code = st.has_value() && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+    auto text = WaitForFile(log, Seconds(1));
+    return text.ok() ? *text : "";
+  };
+  int code = -1;
+  std::string out = run({"--model=emu", "--image=5", "--count=3"}, &code);
+  EXPECT_EQ(code, 0) << out;
+  auto profile = LoadModelDirectory(EmulatedRepo() + "/emu");
+  ASSERT_TRUE(profile.ok());
+  int rows = 0;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (f.size() != 9 || f[0] == "image") continue;
+    ++rows;
+    EXPECT_EQ(f[0], std::to_string(4 + rows)) << line;
+    int subnet = -1;
+    ASSERT_TRUE(absl::SimpleAtoi(f[3], &subnet)) << line;
+    EXPECT_GE(profile->profile.SubnetIndex(subnet), 0) << line;
+  }
+  EXPECT_EQ(rows, 3) << out;
+  out = run({"--model=nope"}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(out, HasSubstr("unknown model \"nope\""));
 }
 
 }  // namespace
