@@ -18,7 +18,9 @@ namespace fs = std::filesystem;
 
 class Sha256 {
  public:
-  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) { EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr); }
+  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
+    EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr);
+  }
   void Update(const void* data, size_t n) { EVP_DigestUpdate(ctx_.get(), data, n); }
   void Update(const std::string& s) { Update(s.data(), s.size()); }
   std::string HexDigest() {

@@ -4,9 +4,10 @@
 // the problem while a well-behaved client keeps being served, and the
 // router's resident memory (VmRSS, sampled every 20 ms throughout) must stay
 // within 1.5x its idle figure plus the configured bounds.
-#include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <cmath>
@@ -17,8 +18,6 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
-
-#include <sys/wait.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -35,9 +34,9 @@
 namespace superserve {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::BinDir;
 using testing::EmulatedRepo;
+using ::testing::HasSubstr;
 using testing::MakeWorkDir;
 
 // The bounds the router runs with here (its flags below).
@@ -237,11 +236,11 @@ class HostileInput : public ::testing::Test {
   int64_t idle_rss_ = 0;
 };
 
-#define EXPECT_STATUS(call, code, text)                                          \
-  do {                                                                          \
-    const grpc::Status s_ = (call);                                             \
-    EXPECT_EQ(s_.error_code(), grpc::StatusCode::code) << s_.error_message();   \
-    EXPECT_THAT(s_.error_message(), HasSubstr(text));                           \
+#define EXPECT_STATUS(call, code, text)                                       \
+  do {                                                                        \
+    const grpc::Status s_ = (call);                                           \
+    EXPECT_EQ(s_.error_code(), grpc::StatusCode::code) << s_.error_message(); \
+    EXPECT_THAT(s_.error_message(), HasSubstr(text));                         \
   } while (0)
 
 TEST_F(HostileInput, EveryKindIsAnsweredPreciselyWhileAnotherClientIsServed) {
@@ -363,7 +362,8 @@ TEST_F(HostileInput, EveryKindIsAnsweredPreciselyWhileAnotherClientIsServed) {
   // --- 10,000 calls opened and abandoned
   {
     constexpr int kCalls = 10000;
-    auto channel = grpc::CreateChannel(cluster_->router_address(), grpc::InsecureChannelCredentials());
+    auto channel =
+        grpc::CreateChannel(cluster_->router_address(), grpc::InsecureChannelCredentials());
     auto stub = v1::Inference::NewStub(channel);
     const v1::InferRequest req = ValidRequest();
     std::vector<std::unique_ptr<grpc::ClientContext>> contexts(kCalls);
@@ -415,7 +415,8 @@ TEST_F(HostileInput, EveryKindIsAnsweredPreciselyWhileAnotherClientIsServed) {
     EXPECT_STATUS(admin->ListModels(&none, v1::ListModelsRequest(), &resp), UNAUTHENTICATED,
                   "missing authorization");
   }
-  EXPECT_THAT(ReadAll(work_dir_ + "/router.log"), ::testing::Not(HasSubstr(cluster_->admin_token())))
+  EXPECT_THAT(ReadAll(work_dir_ + "/router.log"),
+              ::testing::Not(HasSubstr(cluster_->admin_token())))
       << "the admin token is never logged";
 
   // --- the well-behaved client kept being served throughout
@@ -497,11 +498,12 @@ TEST_F(HostileInput, StreamThatNeverReadsIsCutOff) {
   rss.Stop();
   const int64_t bound = idle_rss_ * 3 / 2 + kConfiguredBoundBytes;
   EXPECT_LE(rss.peak(), bound);
-  std::printf("stream cut off after %lld queries sent, %lld answers read; router VmRSS idle %lld "
-              "KiB, at cut-off %lld KiB, peak %lld KiB, bound %lld KiB\n",
-              static_cast<long long>(sent.load()), static_cast<long long>(answers),
-              static_cast<long long>(idle_rss_ / 1024), static_cast<long long>(rss_at_cut / 1024),
-              static_cast<long long>(rss.peak() / 1024), static_cast<long long>(bound / 1024));
+  std::printf(
+      "stream cut off after %lld queries sent, %lld answers read; router VmRSS idle %lld "
+      "KiB, at cut-off %lld KiB, peak %lld KiB, bound %lld KiB\n",
+      static_cast<long long>(sent.load()), static_cast<long long>(answers),
+      static_cast<long long>(idle_rss_ / 1024), static_cast<long long>(rss_at_cut / 1024),
+      static_cast<long long>(rss.peak() / 1024), static_cast<long long>(bound / 1024));
 }
 
 // A real worker process whose copy of the model differs from the router's
@@ -518,12 +520,11 @@ TEST_F(HostileInput, WorkerWithAnotherModelVersionIsRefused) {
   ASSERT_TRUE(theirs.ok() && ours.ok());
   ASSERT_NE(theirs->profile, ours->profile);
   const std::string log = work_dir_ + "/other-worker.log";
-  auto w = Subprocess::Start({BinDir() + "/superserve-worker",
-                              "--router=" + cluster_->worker_address(), "--model_repo=" + repo,
-                              "--emulate", "--name=other",
-                              "--fleet_token_file=" + cluster_->fleet_token_file(),
-                              "--connect_timeout_s=2"},
-                             log);
+  auto w = Subprocess::Start(
+      {BinDir() + "/superserve-worker", "--router=" + cluster_->worker_address(),
+       "--model_repo=" + repo, "--emulate", "--name=other",
+       "--fleet_token_file=" + cluster_->fleet_token_file(), "--connect_timeout_s=2"},
+      log);
   ASSERT_TRUE(w.ok());
   auto st = w->Wait(Seconds(15));
   ASSERT_TRUE(st.has_value()) << "the refused worker should give up";
@@ -540,8 +541,10 @@ TEST(HostileInputStartup, NoFleetTokenOnANonLoopbackWorkerPortIsRefused) {
   const std::string dir = MakeWorkDir();
   auto run = [&](const std::vector<std::string>& extra, const std::string& log) {
     std::vector<std::string> argv = {BinDir() + "/superserve-router",
-                                     "--model_repo=" + EmulatedRepo(), "--listen=127.0.0.1:0",
-                                     "--worker_listen=0.0.0.0:0", "--metrics_listen=",
+                                     "--model_repo=" + EmulatedRepo(),
+                                     "--listen=127.0.0.1:0",
+                                     "--worker_listen=0.0.0.0:0",
+                                     "--metrics_listen=",
                                      "--port_file=" + dir + "/" + log + ".ports"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto p = Subprocess::Start(argv, dir + "/" + log);

@@ -3,8 +3,8 @@
 // docs/security.md): the client library, the Admin service and
 // superserve-loadgen reach a TLS router only with the right CA; mutual TLS
 // refuses a client without a certificate.
-#include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -22,9 +22,9 @@
 namespace superserve {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::BinDir;
 using testing::EmulatedRepo;
+using ::testing::HasSubstr;
 using testing::MakeWorkDir;
 
 std::string ReadAll(const std::string& path) {
@@ -51,26 +51,29 @@ bool MakeCertificates(const std::string& dir) {
   }
   const std::string key = "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out";
   return Sh(dir, absl::StrCat(key, " ca.key")) &&
-         Sh(dir, "openssl req -x509 -new -key ca.key -days 2 -subj /CN=superserve-test-ca "
-                 "-out ca.pem") &&
+         Sh(dir,
+            "openssl req -x509 -new -key ca.key -days 2 -subj /CN=superserve-test-ca "
+            "-out ca.pem") &&
          Sh(dir, absl::StrCat(key, " server.key")) &&
          Sh(dir, "openssl req -new -key server.key -subj /CN=127.0.0.1 -out server.csr") &&
-         Sh(dir, "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-                 "-days 2 -extfile server.ext -out server.pem") &&
+         Sh(dir,
+            "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+            "-days 2 -extfile server.ext -out server.pem") &&
          Sh(dir, absl::StrCat(key, " client.key")) &&
          Sh(dir, "openssl req -new -key client.key -subj /CN=client -out client.csr") &&
-         Sh(dir, "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-                 "-days 2 -out client.pem") &&
+         Sh(dir,
+            "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+            "-days 2 -out client.pem") &&
          Sh(dir, absl::StrCat(key, " other.key")) &&
-         Sh(dir, "openssl req -x509 -new -key other.key -days 2 -subj /CN=other-ca "
-                 "-out other.pem");
+         Sh(dir,
+            "openssl req -x509 -new -key other.key -days 2 -subj /CN=other-ca "
+            "-out other.pem");
 }
 
 v1::InferRequest ValidRequest() {
   v1::InferRequest r;
   r.set_model("emu");
-  EncodeTensor(MakeFloatTensor({1, 28, 28}, std::vector<float>(28 * 28, 0.5f)),
-               r.mutable_input());
+  EncodeTensor(MakeFloatTensor({1, 28, 28}, std::vector<float>(28 * 28, 0.5f)), r.mutable_input());
   return r;
 }
 
@@ -87,8 +90,7 @@ class Tls : public ::testing::Test {
     ASSERT_TRUE(MakeCertificates(dir_)) << ReadAll(dir_ + "/openssl.log");
   }
   std::unique_ptr<LocalCluster> Start(std::vector<std::string> router_flags,
-                                      std::vector<std::string> worker_flags = {},
-                                      int workers = 1) {
+                                      std::vector<std::string> worker_flags = {}, int workers = 1) {
     LocalClusterOptions o;
     o.bin_dir = BinDir();
     o.model_repo = EmulatedRepo();
