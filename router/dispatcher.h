@@ -57,6 +57,9 @@ class Dispatcher {
   absl::Status AddModel(const ModelProfile& profile, const ModelDigest* digest = nullptr);
   absl::Status RemoveModel(const std::string& name);
   std::vector<v1::ModelInfo> ListModels() const;
+  // The same with the input shape and classes (the Open Inference Protocol's
+  // metadata).
+  std::vector<ModelSummary> ModelSummaries() const { return core_.ListModels(); }
 
   // --- client queries. Always answers, now or later. `deadline` is absolute
   // on the dispatcher's clock. The query must not be touched by the caller

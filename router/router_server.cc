@@ -15,6 +15,7 @@
 #include "common/model_repository.h"
 #include "router/admin_service.h"
 #include "router/inference_service.h"
+#include "router/open_inference_service.h"
 #include "router/router_metrics.h"
 #include "router/worker_link_service.h"
 
@@ -108,6 +109,7 @@ absl::Status RouterServer::Start() {
   }
   inference_ = std::make_unique<InferenceService>(dispatcher_.get(), options_.default_slo,
                                                   options_.max_stream_unsent_answers);
+  open_inference_ = std::make_unique<OpenInferenceService>(dispatcher_.get(), options_.default_slo);
   worker_link_ = std::make_unique<WorkerLinkService>(dispatcher_.get(), options_.fleet_token);
   admin_ = std::make_unique<AdminService>(dispatcher_.get(), options_.admin_token,
                                           options_.model_repo);
@@ -123,6 +125,7 @@ absl::Status RouterServer::Start() {
       builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
     }
     builder.RegisterService(inference_.get());
+    builder.RegisterService(open_inference_.get());
     builder.RegisterService(admin_.get());
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port_ == 0) {
@@ -157,6 +160,7 @@ absl::Status RouterServer::Start() {
 bool RouterServer::Drain(Nanos timeout) {
   if (shut_down_ || server_ == nullptr) return true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  open_inference_->SetServing(false);
   return dispatcher_->Drain(timeout);
 }
 
@@ -164,6 +168,7 @@ void RouterServer::Shutdown() {
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  open_inference_->SetServing(false);
   dispatcher_->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (worker_server_ != nullptr) {

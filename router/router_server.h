@@ -18,6 +18,7 @@ namespace superserve {
 
 class AdminService;
 class InferenceService;
+class OpenInferenceService;
 class RouterMetrics;
 class WorkerLinkService;
 
@@ -52,9 +53,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
     const RouterServerOptions& options);
 
 // The router process in one object: loads the model repository, runs the
-// Inference and Admin services plus grpc.health.v1 and server reflection on
-// the client server, WorkerLink on a second server (its own address), both
-// with gRPC's callback API, and the metrics endpoint. docs/security.md.
+// Inference, Open Inference Protocol (inference.GRPCInferenceService) and
+// Admin services plus grpc.health.v1 and server reflection on the client
+// server, WorkerLink on a second server (its own address), both with gRPC's
+// callback API, and the metrics endpoint. docs/security.md.
 class RouterServer {
  public:
   explicit RouterServer(RouterServerOptions options);
@@ -79,6 +81,7 @@ class RouterServer {
   std::unique_ptr<RouterMetrics> metrics_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<InferenceService> inference_;
+  std::unique_ptr<OpenInferenceService> open_inference_;  // KServe v2 / OIP
   std::unique_ptr<WorkerLinkService> worker_link_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<grpc::Server> server_;

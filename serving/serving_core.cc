@@ -133,6 +133,8 @@ std::vector<ModelSummary> ServingCore::ListModels() const {
     s.batch_sizes = m->profile.batch_sizes;
     s.workers = static_cast<int32_t>(m->scheduler.workers().size());
     s.queued = static_cast<int64_t>(m->scheduler.queued());
+    s.input_shape = m->profile.input_shape;
+    s.num_classes = m->profile.num_classes;
     out.push_back(std::move(s));
   }
   return out;

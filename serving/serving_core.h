@@ -76,6 +76,8 @@ struct ModelSummary {
   std::vector<int32_t> batch_sizes;
   int32_t workers = 0;
   int64_t queued = 0;
+  std::vector<int64_t> input_shape;  // one sample's, no batch dimension
+  int32_t num_classes = 0;
 };
 
 struct WorkerRegistration {

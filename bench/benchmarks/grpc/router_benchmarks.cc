@@ -8,7 +8,10 @@
 //   RPC, queueing, the policy decision and the answer. Then, as many calls of
 //   grpc.health.v1.Health/Check on the same router process (a trivial unary
 //   callback handler) measure what one unary gRPC round trip through that
-//   server costs on this machine: the floor under the router path.
+//   server costs on this machine: the floor under the router path. A third
+//   path in the same loop sends the same input through the Open Inference
+//   Protocol's ModelInfer (blocking stub, as the native unary call): its
+//   added latency over the native unary path is reported as a ratio.
 // `router-throughput`: one router, 16 emulated workers (one process,
 //   --instances=16) and this process as the open-loop load generator, all on
 //   this machine; searches the highest Poisson rate served with >= 0.999 SLO
@@ -39,6 +42,7 @@
 #include "common/process_cpu.h"
 #include "common/subprocess.h"
 #include "common/tensor_codec.h"
+#include "inference/grpc_predict_v2.grpc.pb.h"
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
 #include "router/client/local_cluster.h"
@@ -281,6 +285,33 @@ int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
     return ok;
   };
   LabelledRequests inputs = BenchInputs(16);
+  // The same inputs as OIP requests: [1, 1, 28, 28] FP32, raw contents, on a
+  // channel configured as the native client's (no transparent retries), so
+  // that the difference is the router's OIP adapter and the message shapes.
+  grpc::ChannelArguments oip_args;
+  oip_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  auto oip_channel = grpc::CreateCustomChannel((*cluster)->router_address(),
+                                               grpc::InsecureChannelCredentials(), oip_args);
+  auto oip_stub = inference::GRPCInferenceService::NewStub(oip_channel);
+  std::vector<inference::ModelInferRequest> oip_inputs;
+  for (const auto& req : inputs.requests) {
+    inference::ModelInferRequest r;
+    r.set_model_name("bench");
+    auto* in = r.add_inputs();
+    in->set_name("input");
+    in->set_datatype("FP32");
+    in->add_shape(1);
+    for (int64_t d : req->input().shape()) in->add_shape(d);
+    r.add_raw_input_contents(req->input().data());
+    oip_inputs.push_back(std::move(r));
+  }
+  auto oip_infer = [&](const inference::ModelInferRequest& request) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    inference::ModelInferResponse response;
+    return oip_stub->ModelInfer(&ctx, request, &response).ok() &&
+           response.raw_output_contents_size() == 1;
+  };
   v1::RouterMessage batch;
   batch.mutable_batch()->set_model("bench");
   batch.mutable_batch()->mutable_control()->set_subnet_id(0);
@@ -315,12 +346,33 @@ int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
   };
 
   const int n = absl::GetFlag(FLAGS_overhead_queries);
-  std::vector<double> via_router, via_stream, via_direct, via_health;
+  std::vector<double> via_router, via_stream, via_direct, via_health, via_oip;
   int failures = 0;
   const Clock* clock = RealClock::Get();
   for (int i = 0; i < n + 100; ++i) {  // the first 100 of each warm up
-    Nanos t0 = clock->Now();
-    auto r = client.Infer(*inputs.requests[i % inputs.requests.size()], Millis(1000));
+    // The native unary and the OIP call swap places every other round
+    // (native, direct, stream, OIP / OIP, direct, stream, native) so that
+    // each follows the same mix of calls: a call right after another call
+    // to the router finds its threads warmer.
+    const bool oip_first = i % 2 == 1;
+    absl::StatusOr<v1::InferResponse> r;
+    bool oip_ok = false;
+    Nanos oip_time = 0, unary_time = 0;
+    auto run_unary = [&] {
+      Nanos t = clock->Now();
+      r = client.Infer(*inputs.requests[i % inputs.requests.size()], Millis(1000));
+      unary_time = clock->Now() - t;
+    };
+    auto run_oip = [&] {
+      Nanos t = clock->Now();
+      oip_ok = oip_infer(oip_inputs[i % oip_inputs.size()]);
+      oip_time = clock->Now() - t;
+    };
+    if (oip_first) {
+      run_oip();
+    } else {
+      run_unary();
+    }
     Nanos t1 = clock->Now();
     batch.mutable_batch()->set_batch_id(i + 1);
     q->set_query_id(i + 1);
@@ -328,14 +380,20 @@ int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
     Nanos t2 = clock->Now();
     bool stream_ok = stream_infer(inputs.requests[i % inputs.requests.size()]);
     Nanos t3 = clock->Now();
-    if (!r.ok() || !ok || !stream_ok) {
+    if (oip_first) {
+      run_unary();
+    } else {
+      run_oip();
+    }
+    if (!r.ok() || !ok || !stream_ok || !oip_ok) {
       ++failures;
       continue;
     }
     if (i < 100) continue;
-    via_router.push_back(ToMicros(t1 - t0));
+    via_router.push_back(ToMicros(unary_time));
     via_direct.push_back(ToMicros(t2 - t1));
     via_stream.push_back(ToMicros(t3 - t2));
+    via_oip.push_back(ToMicros(oip_time));
   }
   // The floor in a phase of its own, so that the alternating loop above is
   // not perturbed (an extra call to the router between rounds keeps its
@@ -365,10 +423,15 @@ int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
   const double d50 = Percentile(via_direct, 0.5), d99 = Percentile(via_direct, 0.99);
   const double s50 = Percentile(via_stream, 0.5), s99 = Percentile(via_stream, 0.99);
   const double h50 = Percentile(via_health, 0.5);
+  const double o50 = Percentile(via_oip, 0.5), o99 = Percentile(via_oip, 0.99);
+  // What the OIP adapter adds on top of the native unary path: its added
+  // latency (over the direct worker call) relative to the native one's.
+  const double oip_added_ratio = (r50 - d50) > 0 ? (o50 - d50) / (r50 - d50) : -1;
   std::printf("router path p50 %.0f us p99 %.0f us (unary Infer), p50 %.0f us p99 %.0f us "
               "(InferStream); direct worker call p50 %.0f us p99 %.0f us; unary health check on "
-              "the router p50 %.0f us; %d failures\n",
-              r50, r99, s50, s99, d50, d99, h50, failures);
+              "the router p50 %.0f us; OIP ModelInfer p50 %.0f us p99 %.0f us (added latency "
+              "%.2fx the native unary path's, p50); %d failures\n",
+              r50, r99, s50, s99, d50, d99, h50, o50, o99, oip_added_ratio, failures);
   if (args.json) {
     std::printf("%s\n", JsonWriter()
                             .Add("benchmark", "router-overhead")
@@ -385,6 +448,12 @@ int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
                             .Add("added_stream_us_p50", s50 - d50)
                             .Add("added_stream_us_p99", s99 - d99)
                             .Add("unary_floor_us_p50", h50)
+                            .Add("oip_us_p50", o50)
+                            .Add("oip_us_p99", o99)
+                            .Add("added_oip_us_p50", o50 - d50)
+                            .Add("added_oip_us_p99", o99 - d99)
+                            .Add("oip_vs_unary_added_ratio_p50", oip_added_ratio)
+                            .Add("oip_vs_unary_ratio_p50", r50 > 0 ? o50 / r50 : -1)
                             .Add("failures", failures)
                             .ToString()
                             .c_str());

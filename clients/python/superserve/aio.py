@@ -1,0 +1,109 @@
+"""The asyncio client (grpc.aio): awaitable infer and an async stream."""
+
+import asyncio
+
+import grpc
+
+from superserve import errors
+from superserve.client import (CHANNEL_OPTIONS, InferResult, answer_of, make_request,
+                               timeout_us)
+from superserve.tensors import to_wire
+from superserve.v1 import inference_pb2, inference_pb2_grpc
+
+
+class AsyncClient:
+    """asyncio client of one router; `await close()` (or `async with`) ends it."""
+
+    def __init__(self, address, *, default_timeout=None, channel=None):
+        self._channel = channel or grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self._stub = inference_pb2_grpc.InferenceStub(self._channel)
+        self.default_timeout = default_timeout
+
+    async def wait_ready(self, timeout=10.0):
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), timeout)
+        except asyncio.TimeoutError:
+            raise errors.Unavailable(grpc.StatusCode.UNAVAILABLE,
+                                     f"router not reachable within {timeout} s") from None
+
+    async def infer(self, model, array, *, timeout=None, application=""):
+        """As Client.infer, awaitable."""
+        t = timeout if timeout is not None else self.default_timeout
+        try:
+            resp = await self._stub.Infer(make_request(model, array, application), timeout=t)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+        return InferResult(resp)
+
+    async def stream(self, model, inputs, *, timeout=None, application="", max_in_flight=1024,
+                     batch=64):
+        """As Client.stream, as an async generator; `inputs` is an iterable or
+        an async iterable of arrays."""
+        t = timeout if timeout is not None else self.default_timeout
+        tus = timeout_us(t)
+        window = asyncio.Semaphore(max_in_flight)
+        call = self._stub.InferStream()
+
+        async def items():
+            if hasattr(inputs, "__aiter__"):
+                async for x in inputs:
+                    yield x
+            else:
+                for x in inputs:
+                    yield x
+
+        async def writer():
+            msg = inference_pb2.InferStreamRequest()
+            i = 0
+            async for x in items():
+                if window.locked() and len(msg.queries):
+                    await call.write(msg)
+                    msg = inference_pb2.InferStreamRequest()
+                await window.acquire()
+                q = msg.queries.add()
+                q.tag = i
+                q.timeout_us = tus
+                q.request.model = model
+                q.request.application = application
+                to_wire(x, q.request.input)
+                i += 1
+                if len(msg.queries) >= batch:
+                    await call.write(msg)
+                    msg = inference_pb2.InferStreamRequest()
+            if len(msg.queries):
+                await call.write(msg)
+            await call.done_writing()
+
+        async def write_or_cancel():
+            try:
+                await writer()
+            except BaseException:
+                call.cancel()  # ends the read loop below; the exception is raised there
+                raise
+
+        write_task = asyncio.ensure_future(write_or_cancel())
+        try:
+            async for resp in call:
+                for a in resp.answers:
+                    window.release()
+                    yield answer_of(a)
+            await write_task
+        except (grpc.RpcError, asyncio.CancelledError) as e:
+            if write_task.done() and not write_task.cancelled() and write_task.exception():
+                raise write_task.exception() from None
+            if isinstance(e, asyncio.CancelledError):
+                raise
+            raise errors.from_rpc_error(e) from None
+        finally:
+            if not write_task.done():
+                write_task.cancel()
+            call.cancel()
+
+    async def close(self):
+        await self._channel.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()

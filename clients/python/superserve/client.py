@@ -1,0 +1,172 @@
+"""The blocking client: unary infer and one-stream bulk inference."""
+
+import threading
+
+import grpc
+
+from superserve import errors
+from superserve.tensors import from_wire, to_wire
+from superserve.v1 import inference_pb2, inference_pb2_grpc
+
+# Messages up to 64 MiB, as the router accepts.
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", 64 << 20),
+    ("grpc.max_receive_message_length", 64 << 20),
+]
+
+
+class InferResult:
+    """One served query: the output array and what served it."""
+
+    __slots__ = ("output", "subnet_id", "accuracy", "worker", "batch_size", "queue_us",
+                 "exec_us")
+
+    def __init__(self, response):
+        self.output = from_wire(response.output)  # numpy, read-only view
+        self.subnet_id = response.served_by.subnet_id
+        self.accuracy = response.served_by.accuracy  # profiled top-1, percent
+        self.worker = response.served_by.worker
+        self.batch_size = response.batch_size
+        self.queue_us = response.queue_us
+        self.exec_us = response.exec_us
+
+    def __repr__(self):
+        return (f"InferResult(argmax={int(self.output.argmax()) if self.output.size else None}, "
+                f"subnet_id={self.subnet_id}, accuracy={self.accuracy}, "
+                f"batch_size={self.batch_size})")
+
+
+class StreamAnswer:
+    """One query's answer on a stream: `index` is its position in the inputs;
+    exactly one of `result` and `error` is set."""
+
+    __slots__ = ("index", "result", "error")
+
+    def __init__(self, index, result=None, error=None):
+        self.index = index
+        self.result = result
+        self.error = error
+
+    def unwrap(self):
+        """The result, or raises the error."""
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def make_request(model, array, application=""):
+    req = inference_pb2.InferRequest(model=model, application=application)
+    to_wire(array, req.input)
+    return req
+
+
+def timeout_us(timeout):
+    if timeout is None:
+        return 0  # the router's default SLO
+    if timeout <= 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+    return max(1, int(timeout * 1e6))
+
+
+def answer_of(a):
+    if a.code == 0:
+        return StreamAnswer(a.tag, result=InferResult(a.response))
+    return StreamAnswer(a.tag, error=errors.error_for_number(a.code, a.message))
+
+
+class Client:
+    """Blocking client of one router. Thread-safe; close() (or `with`) ends it."""
+
+    def __init__(self, address, *, default_timeout=None, channel=None):
+        """`address` is host:port. `default_timeout` (seconds) applies to
+        queries that give none; None leaves the deadline to the router's
+        default SLO. `channel` replaces the insecure channel (e.g. a secure
+        one)."""
+        self._channel = channel or grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self._stub = inference_pb2_grpc.InferenceStub(self._channel)
+        self.default_timeout = default_timeout
+
+    def wait_ready(self, timeout=10.0):
+        """Blocks until the channel is connected; raises Unavailable after `timeout` s."""
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise errors.Unavailable(grpc.StatusCode.UNAVAILABLE,
+                                     f"router not reachable within {timeout} s") from None
+
+    def infer(self, model, array, *, timeout=None, application=""):
+        """One query: `array` is one sample (the model's input shape, no batch
+        dimension). `timeout` (seconds) is the query's deadline. Returns an
+        InferResult or raises a SuperserveError subclass."""
+        t = timeout if timeout is not None else self.default_timeout
+        try:
+            resp = self._stub.Infer(make_request(model, array, application), timeout=t)
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e) from None
+        return InferResult(resp)
+
+    def stream(self, model, inputs, *, timeout=None, application="", max_in_flight=1024,
+               batch=64):
+        """Sends every array in `inputs` (any iterable) as its own query over
+        one InferStream and yields a StreamAnswer per query, in completion
+        order. Each query's deadline is `timeout` seconds after the router
+        reads it. At most `max_in_flight` queries are unanswered at a time;
+        up to `batch` queries share one message (set 1 when `inputs` produces
+        slowly and latency matters). Raises a SuperserveError if the stream
+        itself fails; an exception from `inputs` (or TypeError for an array
+        the wire cannot carry) ends the stream and is raised here."""
+        t = timeout if timeout is not None else self.default_timeout
+        tus = timeout_us(t)
+        window = threading.Semaphore(max_in_flight)
+        failed = []  # an exception raised while reading `inputs` or encoding one
+
+        def requests():
+            try:
+                yield from encode()
+            except Exception as e:  # gRPC would report it as a bare UNKNOWN
+                failed.append(e)
+                raise
+
+        def encode():
+            msg = inference_pb2.InferStreamRequest()
+            for i, x in enumerate(inputs):
+                if not window.acquire(blocking=False):
+                    if len(msg.queries):  # send what is held before waiting
+                        yield msg
+                        msg = inference_pb2.InferStreamRequest()
+                    window.acquire()
+                q = msg.queries.add()
+                q.tag = i
+                q.timeout_us = tus
+                r = q.request
+                r.model = model
+                if application:
+                    r.application = application
+                to_wire(x, r.input)
+                if len(msg.queries) >= batch:
+                    yield msg
+                    msg = inference_pb2.InferStreamRequest()
+            if len(msg.queries):
+                yield msg
+
+        call = self._stub.InferStream(requests())
+        try:
+            for resp in call:
+                for a in resp.answers:
+                    window.release()
+                    yield answer_of(a)
+        except grpc.RpcError as e:
+            if failed:
+                raise failed[0] from None
+            raise errors.from_rpc_error(e) from None
+        finally:
+            call.cancel()  # no-op once the stream has ended
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

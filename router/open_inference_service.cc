@@ -1,0 +1,473 @@
+#include "router/open_inference_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "common/tensor_codec.h"
+#include "router/inference_service.h"
+
+namespace superserve {
+namespace {
+
+constexpr char kInputName[] = "input";
+constexpr char kOutputName[] = "logits";
+constexpr char kFp32[] = "FP32";
+constexpr char kServerName[] = "superserve";
+constexpr char kServerVersion[] = "1";
+
+Nanos TimeLeft(std::chrono::system_clock::time_point deadline) {
+  return SaturatingSub(deadline.time_since_epoch().count(),
+                       std::chrono::system_clock::now().time_since_epoch().count());
+}
+
+// The query's deadline on the dispatcher's clock: the "timeout" parameter,
+// else the gRPC deadline, else the default SLO.
+Nanos QueryDeadline(Nanos now, Nanos timeout_param, const grpc::CallbackServerContext* context,
+                    Nanos default_slo) {
+  if (timeout_param > 0) return DeadlineAfter(now, timeout_param);
+  if (context != nullptr && context->deadline() != std::chrono::system_clock::time_point::max()) {
+    return DeadlineAfter(now, TimeLeft(context->deadline()));
+  }
+  return DeadlineAfter(now, default_slo);
+}
+
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const grpc::Status& status) {
+  grpc::ServerUnaryReactor* r = context->DefaultReactor();
+  r->Finish(status);
+  return r;
+}
+
+const ModelSummary* FindModel(const std::vector<ModelSummary>& models, const std::string& name) {
+  for (const ModelSummary& m : models) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+// An empty version means "the server's choice"; otherwise it must be the
+// version being served.
+bool VersionMatches(const ModelSummary& m, const std::string& version) {
+  return version.empty() || version == absl::StrCat(m.version);
+}
+
+absl::StatusOr<Nanos> TimeoutParameter(const inference::ModelInferRequest& request) {
+  auto it = request.parameters().find("timeout");
+  if (it == request.parameters().end()) return Nanos{0};
+  const inference::InferParameter& p = it->second;
+  int64_t us = 0;
+  if (p.parameter_choice_case() == inference::InferParameter::kInt64Param) {
+    us = p.int64_param();
+  } else if (p.parameter_choice_case() == inference::InferParameter::kUint64Param) {
+    us = static_cast<int64_t>(std::min<uint64_t>(p.uint64_param(), INT64_MAX));
+  } else {
+    return absl::InvalidArgumentError(
+        "parameter \"timeout\" must be an int64_param (microseconds)");
+  }
+  if (us < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("parameter \"timeout\" is negative: ", us));
+  }
+  return us > INT64_MAX / kNanosPerMicro ? INT64_MAX : us * kNanosPerMicro;
+}
+
+// The Dispatcher checks the sample against the model's input shape and
+// names both without the batch dimension the OIP request carried: say so.
+absl::Status InOipTerms(const absl::Status& s) {
+  if (s.code() != absl::StatusCode::kInvalidArgument ||
+      s.message().find("shape") == absl::string_view::npos) {
+    return s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(s.message(),
+                   " (one sample, without the batch dimension: the OIP input shape is [1] "
+                   "followed by the model's)"));
+}
+
+void SetParam(inference::ModelInferResponse* out, const char* name, int64_t v) {
+  (*out->mutable_parameters())[name].set_int64_param(v);
+}
+
+}  // namespace
+
+absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& request,
+                                      v1::InferRequest* native) {
+  if (request.model_name().empty()) return absl::InvalidArgumentError("model_name is empty");
+  if (request.inputs_size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("model \"", request.model_name(),
+                                                   "\" takes exactly one input (\"", kInputName,
+                                                   "\"); the request has ", request.inputs_size()));
+  }
+  for (const auto& o : request.outputs()) {
+    if (o.name() != kOutputName) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("requested output \"", o.name(),
+                       "\" does not exist; the model's one output is \"", kOutputName, "\""));
+    }
+  }
+  const auto& in = request.inputs(0);
+  if (in.name() != kInputName) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input \"", in.name(), "\" does not exist; the model's input is \"", kInputName, "\""));
+  }
+  if (in.datatype() != kFp32) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", kInputName, "\" has datatype \"",
+                                                   in.datatype(), "\"; the model takes ", kFp32));
+  }
+  if (in.shape_size() < 1 || in.shape(0) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input \"", kInputName, "\" has shape ", ShapeString(in.shape()),
+        "; expected [1, <model input shape>] (one sample per request: the router batches)"));
+  }
+  auto timeout = TimeoutParameter(request);
+  if (!timeout.ok()) return timeout.status();
+
+  native->set_model(request.model_name());
+  if (auto it = request.parameters().find("application"); it != request.parameters().end()) {
+    native->set_application(it->second.string_param());
+  }
+  v1::Tensor* t = native->mutable_input();
+  t->set_dtype(v1::DTYPE_FLOAT32);
+  t->mutable_shape()->Assign(in.shape().begin() + 1, in.shape().end());
+  const bool typed = in.has_contents();
+  if (request.raw_input_contents_size() > 0) {
+    if (typed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input \"", kInputName, "\" has both contents and raw_input_contents; send one"));
+    }
+    if (request.raw_input_contents_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "raw_input_contents has ", request.raw_input_contents_size(), " entries for 1 input"));
+    }
+    t->set_data(request.raw_input_contents(0));
+  } else if (typed) {
+    const auto& c = in.contents();
+    if (c.bool_contents_size() + c.int_contents_size() + c.int64_contents_size() +
+            c.uint_contents_size() + c.uint64_contents_size() + c.fp64_contents_size() +
+            c.bytes_contents_size() >
+        0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input \"", kInputName, "\" is FP32: only contents.fp32_contents may be set"));
+    }
+    static_assert(sizeof(float) == 4, "FP32 is 4 bytes");
+    std::string* data = t->mutable_data();
+    data->resize(c.fp32_contents_size() * sizeof(float));
+    if (!data->empty()) std::memcpy(data->data(), c.fp32_contents().data(), data->size());
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input \"", kInputName,
+                     "\" has no data: set raw_input_contents or contents.fp32_contents"));
+  }
+  // Dtype, shape against the model and the byte count are checked by the
+  // Dispatcher as for every native query (common/tensor_codec); here only
+  // that the bytes are a whole number of elements, for a clearer message.
+  if (t->data().size() % sizeof(float) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", kInputName, "\" has ",
+                                                   t->data().size(),
+                                                   " bytes, not a whole number of FP32 elements"));
+  }
+  return *timeout;
+}
+
+void ToOpenInferenceResponse(const inference::ModelInferRequest& request, v1::InferResponse* native,
+                             inference::ModelInferResponse* out) {
+  out->set_model_name(request.model_name());
+  out->set_model_version(request.model_version());
+  out->set_id(request.id());
+  auto* o = out->add_outputs();
+  o->set_name(kOutputName);
+  o->set_datatype(kFp32);  // the workers' outputs are float32 logits
+  o->add_shape(1);
+  for (int64_t d : native->output().shape()) o->add_shape(d);
+  out->add_raw_output_contents()->swap(*native->mutable_output()->mutable_data());
+  // Every map entry costs an allocation on both ends (about half of the
+  // adapter's added latency with all six): the served subnet and its
+  // accuracy always, the rest when the request asks for them.
+  SetParam(out, "superserve_subnet_id", native->served_by().subnet_id());
+  (*out->mutable_parameters())["superserve_accuracy"].set_double_param(
+      native->served_by().accuracy());
+  auto details = request.parameters().find("superserve_details");
+  if (details != request.parameters().end() && details->second.bool_param()) {
+    (*out->mutable_parameters())["superserve_worker"].set_string_param(
+        native->served_by().worker());
+    SetParam(out, "superserve_batch_size", native->batch_size());
+    SetParam(out, "superserve_queue_us", native->queue_us());
+    SetParam(out, "superserve_exec_us", native->exec_us());
+  }
+}
+
+namespace {
+
+// One ModelInfer call: the native query the Dispatcher answers exactly once.
+class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryResponder {
+ public:
+  OipInferReactor(Dispatcher* dispatcher, const inference::ModelInferRequest* request,
+                  inference::ModelInferResponse* response)
+      : dispatcher_(dispatcher), request_(request), response_(response) {}
+
+  const v1::InferRequest& request() const override { return native_request_; }
+  v1::InferResponse* response() override { return &native_response_; }
+  bool TakeInput(v1::Tensor* out) override {
+    out->Swap(native_request_.mutable_input());
+    return true;
+  }
+  void Answer(const absl::Status& status) override {
+    if (status.ok()) ToOpenInferenceResponse(*request_, &native_response_, response_);
+    Finish(ToGrpcStatus(InOipTerms(status)));
+  }
+  void OnCancel() override { dispatcher_->OnCancelled(this); }
+  void OnDone() override { delete this; }
+  // As InferenceService's reactor: both reactions are trivial and safe inline.
+  bool InternalInlineable() override { return true; }
+
+  v1::InferRequest native_request_;
+
+ private:
+  Dispatcher* const dispatcher_;
+  const inference::ModelInferRequest* const request_;
+  inference::ModelInferResponse* const response_;
+  v1::InferResponse native_response_;
+};
+
+// ModelStreamInfer: each request read becomes one native query; each answer
+// is written back as one ModelStreamInferResponse (an error as its
+// error_message, with the request id in infer_response.id). Finishes once
+// the client has closed its side and every query has been answered.
+class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelInferRequest,
+                                                              inference::ModelStreamInferResponse> {
+ public:
+  OipStreamReactor(Dispatcher* dispatcher, Nanos default_slo)
+      : dispatcher_(dispatcher), default_slo_(default_slo) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      bool finish;
+      {
+        absl::MutexLock lock(&mu_);
+        reads_done_ = true;
+        finish = ShouldFinishLocked();
+      }
+      if (finish) Finish(FinalStatus());
+      return;
+    }
+    auto* query = new StreamQuery(this);
+    query->oip_request_.Swap(&in_);
+    auto timeout = ToNativeRequest(query->oip_request_, &query->request_);
+    {
+      absl::MutexLock lock(&mu_);
+      live_.insert(query);
+    }
+    if (!timeout.ok()) {
+      Answer(query, timeout.status());
+    } else {
+      const Nanos now = dispatcher_->clock()->Now();
+      dispatcher_->Submit(query, QueryDeadline(now, *timeout, nullptr, default_slo_));
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool next = false, finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!ok) broken_ = true;
+      if (!broken_ && !pending_.empty()) {
+        out_ = std::move(pending_.front());
+        pending_.pop_front();
+        next = true;
+      } else {
+        writing_ = false;
+        pending_.clear();
+        finish = ShouldFinishLocked();
+      }
+    }
+    if (next) StartWrite(&out_);
+    if (finish) Finish(FinalStatus());
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    broken_ = true;
+    for (StreamQuery* q : live_) dispatcher_->OnCancelled(q);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  class StreamQuery final : public QueryResponder {
+   public:
+    explicit StreamQuery(OipStreamReactor* stream) : stream_(stream) {}
+    const v1::InferRequest& request() const override { return request_; }
+    v1::InferResponse* response() override { return &response_; }
+    void Answer(const absl::Status& status) override { stream_->Answer(this, status); }
+    bool TakeInput(v1::Tensor* out) override {
+      out->Swap(request_.mutable_input());
+      return true;
+    }
+
+    OipStreamReactor* const stream_;
+    inference::ModelInferRequest oip_request_;
+    v1::InferRequest request_;
+    v1::InferResponse response_;
+  };
+
+  void Answer(StreamQuery* query, const absl::Status& status) {
+    inference::ModelStreamInferResponse msg;
+    if (status.ok()) {
+      ToOpenInferenceResponse(query->oip_request_, &query->response_, msg.mutable_infer_response());
+    } else {
+      msg.set_error_message(absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
+                                         InOipTerms(status).message()));
+      msg.mutable_infer_response()->set_model_name(query->oip_request_.model_name());
+      msg.mutable_infer_response()->set_id(query->oip_request_.id());
+    }
+    bool start = false, finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      live_.erase(query);
+      if (!broken_) {
+        if (!writing_) {
+          writing_ = true;
+          out_ = std::move(msg);
+          start = true;
+        } else {
+          pending_.push_back(std::move(msg));
+        }
+      }
+      finish = !start && ShouldFinishLocked();
+    }
+    delete query;
+    if (start) StartWrite(&out_);
+    if (finish) Finish(FinalStatus());
+  }
+
+  bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || !reads_done_ || !live_.empty() || writing_) return false;
+    finished_ = true;
+    return true;
+  }
+  grpc::Status FinalStatus() {
+    absl::MutexLock lock(&mu_);
+    return broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream broken or cancelled")
+                   : grpc::Status::OK;
+  }
+
+  Dispatcher* const dispatcher_;
+  const Nanos default_slo_;
+  inference::ModelInferRequest in_;  // only touched by the read chain
+  absl::Mutex mu_;
+  absl::flat_hash_set<StreamQuery*> live_ ABSL_GUARDED_BY(mu_);
+  inference::ModelStreamInferResponse out_;  // touched only by whoever set writing_
+  std::deque<inference::ModelStreamInferResponse> pending_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* OpenInferenceService::ServerLive(
+    grpc::CallbackServerContext* context, const inference::ServerLiveRequest* /*request*/,
+    inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return FinishNow(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* OpenInferenceService::ServerReady(
+    grpc::CallbackServerContext* context, const inference::ServerReadyRequest* /*request*/,
+    inference::ServerReadyResponse* response) {
+  // Ready: serving, and some model has a live worker.
+  bool ready = false;
+  if (serving_.load(std::memory_order_relaxed)) {
+    for (const ModelSummary& m : dispatcher_->ModelSummaries()) ready = ready || m.workers > 0;
+  }
+  response->set_ready(ready);
+  return FinishNow(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* OpenInferenceService::ModelReady(
+    grpc::CallbackServerContext* context, const inference::ModelReadyRequest* request,
+    inference::ModelReadyResponse* response) {
+  const auto models = dispatcher_->ModelSummaries();
+  const ModelSummary* m = FindModel(models, request->name());
+  if (m == nullptr || !VersionMatches(*m, request->version())) {
+    return FinishNow(context,
+                     grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                  absl::StrCat("no model \"", request->name(), "\"",
+                                               request->version().empty() ? "" : " version ",
+                                               request->version())));
+  }
+  response->set_ready(serving_.load(std::memory_order_relaxed) && m->workers > 0);
+  return FinishNow(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* OpenInferenceService::ServerMetadata(
+    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest* /*request*/,
+    inference::ServerMetadataResponse* response) {
+  response->set_name(kServerName);
+  response->set_version(kServerVersion);
+  return FinishNow(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* OpenInferenceService::ModelMetadata(
+    grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  const auto models = dispatcher_->ModelSummaries();
+  const ModelSummary* m = FindModel(models, request->name());
+  if (m == nullptr || !VersionMatches(*m, request->version())) {
+    std::vector<std::string> names;
+    for (const ModelSummary& s : models) names.push_back(s.name);
+    return FinishNow(
+        context,
+        grpc::Status(grpc::StatusCode::NOT_FOUND,
+                     absl::StrCat("no model \"", request->name(), "\"",
+                                  request->version().empty() ? "" : " version ", request->version(),
+                                  "; serving: ", absl::StrJoin(names, ", "))));
+  }
+  response->set_name(m->name);
+  response->add_versions(absl::StrCat(m->version));
+  // The platform names what runs it: a weight-shared supernet family.
+  response->set_platform(absl::StrCat("superserve_", m->family));
+  auto* in = response->add_inputs();
+  in->set_name(kInputName);
+  in->set_datatype(kFp32);
+  in->add_shape(-1);  // batch dimension; each request carries one sample
+  for (int64_t d : m->input_shape) in->add_shape(d);
+  auto* out = response->add_outputs();
+  out->set_name(kOutputName);
+  out->set_datatype(kFp32);
+  out->add_shape(-1);
+  out->add_shape(m->num_classes > 0 ? m->num_classes : -1);
+  return FinishNow(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(
+    grpc::CallbackServerContext* context, const inference::ModelInferRequest* request,
+    inference::ModelInferResponse* response) {
+  auto* reactor = new OipInferReactor(dispatcher_, request, response);
+  auto timeout = ToNativeRequest(*request, &reactor->native_request_);
+  if (!timeout.ok()) {
+    reactor->Finish(ToGrpcStatus(timeout.status()));
+    return reactor;
+  }
+  const Nanos now = dispatcher_->clock()->Now();
+  dispatcher_->Submit(reactor, QueryDeadline(now, *timeout, context, default_slo_));
+  return reactor;
+}
+
+grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+OpenInferenceService::ModelStreamInfer(grpc::CallbackServerContext* /*context*/) {
+  return new OipStreamReactor(dispatcher_, default_slo_);
+}
+
+}  // namespace superserve

@@ -1,0 +1,76 @@
+#ifndef SUPERSERVE_ROUTER_OPEN_INFERENCE_SERVICE_H_
+#define SUPERSERVE_ROUTER_OPEN_INFERENCE_SERVICE_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/time.h"
+#include "inference/grpc_predict_v2.grpc.pb.h"
+#include "router/dispatcher.h"
+#include "superserve/v1/inference.pb.h"
+
+namespace superserve {
+
+// The Open Inference Protocol (KServe v2, `inference.GRPCInferenceService`)
+// as a thin adapter over the Dispatcher: a ModelInfer call is translated
+// into the native superserve.v1 InferRequest and submitted exactly as
+// Inference.Infer submits it (same queue, policy, validation and answer
+// rules); its answer is translated back. docs/oip.md has the mapping.
+//
+// Tensors: one FP32 input named "input", shape [1, <model input shape>]
+// (the leading 1 is the batch dimension: the router batches queries itself);
+// one FP32 output "logits", shape [1, classes], in raw_output_contents.
+// Deadline: the request parameter "timeout" (microseconds, Triton's) when
+// set, else the gRPC deadline, else the router's default SLO. The response
+// parameters carry the served subnet and its accuracy, and with the request
+// parameter superserve_details=true also worker, batch size and timings.
+class OpenInferenceService final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  OpenInferenceService(Dispatcher* dispatcher, Nanos default_slo)
+      : dispatcher_(dispatcher), default_slo_(default_slo) {}
+
+  // False while the router drains or shuts down: ServerReady and ModelReady
+  // answer false.
+  void SetServing(bool serving) { serving_.store(serving, std::memory_order_relaxed); }
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
+                                       const inference::ServerLiveRequest* request,
+                                       inference::ServerLiveResponse* response) override;
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
+                                        const inference::ServerReadyRequest* request,
+                                        inference::ServerReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest* request,
+                                           inference::ServerMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override;
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+  ModelStreamInfer(grpc::CallbackServerContext* context) override;
+
+ private:
+  Dispatcher* const dispatcher_;
+  const Nanos default_slo_;
+  std::atomic<bool> serving_{true};
+};
+
+// The translation, exposed for unit tests. ToNativeRequest copies the input
+// bytes once into `native` (as Inference.Infer copies its input) and returns
+// the "timeout" parameter in nanoseconds, 0 when the request has none; every
+// error is INVALID_ARGUMENT and names the offending field.
+absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& request,
+                                      v1::InferRequest* native);
+// Fills `out` from a served native answer (output moved, not copied).
+void ToOpenInferenceResponse(const inference::ModelInferRequest& request, v1::InferResponse* native,
+                             inference::ModelInferResponse* out);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_ROUTER_OPEN_INFERENCE_SERVICE_H_

@@ -1,0 +1,180 @@
+"""The Python client (clients/python/superserve) against a real router and
+emulated workers: sync and asyncio infer with deadlines, streams, numpy in
+and out, typed errors."""
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+import superserve
+from superserve.local_cluster import LocalCluster
+
+BIN = os.environ["SUPERSERVE_BIN_DIR"]
+SRC = os.environ["SUPERSERVE_SOURCE_DIR"]
+REPO = os.path.join(SRC, "tests/router/testdata/emulated_repo")
+SUBNET_ACCURACY = {0: 80.0, 1: 85.0, 2: 88.0, 3: 90.0}
+
+
+def sample(i):
+    return np.random.default_rng(i).random((1, 28, 28), dtype=np.float32)
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="superserve-pyclient-")
+        cls.cluster = LocalCluster(BIN, REPO, cls.tmp.name, workers=2, emulate=True)
+        cls.client = superserve.Client(cls.cluster.address, default_timeout=2.0)
+        cls.client.wait_ready(10)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.cluster.stop()
+        cls.tmp.cleanup()
+
+    def test_infer_returns_numpy_and_served_subnet(self):
+        r = self.client.infer("emu", sample(0), timeout=1.0)
+        self.assertIsInstance(r.output, np.ndarray)
+        self.assertEqual(r.output.dtype, np.float32)
+        self.assertEqual(r.output.shape, (10,))
+        self.assertEqual(r.output.sum(), 1.0)  # the emulated worker's one-hot logits
+        self.assertEqual(r.accuracy, SUBNET_ACCURACY[r.subnet_id])
+        self.assertGreaterEqual(r.batch_size, 1)
+        self.assertTrue(r.worker)
+        # Deterministic for the same input; float64 input is sent as float32.
+        again = self.client.infer("emu", sample(0).astype(np.float64))
+        np.testing.assert_array_equal(again.output, r.output)
+
+    def test_typed_errors(self):
+        with self.assertRaises(superserve.InvalidArgument) as e:
+            self.client.infer("nope", sample(0))
+        self.assertIn("nope", e.exception.message)
+        with self.assertRaises(superserve.InvalidArgument):
+            self.client.infer("emu", np.zeros((1, 28, 27), np.float32))
+        with self.assertRaises(superserve.InvalidArgument):
+            self.client.infer("emu", np.zeros((1, 28, 28), np.int32))  # the model takes float32
+        with self.assertRaises(superserve.DeadlineExceeded):
+            self.client.infer("emu", sample(1), timeout=1e-4)
+        with self.assertRaises(TypeError):
+            self.client.infer("emu", np.zeros((1, 28, 28), np.complex64))
+        with superserve.Client("127.0.0.1:1") as nobody:
+            with self.assertRaises(superserve.Unavailable):
+                nobody.infer("emu", sample(0), timeout=2.0)
+        # Every typed error is a SuperserveError.
+        self.assertTrue(issubclass(superserve.Unavailable, superserve.SuperserveError))
+
+    def test_stream_answers_every_query_once(self):
+        n = 600
+        xs = [sample(i % 16) for i in range(n)]
+        xs[7] = np.zeros((3, 3), np.float32)  # one bad query in the middle
+        unary = {i: self.client.infer("emu", sample(i)).output for i in range(16)}
+        seen = {}
+        for a in self.client.stream("emu", xs, timeout=2.0, max_in_flight=128, batch=32):
+            self.assertNotIn(a.index, seen)
+            seen[a.index] = a
+        self.assertEqual(sorted(seen), list(range(n)))
+        self.assertIsInstance(seen[7].error, superserve.InvalidArgument)
+        with self.assertRaises(superserve.InvalidArgument):
+            seen[7].unwrap()
+        for i, a in seen.items():
+            if i == 7:
+                continue
+            self.assertIsNone(a.error, a.error)
+            np.testing.assert_array_equal(a.result.output, unary[i % 16])
+
+    def test_stream_with_a_generator_and_tiny_window(self):
+        # A window of 1 and batches of 1: the client must not hold a query
+        # back while it waits for answers (no deadlock).
+        answers = list(self.client.stream("emu", (sample(i) for i in range(20)), timeout=2.0,
+                                          max_in_flight=1, batch=8))
+        self.assertEqual(sorted(a.index for a in answers), list(range(20)))
+        self.assertTrue(all(a.error is None for a in answers))
+
+    def test_stream_raises_what_its_inputs_raise(self):
+        def inputs():
+            yield sample(0)
+            raise ValueError("camera unplugged")
+
+        with self.assertRaisesRegex(ValueError, "camera unplugged"):
+            list(self.client.stream("emu", inputs(), batch=1))
+        with self.assertRaises(TypeError):
+            list(self.client.stream("emu", [sample(0), np.zeros((2,), np.complex64)]))
+
+        async def run():
+            async with superserve.AsyncClient(self.cluster.address) as c:
+                async for _ in c.stream("emu", [sample(0), np.zeros((2,), np.complex64)]):
+                    pass
+
+        with self.assertRaises(TypeError):
+            asyncio.run(asyncio.wait_for(run(), 20))
+        # The client still works afterwards.
+        self.assertEqual(self.client.infer("emu", sample(0)).output.shape, (10,))
+
+    def test_examples_run(self):
+        env = dict(os.environ)
+        for name, expect in (("infer.py", "wrong shape"), ("stream.py", "served ("),
+                             ("async_infer.py", "stream: 100 of 100 served"),
+                             ("oip_infer.py", "executed")):
+            with self.subTest(example=name):
+                r = subprocess.run(
+                    [sys.executable, os.path.join(SRC, "clients/python/examples", name),
+                     "--router", self.cluster.address, "--model", "emu"]
+                    + (["--queries", "2000"] if name == "stream.py" else []),
+                    env=env, capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(expect, r.stdout)
+
+    def test_asyncio(self):
+        async def run():
+            async with superserve.AsyncClient(self.cluster.address, default_timeout=2.0) as c:
+                await c.wait_ready(10)
+                rs = await asyncio.gather(*[c.infer("emu", sample(i)) for i in range(10)])
+                with self.assertRaises(superserve.InvalidArgument):
+                    await c.infer("nope", sample(0))
+                with self.assertRaises(superserve.DeadlineExceeded):
+                    await c.infer("emu", sample(0), timeout=1e-4)
+
+                async def gen():
+                    for i in range(50):
+                        yield sample(i % 10)
+
+                answers = [a async for a in c.stream("emu", gen(), max_in_flight=16, batch=4)]
+                return rs, answers
+
+        rs, answers = asyncio.run(run())
+        for i, r in enumerate(rs):
+            np.testing.assert_array_equal(r.output, self.client.infer("emu", sample(i)).output)
+        self.assertEqual(sorted(a.index for a in answers), list(range(50)))
+        for a in answers:
+            np.testing.assert_array_equal(a.unwrap().output, rs[a.index % 10].output)
+
+    def test_dashboard_metrics_exist_in_live_metrics(self):
+        # deploy/grafana's dashboard queries only series this router exports
+        # (after some traffic, so per-model and per-worker series exist).
+        # Worker utilisation is first reported once a worker has been
+        # registered for a full busy window (serving/, 500 ms): poll up to 10 s.
+        with open(os.path.join(SRC, "deploy/grafana/superserve-router.json")) as f:
+            queried = set(re.findall(r"\bsuperserve_[a-z_]+\b", f.read()))
+        self.assertGreaterEqual(len(queried), 8)
+        end = time.monotonic() + 10
+        while True:
+            for i in range(5):
+                self.client.infer("emu", sample(i))
+            live = self.cluster.scrape_metrics()
+            missing = queried - set(re.findall(r"^(superserve_[a-z_]+)", live, re.M))
+            if not missing or time.monotonic() > end:
+                break
+            time.sleep(0.2)
+        self.assertEqual(missing, set())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,154 @@
+// The Open Inference Protocol adapter's translation (no gRPC server): an OIP
+// request becomes the native request the Dispatcher validates, and a native
+// answer becomes the OIP response. The served path end to end is
+// oip_spec_client_test.py.
+#include "router/open_inference_service.h"
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace superserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+inference::ModelInferRequest Request(const std::vector<float>& values,
+                                     std::vector<int64_t> shape = {1, 1, 2, 2}) {
+  inference::ModelInferRequest r;
+  r.set_model_name("emu");
+  r.set_id("q1");
+  auto* in = r.add_inputs();
+  in->set_name("input");
+  in->set_datatype("FP32");
+  for (int64_t d : shape) in->add_shape(d);
+  r.add_raw_input_contents(
+      std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  return r;
+}
+
+TEST(OpenInferenceTranslation, RawInputBecomesTheNativeSampleWithoutTheBatchDimension) {
+  const std::vector<float> v = {1, 2, 3, 4};
+  v1::InferRequest native;
+  auto timeout = ToNativeRequest(Request(v), &native);
+  ASSERT_TRUE(timeout.ok()) << timeout.status();
+  EXPECT_EQ(*timeout, 0);
+  EXPECT_EQ(native.model(), "emu");
+  EXPECT_EQ(native.input().dtype(), v1::DTYPE_FLOAT32);
+  EXPECT_THAT(native.input().shape(), ::testing::ElementsAre(1, 2, 2));
+  ASSERT_EQ(native.input().data().size(), 16u);
+  EXPECT_EQ(std::memcmp(native.input().data().data(), v.data(), 16), 0);
+}
+
+TEST(OpenInferenceTranslation, TypedContentsEqualRawBytes) {
+  const std::vector<float> v = {0.5f, -1.f, 3.25f, 7.f};
+  auto typed = Request(v);
+  typed.clear_raw_input_contents();
+  for (float x : v) typed.mutable_inputs(0)->mutable_contents()->add_fp32_contents(x);
+  v1::InferRequest a, b;
+  ASSERT_TRUE(ToNativeRequest(typed, &a).ok());
+  ASSERT_TRUE(ToNativeRequest(Request(v), &b).ok());
+  EXPECT_EQ(a.input().data(), b.input().data());
+}
+
+TEST(OpenInferenceTranslation, TimeoutParameterIsMicroseconds) {
+  auto r = Request({1, 2, 3, 4});
+  (*r.mutable_parameters())["timeout"].set_int64_param(2500);
+  (*r.mutable_parameters())["application"].set_string_param("camera");
+  v1::InferRequest native;
+  auto timeout = ToNativeRequest(r, &native);
+  ASSERT_TRUE(timeout.ok());
+  EXPECT_EQ(*timeout, Micros(2500));
+  EXPECT_EQ(native.application(), "camera");
+  (*r.mutable_parameters())["timeout"].set_int64_param(INT64_MAX);  // saturates
+  EXPECT_EQ(*ToNativeRequest(r, &native), INT64_MAX);
+  (*r.mutable_parameters())["timeout"].set_string_param("soon");
+  EXPECT_THAT(ToNativeRequest(r, &native).status().message(), HasSubstr("timeout"));
+  (*r.mutable_parameters())["timeout"].set_int64_param(-1);
+  EXPECT_THAT(ToNativeRequest(r, &native).status().message(), HasSubstr("negative"));
+}
+
+TEST(OpenInferenceTranslation, EveryMalformedRequestIsInvalidArgumentNamingTheField) {
+  struct Case {
+    const char* what;
+    std::function<void(inference::ModelInferRequest*)> mutate;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"no model", [](auto* r) { r->clear_model_name(); }, "model_name"},
+      {"two inputs", [](auto* r) { r->add_inputs()->set_name("x"); }, "one input"},
+      {"no inputs", [](auto* r) { r->clear_inputs(); }, "one input"},
+      {"name", [](auto* r) { r->mutable_inputs(0)->set_name("img"); }, "\"img\""},
+      {"datatype", [](auto* r) { r->mutable_inputs(0)->set_datatype("INT8"); }, "INT8"},
+      {"batch of 2", [](auto* r) { r->mutable_inputs(0)->set_shape(0, 2); }, "[2,1,2,2]"},
+      {"rank 0", [](auto* r) { r->mutable_inputs(0)->clear_shape(); }, "shape"},
+      {"no data", [](auto* r) { r->clear_raw_input_contents(); }, "no data"},
+      {"two raw", [](auto* r) { r->add_raw_input_contents("abcd"); }, "2 entries"},
+      {"ragged bytes", [](auto* r) { r->mutable_raw_input_contents(0)->push_back('x'); },
+       "whole number"},
+      {"raw and typed",
+       [](auto* r) { r->mutable_inputs(0)->mutable_contents()->add_fp32_contents(1); }, "both"},
+      {"int contents for FP32",
+       [](auto* r) {
+         r->clear_raw_input_contents();
+         r->mutable_inputs(0)->mutable_contents()->add_int_contents(1);
+       },
+       "fp32_contents"},
+      {"unknown output", [](auto* r) { r->add_outputs()->set_name("probs"); }, "\"probs\""},
+  };
+  for (const Case& c : cases) {
+    auto r = Request({1, 2, 3, 4});
+    c.mutate(&r);
+    v1::InferRequest native;
+    auto s = ToNativeRequest(r, &native).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_THAT(s.message(), HasSubstr(c.says)) << c.what << ": " << s.message();
+  }
+}
+
+TEST(OpenInferenceTranslation, ResponseCarriesOutputAndServedSubnet) {
+  auto req = Request({1, 2, 3, 4});
+  req.set_model_version("3");
+  v1::InferResponse native;
+  const std::vector<float> logits = {0, 1, 0};
+  native.mutable_output()->set_dtype(v1::DTYPE_FLOAT32);
+  native.mutable_output()->add_shape(3);
+  native.mutable_output()->set_data(std::string(reinterpret_cast<const char*>(logits.data()), 12));
+  native.mutable_served_by()->set_subnet_id(2);
+  native.mutable_served_by()->set_accuracy(88.5);
+  native.mutable_served_by()->set_worker("w0#1");
+  native.set_batch_size(8);
+  native.set_queue_us(120);
+  native.set_exec_us(900);
+  inference::ModelInferResponse lean;
+  v1::InferResponse copy = native;
+  ToOpenInferenceResponse(req, &copy, &lean);
+  EXPECT_EQ(lean.parameters().size(), 2u);  // subnet and accuracy unless asked
+  EXPECT_EQ(lean.parameters().at("superserve_subnet_id").int64_param(), 2);
+  EXPECT_EQ(lean.parameters().at("superserve_accuracy").double_param(), 88.5);
+  (*req.mutable_parameters())["superserve_details"].set_bool_param(true);
+  inference::ModelInferResponse out;
+  ToOpenInferenceResponse(req, &native, &out);
+  EXPECT_EQ(out.model_name(), "emu");
+  EXPECT_EQ(out.model_version(), "3");
+  EXPECT_EQ(out.id(), "q1");
+  ASSERT_EQ(out.outputs_size(), 1);
+  EXPECT_EQ(out.outputs(0).name(), "logits");
+  EXPECT_EQ(out.outputs(0).datatype(), "FP32");
+  EXPECT_THAT(out.outputs(0).shape(), ::testing::ElementsAre(1, 3));
+  ASSERT_EQ(out.raw_output_contents_size(), 1);
+  EXPECT_EQ(out.raw_output_contents(0).size(), 12u);
+  const auto& p = out.parameters();
+  EXPECT_EQ(p.at("superserve_subnet_id").int64_param(), 2);
+  EXPECT_EQ(p.at("superserve_accuracy").double_param(), 88.5);
+  EXPECT_EQ(p.at("superserve_worker").string_param(), "w0#1");
+  EXPECT_EQ(p.at("superserve_batch_size").int64_param(), 8);
+  EXPECT_EQ(p.at("superserve_queue_us").int64_param(), 120);
+  EXPECT_EQ(p.at("superserve_exec_us").int64_param(), 900);
+}
+
+}  // namespace
+}  // namespace superserve
