@@ -25,6 +25,7 @@
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
 #include "router/inference_service.h"
+#include "router/open_inference_service.h"
 #include "router/router_server.h"
 #include "superserve/v1/worker.grpc.pb.h"
 #include "tests/router/engine_test_util.h"
@@ -488,6 +489,59 @@ TEST(InferStreamBound, ANeverReadingStreamIsCutOffAndItsReactorDeleted) {
   }));
   InferenceClient client("127.0.0.1:" + std::to_string(server.port()));
   EXPECT_TRUE(client.Infer(*Request(0.5f), Seconds(5)).ok());
+  server.Shutdown();
+}
+
+// The same bound on the Open Inference Protocol's ModelStreamInfer.
+TEST(InferStreamBound, ANeverReadingOipStreamIsCutOffToo) {
+  RouterServerOptions o;
+  o.model_repo = EmulatedRepo();
+  o.metrics_listen = "";
+  o.max_stream_unsent_answers = 32;
+  RouterServer server(o);
+  ASSERT_TRUE(server.Start().ok());
+  InprocWorker worker("127.0.0.1:" + std::to_string(server.worker_port()));
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server.dispatcher()->Stats().workers_alive == 1; }));
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 * 1024);
+  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server.port()),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->ModelStreamInfer(&ctx);
+  inference::ModelInferRequest req;
+  req.set_model_name("emu");
+  auto* in = req.add_inputs();
+  in->set_name("input");
+  in->set_datatype("FP32");
+  for (int64_t d : {1, 1, 28, 28}) in->add_shape(d);
+  const std::vector<float> pixels(28 * 28, 0.5f);
+  req.add_raw_input_contents(std::string(reinterpret_cast<const char*>(pixels.data()),
+                                         pixels.size() * sizeof(float)));
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> sent{0};
+  std::thread writer([&] {
+    while (!stop && sent < 50000) {
+      ++sent;
+      if (!stream->Write(req)) break;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  inference::ModelStreamInferResponse resp;
+  int64_t answers = 0;
+  while (stream->Read(&resp)) ++answers;
+  stop = true;
+  writer.join();
+  const grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("--max_stream_unsent_answers=32"));
+  EXPECT_LT(answers, sent.load());
+  EXPECT_TRUE(Eventually([&] {
+    const DispatcherStats st = server.dispatcher()->Stats();
+    return st.pending == 0 && st.answered == st.accepted;
+  }));
   server.Shutdown();
 }
 
