@@ -4,7 +4,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/model_digest.h"
 #include "common/model_repository.h"
+#include "common/secret.h"
 #include "router/inference_service.h"
 
 namespace superserve {
@@ -14,13 +16,6 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc:
   auto* reactor = context->DefaultReactor();
   reactor->Finish(s);
   return reactor;
-}
-
-// Constant-time comparison: the token is a secret.
-bool SameToken(absl::string_view a, absl::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ (i < b.size() ? b[i] : 0);
-  return diff == 0;
 }
 
 }  // namespace
@@ -34,7 +29,7 @@ grpc::Status AdminService::Authorize(grpc::CallbackServerContext* context) const
   absl::string_view value(it->second.data(), it->second.size());
   constexpr absl::string_view kBearer = "Bearer ";
   if (token_.empty() || !absl::StartsWith(value, kBearer) ||
-      !SameToken(value.substr(kBearer.size()), token_)) {
+      !SameSecret(value.substr(kBearer.size()), token_)) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "bad admin token");
   }
   return grpc::Status::OK;
@@ -54,7 +49,9 @@ grpc::ServerUnaryReactor* AdminService::RegisterModel(grpc::CallbackServerContex
                                                    "\" differs from the profile's model \"",
                                                    entry->name, "\"")));
   }
-  if (auto s = dispatcher_->AddModel(entry->profile); !s.ok()) {
+  auto digest = DigestModelDirectory(entry->directory);
+  if (!digest.ok()) return Done(context, ToGrpcStatus(digest.status()));
+  if (auto s = dispatcher_->AddModel(entry->profile, &*digest); !s.ok()) {
     return Done(context, ToGrpcStatus(s));
   }
   for (const auto& info : dispatcher_->ListModels()) {

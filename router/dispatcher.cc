@@ -57,17 +57,61 @@ bool Dispatcher::Drain(Nanos timeout) {
   return true;
 }
 
-absl::Status Dispatcher::AddModel(const ModelProfile& profile) {
+absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest* digest) {
   if (profile.subnets.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model \"", profile.model, "\": the router serves supernets; no subnets"));
   }
   auto policy = MakePolicy(options_.policy, profile, options_.policy_config);
   if (!policy.ok()) return policy.status();
-  return core_.AddModel(profile, *std::move(policy));
+  if (auto s = core_.AddModel(profile, *std::move(policy)); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(digests_mu_);
+  if (digest != nullptr) {
+    digests_[profile.model] = *digest;
+  } else {
+    digests_.erase(profile.model);
+  }
+  return absl::OkStatus();
 }
 
-absl::Status Dispatcher::RemoveModel(const std::string& name) { return core_.RemoveModel(name); }
+absl::Status Dispatcher::RemoveModel(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(digests_mu_);
+    digests_.erase(name);
+  }
+  return core_.RemoveModel(name);
+}
+
+absl::Status Dispatcher::CheckModelVersions(const v1::RegisterWorker& hello) {
+  std::lock_guard<std::mutex> lock(digests_mu_);
+  for (const std::string& model : hello.models()) {
+    auto ours = digests_.find(model);
+    if (ours == digests_.end()) continue;
+    const v1::ModelVersion* theirs = nullptr;
+    for (const auto& v : hello.versions()) {
+      if (v.model() == model) theirs = &v;
+    }
+    if (theirs == nullptr) {
+      SS_LOG(WARNING) << "worker " << hello.worker_id() << " registers model " << model
+                      << " without a version digest; its version is not checked";
+      continue;
+    }
+    auto differs = [](const std::string& a, const std::string& b) {
+      return !a.empty() && !b.empty() && a != b;
+    };
+    if (differs(theirs->profile_digest(), ours->second.profile)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model ", model, ": the worker's profile.json has digest ", theirs->profile_digest(),
+          ", the router's ", ours->second.profile, " (different model versions)"));
+    }
+    if (differs(theirs->checkpoint_digest(), ours->second.checkpoint)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model ", model, ": the worker's checkpoint has digest ", theirs->checkpoint_digest(),
+          ", the router's ", ours->second.checkpoint, " (different model versions)"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 std::vector<v1::ModelInfo> Dispatcher::ListModels() const {
   std::vector<v1::ModelInfo> out;
@@ -104,6 +148,7 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
 
 absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hello,
                                                    std::shared_ptr<WorkerConnection> connection) {
+  if (auto s = CheckModelVersions(hello); !s.ok()) return s;
   WorkerRegistration reg;
   reg.name = hello.worker_id();
   reg.emulated = hello.emulated();

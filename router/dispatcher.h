@@ -11,7 +11,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/container/flat_hash_map.h"
 #include "common/clock.h"
+#include "common/model_digest.h"
 #include "common/model_profile.h"
 #include "policies/policy_factory.h"
 #include "router/query_responder.h"
@@ -50,7 +52,9 @@ class Dispatcher {
   Dispatcher& operator=(const Dispatcher&) = delete;
 
   // --- models (startup and the Admin service)
-  absl::Status AddModel(const ModelProfile& profile);
+  // `digest` (optional): the version of the router's copy; a worker that
+  // registers the model with other digests is refused (RegisterWorker).
+  absl::Status AddModel(const ModelProfile& profile, const ModelDigest* digest = nullptr);
   absl::Status RemoveModel(const std::string& name);
   std::vector<v1::ModelInfo> ListModels() const;
   // The same with the input shape and classes (the Open Inference Protocol's
@@ -65,7 +69,9 @@ class Dispatcher {
   void OnCancelled(QueryResponder* query) { core_.OnCancelled(query); }
 
   // --- workers. RegisterWorker sends the RegisterAck itself (before any
-  // batch) and returns the worker's id.
+  // batch) and returns the worker's id. A model version whose digests differ
+  // from the router's copy is FAILED_PRECONDITION naming both; a worker that
+  // sends no version for a model is accepted (a warning is logged).
   absl::StatusOr<int32_t> RegisterWorker(const v1::RegisterWorker& hello,
                                          std::shared_ptr<WorkerConnection> connection);
   void OnHeartbeat(int32_t worker) { core_.OnHeartbeat(worker); }
@@ -95,8 +101,14 @@ class Dispatcher {
   void RequestTick(Nanos t);
   void TimerLoop();
 
+  // Empty digests mean "nothing to compare".
+  absl::Status CheckModelVersions(const v1::RegisterWorker& hello);
+
   const DispatcherOptions options_;
   ServingCore core_;
+
+  std::mutex digests_mu_;
+  absl::flat_hash_map<std::string, ModelDigest> digests_;  // by model name
 
   std::mutex timer_mu_;
   std::condition_variable timer_cv_;

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/logging.h"
 #include "common/time.h"
 
 namespace superserve {
@@ -72,8 +74,8 @@ class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponde
 class InferStreamReactor final
     : public grpc::ServerBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse> {
  public:
-  InferStreamReactor(Dispatcher* dispatcher, Nanos default_slo)
-      : dispatcher_(dispatcher), default_slo_(default_slo) {
+  InferStreamReactor(Dispatcher* dispatcher, Nanos default_slo, size_t max_unsent_answers)
+      : dispatcher_(dispatcher), default_slo_(default_slo), max_unsent_(max_unsent_answers) {
     live_reactors.fetch_add(1, std::memory_order_relaxed);
     StartRead(&in_);
   }
@@ -93,17 +95,32 @@ class InferStreamReactor final
     const Nanos now = dispatcher_->clock()->Now();
     std::vector<std::pair<StreamQuery*, Nanos>> accepted;
     accepted.reserve(in_.queries_size());
+    bool stop_reading = false, finish = false;
     {
       absl::MutexLock lock(&mu_);
-      for (v1::StreamQuery& q : *in_.mutable_queries()) {
-        auto* query = new StreamQuery(this, q.tag());
-        query->request_.Swap(q.mutable_request());
-        live_.insert(query);
-        // timeout_us <= 0: the default SLO. Any other value, INT64_MAX
-        // included, is clamped (kMaxQueryTimeout), never overflowed.
-        accepted.emplace_back(query, q.timeout_us() > 0 ? DeadlineAfterMicros(now, q.timeout_us())
-                                                        : DeadlineAfter(now, default_slo_));
+      if (broken_) {
+        // Cut off or cancelled: read no more; these queries are dropped.
+        // As after the client's last message, finish once all is answered.
+        stop_reading = true;
+        reads_done_ = true;
+        finish = ShouldFinishLocked();
+      } else {
+        for (v1::StreamQuery& q : *in_.mutable_queries()) {
+          auto* query = new StreamQuery(this, q.tag());
+          query->request_.Swap(q.mutable_request());
+          live_.insert(query);
+          // timeout_us <= 0: the default SLO. Any other value, INT64_MAX
+          // included, is clamped (kMaxQueryTimeout), never overflowed.
+          accepted.emplace_back(query, q.timeout_us() > 0
+                                           ? DeadlineAfterMicros(now, q.timeout_us())
+                                           : DeadlineAfter(now, default_slo_));
+        }
       }
+    }
+    if (stop_reading) {
+      in_.Clear();
+      if (finish) Finish(FinalStatus());
+      return;
     }
     in_.Clear();
     // Not under mu_: Submit may answer at once (a rejected query), and
@@ -163,10 +180,20 @@ class InferStreamReactor final
   };
 
   void Answer(StreamQuery* query, const absl::Status& status) {
-    bool start = false, finish = false;
+    bool start = false, finish = false, cut_off = false;
     {
       absl::MutexLock lock(&mu_);
       live_.erase(query);
+      if (!broken_ && writing_ && max_unsent_ > 0 &&
+          static_cast<size_t>(pending_.answers_size()) >= max_unsent_) {
+        // The client does not read: cut it off rather than grow. Its
+        // queued queries are answered and dropped (OnCancel's path).
+        broken_ = true;
+        cut_off = !finished_;
+        finished_ = true;
+        pending_.Clear();
+        for (StreamQuery* q : live_) dispatcher_->OnCancelled(q);
+      }
       if (!broken_) {
         v1::InferAnswer* a = pending_.add_answers();
         a->set_tag(query->tag_);
@@ -187,6 +214,17 @@ class InferStreamReactor final
     delete query;
     if (start) StartWrite(&out_);
     if (finish) Finish(FinalStatus());
+    if (cut_off) {
+      SS_LOG(WARNING) << "InferStream cut off: " << max_unsent_
+                      << " answers waited for the client to read (--max_stream_unsent_answers)";
+      // A write is in flight: the status follows it once the client reads.
+      Finish(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("InferStream cut off: ", max_unsent_,
+                       " answers waited for the client to read (bound "
+                       "--max_stream_unsent_answers=",
+                       max_unsent_, ")")));
+    }
   }
 
   // Finish exactly once: the client is done sending, every query it sent
@@ -204,6 +242,7 @@ class InferStreamReactor final
 
   Dispatcher* const dispatcher_;
   const Nanos default_slo_;
+  const size_t max_unsent_;
   v1::InferStreamRequest in_;  // only touched by the read chain
   absl::Mutex mu_;
   absl::flat_hash_set<StreamQuery*> live_ ABSL_GUARDED_BY(mu_);
@@ -245,7 +284,7 @@ grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* c
 
 grpc::ServerBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse>*
 InferenceService::InferStream(grpc::CallbackServerContext* /*context*/) {
-  return new InferStreamReactor(dispatcher_, default_slo_);
+  return new InferStreamReactor(dispatcher_, default_slo_, max_stream_unsent_answers_);
 }
 
 }  // namespace superserve

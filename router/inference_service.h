@@ -16,8 +16,17 @@ namespace superserve {
 // dispatcher's clock.
 class InferenceService final : public v1::Inference::CallbackService {
  public:
-  InferenceService(Dispatcher* dispatcher, Nanos default_slo)
-      : dispatcher_(dispatcher), default_slo_(default_slo) {}
+  // `max_stream_unsent_answers`: an InferStream whose client does not read
+  // piles answers up behind a write that cannot complete (HTTP/2 flow
+  // control); once this many wait, the stream is finished
+  // RESOURCE_EXHAUSTED naming the bound, and its later answers are dropped.
+  // 0 = no bound.
+  InferenceService(Dispatcher* dispatcher, Nanos default_slo,
+                   size_t max_stream_unsent_answers = kDefaultMaxStreamUnsentAnswers)
+      : dispatcher_(dispatcher),
+        default_slo_(default_slo),
+        max_stream_unsent_answers_(max_stream_unsent_answers) {}
+  static constexpr size_t kDefaultMaxStreamUnsentAnswers = 4096;
 
   grpc::ServerUnaryReactor* Infer(grpc::CallbackServerContext* context,
                                   const v1::InferRequest* request,
@@ -34,6 +43,7 @@ class InferenceService final : public v1::Inference::CallbackService {
  private:
   Dispatcher* const dispatcher_;
   const Nanos default_slo_;
+  const size_t max_stream_unsent_answers_;
 };
 
 // absl -> grpc status (same numeric codes).

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "common/logging.h"
 #include "common/tensor_codec.h"
 #include "router/inference_service.h"
 
@@ -244,8 +245,8 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
 class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelInferRequest,
                                                               inference::ModelStreamInferResponse> {
  public:
-  OipStreamReactor(Dispatcher* dispatcher, Nanos default_slo)
-      : dispatcher_(dispatcher), default_slo_(default_slo) {
+  OipStreamReactor(Dispatcher* dispatcher, Nanos default_slo, size_t max_unsent_answers)
+      : dispatcher_(dispatcher), default_slo_(default_slo), max_unsent_(max_unsent_answers) {
     StartRead(&in_);
   }
 
@@ -259,6 +260,23 @@ class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelIn
       }
       if (finish) Finish(FinalStatus());
       return;
+    }
+    {
+      // Cut off or cancelled: read no more (docs/security.md); finish once
+      // what is live has been answered, as after the client's last message.
+      bool stop = false, finish = false;
+      {
+        absl::MutexLock lock(&mu_);
+        if (broken_) {
+          stop = true;
+          reads_done_ = true;
+          finish = ShouldFinishLocked();
+        }
+      }
+      if (stop) {
+        if (finish) Finish(FinalStatus());
+        return;
+      }
     }
     auto* query = new StreamQuery(this);
     query->oip_request_.Swap(&in_);
@@ -330,10 +348,19 @@ class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelIn
       msg.mutable_infer_response()->set_model_name(query->oip_request_.model_name());
       msg.mutable_infer_response()->set_id(query->oip_request_.id());
     }
-    bool start = false, finish = false;
+    bool start = false, finish = false, cut_off = false;
     {
       absl::MutexLock lock(&mu_);
       live_.erase(query);
+      if (!broken_ && writing_ && max_unsent_ > 0 && pending_.size() >= max_unsent_) {
+        // The client does not read: cut it off rather than grow (as
+        // InferStream, router/inference_service.h).
+        broken_ = true;
+        cut_off = !finished_;
+        finished_ = true;
+        pending_.clear();
+        for (StreamQuery* q : live_) dispatcher_->OnCancelled(q);
+      }
       if (!broken_) {
         if (!writing_) {
           writing_ = true;
@@ -348,6 +375,15 @@ class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelIn
     delete query;
     if (start) StartWrite(&out_);
     if (finish) Finish(FinalStatus());
+    if (cut_off) {
+      SS_LOG(WARNING) << "ModelStreamInfer cut off: " << max_unsent_
+                      << " answers waited for the client to read (--max_stream_unsent_answers)";
+      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("ModelStreamInfer cut off: ", max_unsent_,
+                                       " answers waited for the client to read (bound "
+                                       "--max_stream_unsent_answers=",
+                                       max_unsent_, ")")));
+    }
   }
 
   bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -363,6 +399,7 @@ class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelIn
 
   Dispatcher* const dispatcher_;
   const Nanos default_slo_;
+  const size_t max_unsent_;
   inference::ModelInferRequest in_;  // only touched by the read chain
   absl::Mutex mu_;
   absl::flat_hash_set<StreamQuery*> live_ ABSL_GUARDED_BY(mu_);
@@ -467,7 +504,7 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(
 
 grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
 OpenInferenceService::ModelStreamInfer(grpc::CallbackServerContext* /*context*/) {
-  return new OipStreamReactor(dispatcher_, default_slo_);
+  return new OipStreamReactor(dispatcher_, default_slo_, max_stream_unsent_answers_);
 }
 
 }  // namespace superserve

@@ -27,8 +27,13 @@ namespace superserve {
 // parameter superserve_details=true also worker, batch size and timings.
 class OpenInferenceService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  OpenInferenceService(Dispatcher* dispatcher, Nanos default_slo)
-      : dispatcher_(dispatcher), default_slo_(default_slo) {}
+  // `max_stream_unsent_answers`: ModelStreamInfer's bound on answers piled
+  // up behind a write its client does not read, as InferenceService's.
+  OpenInferenceService(Dispatcher* dispatcher, Nanos default_slo,
+                       size_t max_stream_unsent_answers = 4096)
+      : dispatcher_(dispatcher),
+        default_slo_(default_slo),
+        max_stream_unsent_answers_(max_stream_unsent_answers) {}
 
   // False while the router drains or shuts down: ServerReady and ModelReady
   // answer false.
@@ -58,6 +63,7 @@ class OpenInferenceService final : public inference::GRPCInferenceService::Callb
  private:
   Dispatcher* const dispatcher_;
   const Nanos default_slo_;
+  const size_t max_stream_unsent_answers_;
   std::atomic<bool> serving_{true};
 };
 

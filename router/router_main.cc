@@ -8,12 +8,45 @@
 #include "absl/strings/str_cat.h"
 #include "common/init.h"
 #include "common/logging.h"
+#include "common/secret.h"
 #include "common/shutdown_signal.h"
 #include "policies/policy_factory.h"
 #include "policies/policy_flags.h"
 #include "router/router_server.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:8500", "gRPC listen address (port 0 picks a free one).");
+ABSL_FLAG(std::string, listen, "127.0.0.1:8500",
+          "Client gRPC address: Inference, Admin, health, reflection (port 0 picks a free one).");
+ABSL_FLAG(std::string, worker_listen, "127.0.0.1:8501",
+          "WorkerLink address, apart from the client port; workers dial it (their --router). A "
+          "non-loopback address needs --fleet_token_file or --allow_unauthenticated_workers.");
+ABSL_FLAG(std::string, fleet_token_file, "",
+          "File holding the fleet token every worker must present (its own --fleet_token_file). "
+          "Empty: workers are not authenticated (allowed on a loopback --worker_listen only, "
+          "with a warning).");
+ABSL_FLAG(bool, allow_unauthenticated_workers, false,
+          "Accept workers without a fleet token on a non-loopback --worker_listen (unsafe).");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate (chain) for TLS on the client port; needs --tls_key_file.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA: clients must present a certificate it signed (mutual TLS).");
+ABSL_FLAG(bool, worker_tls, false,
+          "The worker port uses TLS too, with the same certificate (workers: --tls_ca_file).");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "File holding the Admin bearer token (preferred over --admin_token, which shows in "
+          "the process list). Never logged.");
+ABSL_FLAG(int64_t, max_applications, 1024,
+          "Distinct application tags the router tracks; a query with a new tag beyond it is "
+          "INVALID_ARGUMENT. 0 = unbounded.");
+ABSL_FLAG(int64_t, max_stream_unsent_answers, 4096,
+          "Answers an InferStream may pile up while its client does not read; beyond it the "
+          "stream is finished RESOURCE_EXHAUSTED. 0 = unbounded.");
+ABSL_FLAG(int32_t, max_concurrent_streams, 16384,
+          "Calls one client connection may have open at once on the client port (HTTP/2 "
+          "MAX_CONCURRENT_STREAMS); further calls wait in the client. 0 = no limit.");
+ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
+          "Largest gRPC message accepted or sent on the client port; larger is "
+          "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:0",
           "Prometheus text endpoint address (port 0 picks one; empty disables).");
 ABSL_FLAG(std::string, model_repo, "", "Model repository: serves every <dir>/<model>/profile.json.");
@@ -32,14 +65,16 @@ ABSL_FLAG(double, drain_timeout_s, 10,
           "serve what is queued for at most this long, then answer the rest UNAVAILABLE and "
           "exit. 0 = no drain.");
 ABSL_FLAG(std::string, port_file, "",
-          "Write \"grpc=PORT\\nmetrics=PORT\\n\" here once serving (for scripts and tests).");
+          "Write \"grpc=PORT\\nworker=PORT\\nmetrics=PORT\\n\" here once serving (for scripts "
+          "and tests).");
 
 int main(int argc, char** argv) {
   using namespace superserve;
   std::string usage = absl::StrCat(
       "superserve-router --model-repo DIR [--policy NAME] [--listen ADDR] [flags]\n\n"
       "Serves Inference.Infer: every query waits in its model's EDF queue until the policy\n"
-      "dispatches it to a worker (workers dial in over WorkerLink). Also serves Admin,\n"
+      "dispatches it to a worker (workers dial in over WorkerLink, on --worker_listen).\n"
+      "TLS, tokens and memory bounds: docs/security.md. Also serves Admin,\n"
       "grpc.health.v1, server reflection and Prometheus metrics. The policy flags and their\n"
       "defaults are superserve-sim's (one shared set); --print-policy-config prints the\n"
       "effective configuration.\nPolicies: ");
@@ -51,10 +86,39 @@ int main(int argc, char** argv) {
 
   RouterServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
+  o.worker_listen = absl::GetFlag(FLAGS_worker_listen);
+  o.allow_unauthenticated_workers = absl::GetFlag(FLAGS_allow_unauthenticated_workers);
+  o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  o.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  o.worker_tls = absl::GetFlag(FLAGS_worker_tls);
+  o.max_message_bytes = static_cast<int32_t>(
+      std::clamp<int64_t>(absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX));
+  o.max_concurrent_streams = std::max(0, absl::GetFlag(FLAGS_max_concurrent_streams));
+  o.max_stream_unsent_answers =
+      static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_max_stream_unsent_answers)));
+  o.dispatcher.serving.max_applications =
+      static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_max_applications)));
+  if (const std::string f = absl::GetFlag(FLAGS_fleet_token_file); !f.empty()) {
+    auto token = ReadSecretFile(f);
+    if (!token.ok()) {
+      SS_LOG(ERROR) << "router: " << token.status().message();
+      return 2;
+    }
+    o.fleet_token = *std::move(token);
+  }
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.model_repo = absl::GetFlag(FLAGS_model_repo);
   o.default_slo = Millis(absl::GetFlag(FLAGS_default_slo_ms));
   o.admin_token = absl::GetFlag(FLAGS_admin_token);
+  if (const std::string f = absl::GetFlag(FLAGS_admin_token_file); !f.empty()) {
+    auto token = ReadSecretFile(f);
+    if (!token.ok()) {
+      SS_LOG(ERROR) << "router: " << token.status().message();
+      return 2;
+    }
+    o.admin_token = *std::move(token);
+  }
   if (o.admin_token.empty() && std::getenv("SUPERSERVE_ADMIN_TOKEN") != nullptr) {
     o.admin_token = std::getenv("SUPERSERVE_ADMIN_TOKEN");
   }
@@ -73,15 +137,20 @@ int main(int argc, char** argv) {
     SS_LOG(ERROR) << "router: " << s.message();
     return 1;
   }
-  SS_LOG(INFO) << "router serving on port " << server.port() << " (metrics port "
+  SS_LOG(INFO) << "router serving on port " << server.port() << " ("
+               << (o.tls_cert_file.empty() ? "plaintext" : "TLS") << ", workers on port "
+               << server.worker_port() << (o.fleet_token.empty() ? "" : " with fleet token")
+               << ", metrics port "
                << server.metrics_port() << ", policy " << o.dispatcher.policy << ", lookahead "
                << o.dispatcher.serving.lookahead << ")";
   SS_LOG(INFO) << "router: policy configuration " << PolicySpecJson(policy);
-  std::printf("listening grpc=%d metrics=%d\n", server.port(), server.metrics_port());
+  std::printf("listening grpc=%d worker=%d metrics=%d\n", server.port(), server.worker_port(),
+              server.metrics_port());
   std::fflush(stdout);
   if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
     std::string tmp = path + ".tmp";
-    std::ofstream(tmp) << "grpc=" << server.port() << "\nmetrics=" << server.metrics_port() << "\n";
+    std::ofstream(tmp) << "grpc=" << server.port() << "\nworker=" << server.worker_port()
+                       << "\nmetrics=" << server.metrics_port() << "\n";
     std::rename(tmp.c_str(), path.c_str());
   }
   int sig = WaitForShutdownSignal();

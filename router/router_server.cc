@@ -4,9 +4,14 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
+#include "common/model_digest.h"
 #include "common/model_repository.h"
 #include "router/admin_service.h"
 #include "router/inference_service.h"
@@ -20,10 +25,68 @@ RouterServer::RouterServer(RouterServerOptions options) : options_(std::move(opt
 
 RouterServer::~RouterServer() { Shutdown(); }
 
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// "127.0.0.1:P", "localhost:P", "[::1]:P": reachable from this host only.
+bool IsLoopback(const std::string& address) {
+  const std::string host = address.substr(0, address.rfind(':'));
+  return absl::StartsWith(host, "127.") || host == "localhost" || host == "[::1]" ||
+         host == "ipv4:127.0.0.1" || host == "unix";
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
+    const RouterServerOptions& o) {
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate and a key file");
+  }
+  if (o.tls_cert_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError("a client CA file needs a TLS certificate and key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  auto cert = ReadPem(o.tls_cert_file);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPem(o.tls_key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!o.tls_client_ca_file.empty()) {
+    auto ca = ReadPem(o.tls_client_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
 absl::Status RouterServer::Start() {
   // Debian's Abseil checks lock-order cycles on every Mutex::Lock (a debug
   // aid); on the query path that cost ~3-9% of the router's CPU.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  if (options_.fleet_token.empty()) {
+    if (!IsLoopback(options_.worker_listen) && !options_.allow_unauthenticated_workers) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "refusing to accept workers on ", options_.worker_listen,
+          " without a fleet token: anyone who reaches it could join the fleet and read client "
+          "tensors. Pass --fleet_token_file (workers too), or --allow_unauthenticated_workers"));
+    }
+    SS_LOG(WARNING) << "WORKER LINK UNAUTHENTICATED: no --fleet_token_file; any process that "
+                       "can reach "
+                    << options_.worker_listen << " can register as a worker (docs/security.md)";
+  }
+  auto client_creds = ServerCredentialsFor(options_);
+  if (!client_creds.ok()) return client_creds.status();
   metrics_ = std::make_unique<RouterMetrics>();
   dispatcher_ = std::make_unique<Dispatcher>(options_.dispatcher, RealClock::Get(), metrics_.get());
   // Autoscaling advice at the objective of queries without a deadline.
@@ -38,29 +101,53 @@ absl::Status RouterServer::Start() {
           absl::StrCat("model repository ", options_.model_repo, " has no <model>/profile.json"));
     }
     for (const auto& m : *models) {
-      if (auto s = dispatcher_->AddModel(m.profile); !s.ok()) return s;
+      auto digest = DigestModelDirectory(m.directory);
+      if (!digest.ok()) return digest.status();
+      if (auto s = dispatcher_->AddModel(m.profile, &*digest); !s.ok()) return s;
       metrics_->SetModelProfile(m.profile);
     }
   }
-  inference_ = std::make_unique<InferenceService>(dispatcher_.get(), options_.default_slo);
-  open_inference_ = std::make_unique<OpenInferenceService>(dispatcher_.get(), options_.default_slo);
-  worker_link_ = std::make_unique<WorkerLinkService>(dispatcher_.get());
+  inference_ = std::make_unique<InferenceService>(dispatcher_.get(), options_.default_slo,
+                                                  options_.max_stream_unsent_answers);
+  open_inference_ = std::make_unique<OpenInferenceService>(dispatcher_.get(), options_.default_slo,
+                                                           options_.max_stream_unsent_answers);
+  worker_link_ = std::make_unique<WorkerLinkService>(dispatcher_.get(), options_.fleet_token);
   admin_ = std::make_unique<AdminService>(dispatcher_.get(), options_.admin_token,
                                           options_.model_repo);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  builder.SetMaxSendMessageSize(64 << 20);
-  builder.RegisterService(inference_.get());
-  builder.RegisterService(open_inference_.get());
-  builder.RegisterService(worker_link_.get());
-  builder.RegisterService(admin_.get());
-  server_ = builder.BuildAndStart();
-  if (server_ == nullptr || port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+  {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options_.listen, *client_creds, &port_);
+    builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+    builder.SetMaxSendMessageSize(options_.max_message_bytes);
+    if (options_.max_concurrent_streams > 0) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
+    }
+    builder.RegisterService(inference_.get());
+    builder.RegisterService(open_inference_.get());
+    builder.RegisterService(admin_.get());
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr || port_ == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+    }
+  }
+  {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options_.worker_listen,
+                             options_.worker_tls ? *client_creds
+                                                 : grpc::InsecureServerCredentials(),
+                             &worker_port_);
+    // Batches carry many queries' tensors.
+    builder.SetMaxReceiveMessageSize(std::max(options_.max_message_bytes, 64 << 20));
+    builder.SetMaxSendMessageSize(std::max(options_.max_message_bytes, 64 << 20));
+    builder.RegisterService(worker_link_.get());
+    worker_server_ = builder.BuildAndStart();
+    if (worker_server_ == nullptr || worker_port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen for workers on ", options_.worker_listen));
+    }
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
   if (!options_.metrics_listen.empty()) {
@@ -85,10 +172,14 @@ void RouterServer::Shutdown() {
   open_inference_->SetServing(false);
   dispatcher_->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (worker_server_ != nullptr) {
+    worker_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
 }
 
 void RouterServer::Wait() {
   if (server_ != nullptr) server_->Wait();
+  if (worker_server_ != nullptr) worker_server_->Wait();
 }
 
 }  // namespace superserve

@@ -5,11 +5,13 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/time.h"
 #include "router/dispatcher.h"
 
 namespace grpc {
 class Server;
+class ServerCredentials;
 }
 
 namespace superserve {
@@ -21,18 +23,40 @@ class RouterMetrics;
 class WorkerLinkService;
 
 struct RouterServerOptions {
-  std::string listen = "127.0.0.1:0";           // gRPC; port 0 picks a free port
+  std::string listen = "127.0.0.1:0";           // Inference + Admin; port 0 picks a free port
+  // WorkerLink, on a server of its own (never the client port). A
+  // non-loopback address needs a fleet token (or allow_unauthenticated_workers).
+  std::string worker_listen = "127.0.0.1:0";
   std::string metrics_listen = "127.0.0.1:0";   // Prometheus text; empty = off
   std::string model_repo;                       // every <repo>/<model>/profile.json is served
   Nanos default_slo = Millis(100);              // when a client sets no deadline
   std::string admin_token;                      // empty = Admin calls are PERMISSION_DENIED
+  // Workers must send it (metadata "superserve-fleet-token"); empty = none asked.
+  std::string fleet_token;
+  bool allow_unauthenticated_workers = false;
+  // TLS on the client port (PEM files). Both or neither of cert and key;
+  // with client_ca_file, clients must present a certificate it signed.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  bool worker_tls = false;  // the worker port uses the same certificate
+  int32_t max_message_bytes = 64 << 20;  // receive and send, per message
+  size_t max_stream_unsent_answers = 4096;  // see InferenceService
+  // Calls (HTTP/2 streams) one client connection may have open at once on
+  // the client port; more wait in the client. 0 = gRPC's default (no limit).
+  int32_t max_concurrent_streams = 16384;
   DispatcherOptions dispatcher;
 };
 
+// The client port's credentials: TLS when options name a certificate.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
+    const RouterServerOptions& options);
+
 // The router process in one object: loads the model repository, runs the
-// Inference, Open Inference Protocol (inference.GRPCInferenceService),
-// WorkerLink and Admin services plus grpc.health.v1 and server
-// reflection on one gRPC server (callback API), and the metrics endpoint.
+// Inference, Open Inference Protocol (inference.GRPCInferenceService) and
+// Admin services plus grpc.health.v1 and server reflection on the client
+// server, WorkerLink on a second server (its own address), both with gRPC's
+// callback API, and the metrics endpoint. docs/security.md.
 class RouterServer {
  public:
   explicit RouterServer(RouterServerOptions options);
@@ -40,6 +64,7 @@ class RouterServer {
 
   absl::Status Start();
   int port() const { return port_; }
+  int worker_port() const { return worker_port_; }
   int metrics_port() const { return metrics_port_; }
   Dispatcher* dispatcher() { return dispatcher_.get(); }
   RouterMetrics* metrics() { return metrics_.get(); }
@@ -60,7 +85,9 @@ class RouterServer {
   std::unique_ptr<WorkerLinkService> worker_link_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> worker_server_;
   int port_ = 0;
+  int worker_port_ = 0;
   int metrics_port_ = 0;
   bool shut_down_ = false;
 };

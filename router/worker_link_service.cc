@@ -3,7 +3,9 @@
 #include <deque>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/secret.h"
 #include "router/inference_service.h"
 
 namespace superserve {
@@ -57,6 +59,8 @@ class WorkerStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1:
         if (worker_ >= 0) break;  // duplicate registration: ignore
         auto id = dispatcher_->RegisterWorker(in_.register_(), connection_);
         if (!id.ok()) {
+          SS_LOG(WARNING) << "refused worker " << in_.register_().worker_id() << ": "
+                          << id.status().message();
           connection_->Close(id.status());
           return;  // no further reads; OnDone follows Finish
         }
@@ -159,10 +163,31 @@ WorkerStream* StreamConnection::TakeFinishLocked() {
   return stream_;
 }
 
+// A Connect that did not prove itself: finished at once, nothing read.
+class RefusedStream final
+    : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::RouterMessage> {
+ public:
+  explicit RefusedStream(const grpc::Status& why) { Finish(why); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::RouterMessage>* WorkerLinkService::Connect(
     grpc::CallbackServerContext* context) {
+  if (!fleet_token_.empty()) {
+    const auto& md = context->client_metadata();
+    auto it = md.find(kFleetTokenMetadata);
+    const bool present = it != md.end();
+    if (!present || !SameSecret(absl::string_view(it->second.data(), it->second.size()),
+                                fleet_token_)) {
+      const std::string why = absl::StrCat(
+          present ? "wrong fleet token" : "missing fleet token", " (metadata \"",
+          kFleetTokenMetadata, "\"); worker not registered");
+      SS_LOG(WARNING) << "WorkerLink.Connect from " << context->peer() << " refused: " << why;
+      return new RefusedStream(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why));
+    }
+  }
   return new WorkerStream(dispatcher_);
 }
 

@@ -183,6 +183,8 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                      absl::ResourceExhaustedError(absl::StrCat(
                          "model ", *m->name, " queue is full (", options_.max_queue, ")")),
                      QueryOutcome::kResourceExhausted, now, &e);
+      } else if (auto tag = CheckApplicationLocked(request.application); !tag.ok()) {
+        RejectLocked(handle, request.model, tag, QueryOutcome::kInvalidArgument, now, &e);
       } else if (request.deadline <= now) {
         RejectLocked(handle, request.model,
                      absl::DeadlineExceededError("deadline already passed on arrival"),
@@ -216,6 +218,21 @@ void ServingCore::OnCancelled(QueryHandle* handle) {
   if (m == nullptr) return;
   m->scheduler.MarkCancelled(it->first);
   ++stats_.cancelled;
+}
+
+absl::Status ServingCore::CheckApplicationLocked(absl::string_view application) const {
+  if (options_.max_application_bytes > 0 && application.size() > options_.max_application_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("application tag of ", application.size(), " bytes exceeds the limit of ",
+                     options_.max_application_bytes, " bytes"));
+  }
+  if (options_.max_applications > 0 && applications_.size() >= options_.max_applications &&
+      !applications_.contains(application)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "application tag is new, and the router already tracks the maximum of ",
+        options_.max_applications, " tags (--max_applications)"));
+  }
+  return absl::OkStatus();
 }
 
 int32_t ServingCore::ApplicationIdLocked(absl::string_view application) {

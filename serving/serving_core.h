@@ -45,6 +45,11 @@ struct ServingOptions {
   // out of the queues (answered without waiting for a worker), checks
   // liveness, refreshes gauges.
   Nanos tick_interval = Millis(10);
+  // Distinct application tags the core keeps state for (they are never
+  // forgotten); a query with a new tag beyond the cap, or a tag longer than
+  // `max_application_bytes`, is INVALID_ARGUMENT naming the bound. 0 = no cap.
+  size_t max_applications = 1024;
+  size_t max_application_bytes = 256;
   // Log models and workers coming and going (INFO/WARNING); the simulator
   // turns it off.
   bool log_lifecycle = true;
@@ -209,6 +214,9 @@ class ServingCore {
   void RejectLocked(QueryHandle* handle, absl::string_view model, const absl::Status& status,
                     QueryOutcome outcome, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int32_t ApplicationIdLocked(absl::string_view application) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK when `application` is known or may be added (ServingOptions caps).
+  absl::Status CheckApplicationLocked(absl::string_view application) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ServingOptions options_;
   const Clock* const clock_;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/secret.h"
 #include "worker/backoff.h"
 #include "worker/batch_runner.h"
 
@@ -171,8 +172,13 @@ RouterLink::SessionEnd RouterLink::RunSession(
   // (1 s growing to 120 s by default) carries over from the last session;
   // Run()'s backoff is the only one.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel =
-      grpc::CreateCustomChannel(options_.router, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options_.tls_ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.tls_ca_pem;
+    creds = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateCustomChannel(options_.router, creds, args);
   SessionEnd end;
   std::string why;
   if (!WaitReady(channel.get(), connect_deadline, &why)) {
@@ -189,6 +195,9 @@ RouterLink::SessionEnd RouterLink::RunSession(
     acked_ = false;
     batches_.clear();
     context_ = std::make_unique<grpc::ClientContext>();
+    if (!options_.fleet_token.empty()) {
+      context_->AddMetadata(kFleetTokenMetadata, options_.fleet_token);
+    }
     stream_ = stub->Connect(context_.get());
   }
   // Ends this session's call (cancelled first when `cancel`): drains the
@@ -214,6 +223,7 @@ RouterLink::SessionEnd RouterLink::RunSession(
   for (const auto& m : models_) reg->add_models(m.name);
   reg->set_emulated(executor_->kind() == "emulated");
   reg->set_intra_op_threads(options_.intra_op_threads);
+  for (const auto& v : options_.versions) *reg->add_versions() = v;
 
   // A router that accepts the connection but never acknowledges (hung, or a
   // half-open connection) must not hold the link forever.

@@ -44,6 +44,12 @@ struct RouterLinkOptions {
   // One attempt's bound on the connection handshake and on the wait for the
   // router's registration ack (a router that accepts but never answers).
   Nanos attempt_timeout = Seconds(5);
+  // Sent as call metadata on Connect (common/secret.h); empty = none.
+  std::string fleet_token;
+  // PEM roots to verify a TLS router (its --worker_tls); empty = plaintext.
+  std::string tls_ca_pem;
+  // Sent in RegisterWorker: the versions of `models` (common/model_digest.h).
+  std::vector<v1::ModelVersion> versions;
 };
 
 // One worker's link to the router (SuperServe Fig. 7 steps 3-6, worker

@@ -1,5 +1,7 @@
 // superserve-worker: hosts supernets and runs the batches the router sends.
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -10,12 +12,21 @@
 #include "common/init.h"
 #include "common/logging.h"
 #include "common/shutdown_signal.h"
+#include "common/model_digest.h"
 #include "common/model_repository.h"
+#include "common/secret.h"
 #include "worker/emulated_executor.h"
 #include "worker/router_link.h"
 #include "worker/torch_executor.h"
 
-ABSL_FLAG(std::string, router, "127.0.0.1:8500", "Router address host:port to dial.");
+ABSL_FLAG(std::string, router, "127.0.0.1:8501",
+          "Router worker address host:port to dial (the router's --worker_listen).");
+ABSL_FLAG(std::string, fleet_token_file, "",
+          "File holding the fleet token (the router's --fleet_token_file); sent on every "
+          "connection. Empty: none sent.");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA to verify the router's certificate when it runs --worker_tls; empty = "
+          "plaintext.");
 ABSL_FLAG(std::string, model_repo, "", "Model repository directory (<repo>/<model>/profile.json + checkpoint).");
 ABSL_FLAG(std::string, models, "", "Comma-separated subset of the repository's models (default: all).");
 ABSL_FLAG(int32_t, threads, 1, "Intra-op threads for the torch executor.");
@@ -41,7 +52,9 @@ ABSL_FLAG(int32_t, reconnect_max_backoff_ms, 2000,
 int main(int argc, char** argv) {
   using namespace superserve;
   InitMain(argc, argv,
-           "superserve-worker --router ADDR --model-repo DIR [--threads N] [--emulate]\n\n"
+           "superserve-worker --router ADDR --model-repo DIR [--threads N] [--emulate]\n"
+           "                  [--fleet_token_file F] [--tls_ca_file CA]\n\n"
+           "ADDR is the router's worker address (--worker_listen), not its client port.\n"
            "Dials the router, registers, heartbeats, loads each supernet once and runs every\n"
            "batch with the subnet the router chose; replies with outputs and exec time.\n"
            "The first registration must succeed within --connect_timeout_s. After that the\n"
@@ -109,6 +122,40 @@ int main(int argc, char** argv) {
     SS_LOG(INFO) << "loaded " << m.name << " (" << m.profile.subnets.size() << " subnets, "
                  << executor->kind() << ")";
   }
+  std::string fleet_token;
+  if (const std::string f = absl::GetFlag(FLAGS_fleet_token_file); !f.empty()) {
+    auto token = ReadSecretFile(f);
+    if (!token.ok()) {
+      SS_LOG(ERROR) << token.status().message();
+      return 2;
+    }
+    fleet_token = *std::move(token);
+  }
+  std::string tls_ca_pem;
+  if (const std::string f = absl::GetFlag(FLAGS_tls_ca_file); !f.empty()) {
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    tls_ca_pem = ss.str();
+    if (!in || tls_ca_pem.empty()) {
+      SS_LOG(ERROR) << "cannot read --tls_ca_file " << f;
+      return 2;
+    }
+  }
+  // The router refuses a model whose version differs from its own copy.
+  std::vector<v1::ModelVersion> versions;
+  for (const auto& m : models) {
+    auto digest = DigestModelDirectory(m.directory);
+    if (!digest.ok()) {
+      SS_LOG(ERROR) << "digest of " << m.name << ": " << digest.status().message();
+      return 1;
+    }
+    v1::ModelVersion v;
+    v.set_model(m.name);
+    v.set_profile_digest(digest->profile);
+    v.set_checkpoint_digest(digest->checkpoint);
+    versions.push_back(std::move(v));
+  }
   std::string name = absl::GetFlag(FLAGS_name);
   if (name.empty()) name = absl::StrCat("worker-", getpid());
 
@@ -123,6 +170,9 @@ int main(int argc, char** argv) {
     o.reconnect = absl::GetFlag(FLAGS_reconnect);
     o.reconnect_initial_backoff = Millis(initial_backoff_ms);
     o.reconnect_max_backoff = Millis(max_backoff_ms);
+    o.fleet_token = fleet_token;
+    o.tls_ca_pem = tls_ca_pem;
+    o.versions = versions;
     // Emulated instances share one (stateless) executor.
     links.push_back(std::make_unique<RouterLink>(o, executor.get(), models));
   }

@@ -3,6 +3,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <condition_variable>
 #include <mutex>
 #include <vector>
@@ -221,14 +223,49 @@ class InferenceClient::Stream final
   bool ended_ = false;
 };
 
-InferenceClient::InferenceClient(const std::string& address, Transport transport)
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const ClientTlsFiles& tls) {
+  if (tls.ca_file.empty()) {
+    if (!tls.client_cert_file.empty() || !tls.client_key_file.empty()) {
+      return absl::InvalidArgumentError("a client certificate needs a TLS CA file");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  auto read = [](const std::string& path) -> absl::StatusOr<std::string> {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  grpc::SslCredentialsOptions ssl;
+  auto ca = read(tls.ca_file);
+  if (!ca.ok()) return ca.status();
+  ssl.pem_root_certs = *ca;
+  if (tls.client_cert_file.empty() != tls.client_key_file.empty()) {
+    return absl::InvalidArgumentError("a client certificate needs its key, and the reverse");
+  }
+  if (!tls.client_cert_file.empty()) {
+    auto cert = read(tls.client_cert_file);
+    if (!cert.ok()) return cert.status();
+    auto key = read(tls.client_key_file);
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *cert;
+    ssl.pem_private_key = *key;
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+InferenceClient::InferenceClient(const std::string& address, Transport transport,
+                                 std::shared_ptr<grpc::ChannelCredentials> credentials)
     : in_flight_(std::make_shared<InFlight>()) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   // A query past its deadline is useless, and each call already has one:
   // no transparent retries (they also cost a buffering filter per call).
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(
+      address, credentials != nullptr ? credentials : grpc::InsecureChannelCredentials(), args);
   stub_ = v1::Inference::NewStub(channel_);
   if (transport == Transport::kStream) stream_ = std::make_unique<Stream>(stub_.get());
 }

@@ -13,6 +13,7 @@
 
 namespace grpc {
 class Channel;
+class ChannelCredentials;
 }
 
 namespace superserve {
@@ -32,6 +33,17 @@ absl::StatusOr<Transport> ParseTransport(const std::string& name);  // "unary" |
 // of at most `max_bytes` — at least one, so an oversized query still goes.
 size_t QueriesPerMessage(absl::Span<const size_t> sizes, size_t max_bytes);
 
+// Channel credentials for a router: plaintext when `tls_ca_file` is empty,
+// else TLS verifying the router's certificate against that PEM CA (and, with
+// both client files, presenting a client certificate for mutual TLS).
+struct ClientTlsFiles {
+  std::string ca_file;
+  std::string client_cert_file;
+  std::string client_key_file;
+};
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const ClientTlsFiles& tls);
+
 // A small client of Inference.Infer. Every call carries its own deadline (the
 // query's SLO: the router schedules against it). Thread-safe; one channel.
 class InferenceClient {
@@ -44,8 +56,9 @@ class InferenceClient {
   };
   using Callback = std::function<void(Result)>;
 
-  // Connects to "host:port" (insecure channel).
-  explicit InferenceClient(const std::string& address, Transport transport = Transport::kUnary);
+  // Connects to "host:port" (insecure channel unless `credentials`).
+  explicit InferenceClient(const std::string& address, Transport transport = Transport::kUnary,
+                           std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
   explicit InferenceClient(std::shared_ptr<grpc::Channel> channel,
                            Transport transport = Transport::kUnary);
   // Waits until every InferAsync callback has returned (so must not run from

@@ -10,6 +10,12 @@
 #include "router/client/load_generator.h"
 
 ABSL_FLAG(std::string, router, "127.0.0.1:8500", "Router address host:port.");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA to verify the router's TLS certificate (its --tls_cert_file); empty = "
+          "plaintext.");
+ABSL_FLAG(std::string, tls_client_cert_file, "",
+          "PEM client certificate, for a router with --tls_client_ca_file (mutual TLS).");
+ABSL_FLAG(std::string, tls_client_key_file, "", "PEM key of --tls_client_cert_file.");
 ABSL_FLAG(std::string, trace, "", "Trace CSV (header with arrival_us; optional slo_us, application).");
 ABSL_FLAG(std::string, model, "", "Model name to query.");
 ABSL_FLAG(double, slo_ms, 100, "Deadline of queries whose trace row has no slo_us, ms.");
@@ -72,7 +78,14 @@ int main(int argc, char** argv) {
     SS_LOG(ERROR) << inputs.status().message();
     return 1;
   }
-  InferenceClient client(absl::GetFlag(FLAGS_router), *transport);
+  auto credentials = MakeChannelCredentials({absl::GetFlag(FLAGS_tls_ca_file),
+                                             absl::GetFlag(FLAGS_tls_client_cert_file),
+                                             absl::GetFlag(FLAGS_tls_client_key_file)});
+  if (!credentials.ok()) {
+    SS_LOG(ERROR) << credentials.status().message();
+    return 2;
+  }
+  InferenceClient client(absl::GetFlag(FLAGS_router), *transport, *credentials);
   if (!client.WaitForConnected(Seconds(10))) {
     SS_LOG(ERROR) << "cannot connect to router " << absl::GetFlag(FLAGS_router);
     return 1;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,9 +15,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
+#include "router/client/inference_client.h"
 #include "superserve/v1/admin.grpc.pb.h"
 
 namespace superserve {
+namespace {
+
+// Owner-only: a token file others can read is no secret.
+absl::Status WriteSecret(const std::string& path, const std::string& secret) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", path));
+  const bool ok = ::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size());
+  ::close(fd);
+  return ok ? absl::OkStatus() : absl::InternalError(absl::StrCat("cannot write ", path));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const LocalClusterOptions& options) {
@@ -24,15 +38,26 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   c->options_ = options;
   std::random_device rd;
   c->token_ = absl::StrCat("local-", rd(), "-", rd());
+  const std::string admin_token_file = absl::StrCat(options.work_dir, "/admin.token");
+  if (auto s = WriteSecret(admin_token_file, c->token_); !s.ok()) return s;
   const std::string port_file = absl::StrCat(options.work_dir, "/router.ports");
   ::unlink(port_file.c_str());
   std::vector<std::string> argv = {absl::StrCat(options.bin_dir, "/superserve-router"),
                                    "--listen=127.0.0.1:0",
+                                   "--worker_listen=127.0.0.1:0",
                                    "--metrics_listen=127.0.0.1:0",
                                    absl::StrCat("--model_repo=", options.model_repo),
                                    absl::StrCat("--policy=", options.policy),
-                                   absl::StrCat("--admin_token=", c->token_),
+                                   absl::StrCat("--admin_token_file=", admin_token_file),
                                    absl::StrCat("--port_file=", port_file)};
+  if (options.fleet_token) {
+    c->fleet_token_file_ = absl::StrCat(options.work_dir, "/fleet.token");
+    if (auto s = WriteSecret(c->fleet_token_file_, absl::StrCat("fleet-", rd(), "-", rd(), "-", rd()));
+        !s.ok()) {
+      return s;
+    }
+    argv.push_back(absl::StrCat("--fleet_token_file=", c->fleet_token_file_));
+  }
   argv.insert(argv.end(), options.router_flags.begin(), options.router_flags.end());
   auto router = Subprocess::Start(argv, absl::StrCat(options.work_dir, "/router.log"));
   if (!router.ok()) return router.status();
@@ -48,9 +73,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     int v = 0;
     if (!absl::SimpleAtoi(kv.second, &v)) continue;
     if (kv.first == "grpc") c->port_ = v;
+    if (kv.first == "worker") c->worker_port_ = v;
     if (kv.first == "metrics") c->metrics_port_ = v;
   }
-  if (c->port_ == 0) return absl::InternalError(absl::StrCat("bad port file: ", *ports));
+  if (c->port_ == 0 || c->worker_port_ == 0) return absl::InternalError(absl::StrCat("bad port file: ", *ports));
   for (int i = 0; i < options.workers; ++i) {
     if (auto w = c->AddWorker(); !w.ok()) return w.status();
   }
@@ -67,14 +93,20 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 LocalCluster::~LocalCluster() { Stop(); }
 
 std::string LocalCluster::router_address() const { return absl::StrCat("127.0.0.1:", port_); }
+std::string LocalCluster::worker_address() const {
+  return absl::StrCat("127.0.0.1:", worker_port_);
+}
 
 absl::StatusOr<int> LocalCluster::AddWorker() {
   int index = static_cast<int>(workers_.size());
   std::vector<std::string> argv = {absl::StrCat(options_.bin_dir, "/superserve-worker"),
-                                   absl::StrCat("--router=", router_address()),
+                                   absl::StrCat("--router=", worker_address()),
                                    absl::StrCat("--model_repo=", options_.model_repo),
                                    absl::StrCat("--name=w", index)};
   if (options_.emulate) argv.push_back("--emulate");
+  if (!fleet_token_file_.empty()) {
+    argv.push_back(absl::StrCat("--fleet_token_file=", fleet_token_file_));
+  }
   if (options_.instances_per_worker > 1) {
     argv.push_back(absl::StrCat("--instances=", options_.instances_per_worker));
   }
@@ -86,7 +118,9 @@ absl::StatusOr<int> LocalCluster::AddWorker() {
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, int>>> LocalCluster::WorkersPerModel() {
-  auto channel = grpc::CreateChannel(router_address(), grpc::InsecureChannelCredentials());
+  auto creds = MakeChannelCredentials({options_.tls_ca_file, "", ""});
+  if (!creds.ok()) return creds.status();
+  auto channel = grpc::CreateChannel(router_address(), *creds);
   auto stub = v1::Admin::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.AddMetadata("authorization", absl::StrCat("Bearer ", token_));

@@ -13,7 +13,9 @@
 namespace superserve {
 
 // A router and its workers as child processes on 127.0.0.1 with ports picked
-// at run time (port 0, read back from the router's --port_file). For
+// at run time (port 0, read back from the router's --port_file): the client
+// port, the worker port, the metrics port. Tokens go through files
+// (<work_dir>/admin.token, fleet.token), never the command line. For
 // integration tests and benchmarks; everything is stopped on destruction, and
 // the children die with this process (see Subprocess).
 struct LocalClusterOptions {
@@ -26,6 +28,12 @@ struct LocalClusterOptions {
   bool emulate = false;
   std::vector<std::string> router_flags;  // extra flags, e.g. "--lookahead=2"
   std::vector<std::string> worker_flags;
+  // A fresh random fleet token in <work_dir>/fleet.token, given to the router
+  // and every worker; false: none (the router warns, loopback only).
+  bool fleet_token = true;
+  // When router_flags turn TLS on: the CA this cluster's own Admin calls
+  // verify the router against (the certificate must name 127.0.0.1).
+  std::string tls_ca_file;
   Nanos startup_timeout = Seconds(60);
 };
 
@@ -36,6 +44,10 @@ class LocalCluster {
 
   std::string router_address() const;
   int router_port() const { return port_; }
+  // Where workers dial (the router's --worker_listen).
+  std::string worker_address() const;
+  int worker_port() const { return worker_port_; }
+  const std::string& fleet_token_file() const { return fleet_token_file_; }
   int metrics_port() const { return metrics_port_; }
   const std::string& admin_token() const { return token_; }
   Subprocess& router() { return router_; }
@@ -58,8 +70,10 @@ class LocalCluster {
   Subprocess router_;
   std::vector<Subprocess> workers_;
   int port_ = 0;
+  int worker_port_ = 0;
   int metrics_port_ = 0;
   std::string token_;
+  std::string fleet_token_file_;
 };
 
 // Fetches an http://127.0.0.1:PORT/PATH text page (plain HTTP/1.0 GET).

@@ -16,6 +16,8 @@
 #include "router/client/load_generator.h"
 
 ABSL_FLAG(std::string, router, "127.0.0.1:8500", "Router address host:port.");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA to verify the router's TLS certificate (docs/security.md); empty = plaintext.");
 ABSL_FLAG(std::string, model, "fmnist", "Model name to query (its folder name in the repository).");
 ABSL_FLAG(std::string, application, "", "Application tag sent with every query (optional).");
 ABSL_FLAG(int64_t, image, 0, "Index of the first Fashion-MNIST test image to send (0-9999).");
@@ -67,7 +69,12 @@ int main(int argc, char** argv) {
                  inputs->requests.size(), static_cast<long long>(first + count));
     return 2;
   }
-  InferenceClient client(absl::GetFlag(FLAGS_router));
+  auto credentials = MakeChannelCredentials({absl::GetFlag(FLAGS_tls_ca_file), "", ""});
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "superserve-query: %s\n", credentials.status().ToString().c_str());
+    return 2;
+  }
+  InferenceClient client(absl::GetFlag(FLAGS_router), Transport::kUnary, *credentials);
   const Nanos timeout = static_cast<Nanos>(absl::GetFlag(FLAGS_timeout_ms) * 1e6);
   int failed = 0;
   std::printf("%-6s %-5s %-9s %-6s %-11s %-5s %-9s %-9s %s\n", "image", "label", "predicted",

@@ -25,6 +25,7 @@
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
 #include "router/inference_service.h"
+#include "router/open_inference_service.h"
 #include "router/router_server.h"
 #include "superserve/v1/worker.grpc.pb.h"
 #include "tests/router/engine_test_util.h"
@@ -65,6 +66,7 @@ class InferenceServiceTest : public ::testing::Test {
     server_ = std::make_unique<RouterServer>(o);
     ASSERT_TRUE(server_->Start().ok());
     address_ = "127.0.0.1:" + std::to_string(server_->port());
+    worker_address_ = "127.0.0.1:" + std::to_string(server_->worker_port());
   }
   void TearDown() override {
     if (server_) server_->Shutdown();
@@ -72,6 +74,7 @@ class InferenceServiceTest : public ::testing::Test {
 
   std::unique_ptr<RouterServer> server_;
   std::string address_;
+  std::string worker_address_;  // WorkerLink's own port
 };
 
 // An emulated worker inside the test process (RouterLink + EmulatedExecutor
@@ -104,7 +107,7 @@ class InprocWorker {
 };
 
 TEST_F(InferenceServiceTest, EveryCompletedCallDeletesItsReactor) {
-  InprocWorker worker(address_);
+  InprocWorker worker(worker_address_);
   ASSERT_TRUE(worker.ok());
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
 
@@ -232,7 +235,7 @@ void ExpectAnsweredWithOneBatch(HoldingWorker& worker, int64_t accepted, RouterS
 }
 
 TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorkerTime) {
-  HoldingWorker worker(address_);
+  HoldingWorker worker(worker_address_);
   ASSERT_TRUE(worker.Register());
   worker.StartReading();
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
@@ -271,7 +274,7 @@ TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorke
 }
 
 TEST_F(InferenceServiceTest, StreamAnswersEveryQueryOnceWithItsOwnOutput) {
-  InprocWorker worker(address_);
+  InprocWorker worker(worker_address_);
   ASSERT_TRUE(worker.ok());
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
   // Reference outputs over unary calls: the emulated worker's output is a
@@ -345,7 +348,7 @@ TEST_F(InferenceServiceTest, StreamAnswersEveryQueryOnceWithItsOwnOutput) {
 // the router's default SLO. Likewise a unary call whose gRPC deadline lies
 // centuries ahead.
 TEST_F(InferenceServiceTest, HugeTimeoutsAreClampedAndServed) {
-  InprocWorker worker(address_);
+  InprocWorker worker(worker_address_);
   ASSERT_TRUE(worker.ok());
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
 
@@ -393,7 +396,7 @@ TEST_F(InferenceServiceTest, HugeTimeoutsAreClampedAndServed) {
 }
 
 TEST_F(InferenceServiceTest, CancelledStreamAnswersItsQueuedQueriesWithoutWorkerTime) {
-  HoldingWorker worker(address_);
+  HoldingWorker worker(worker_address_);
   ASSERT_TRUE(worker.Register());
   worker.StartReading();
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
@@ -428,6 +431,118 @@ TEST_F(InferenceServiceTest, CancelledStreamAnswersItsQueuedQueriesWithoutWorker
   EXPECT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().pending == 0; }));
   ExpectAnsweredWithOneBatch(worker, 3, server_.get());
   worker.Close();
+}
+
+// A stream client that sends but never reads is cut off at
+// max_stream_unsent_answers (RESOURCE_EXHAUSTED naming the bound), and its
+// reactor still goes away once the client ends the call.
+TEST(InferStreamBound, ANeverReadingStreamIsCutOffAndItsReactorDeleted) {
+  RouterServerOptions o;
+  o.model_repo = EmulatedRepo();
+  o.metrics_listen = "";
+  o.max_stream_unsent_answers = 32;
+  RouterServer server(o);
+  ASSERT_TRUE(server.Start().ok());
+  InprocWorker worker("127.0.0.1:" + std::to_string(server.worker_port()));
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server.dispatcher()->Stats().workers_alive == 1; }));
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 * 1024);
+  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server.port()),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::Inference::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->InferStream(&ctx);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> sent{0};
+  std::thread writer([&] {
+    v1::InferStreamRequest m;
+    for (int i = 0; i < 8; ++i) {
+      auto* q = m.add_queries();
+      q->set_timeout_us(2'000'000);
+      *q->mutable_request() = *Request(0.5f);
+    }
+    while (!stop && sent < 50000) {
+      for (auto& q : *m.mutable_queries()) q.set_tag(sent++);
+      if (!stream->Write(m)) break;
+    }
+  });
+  // Give it time to fill the window and pile answers up; then read.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  v1::InferStreamResponse resp;
+  int64_t answers = 0;
+  while (stream->Read(&resp)) answers += resp.answers_size();
+  stop = true;
+  writer.join();
+  const grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("--max_stream_unsent_answers=32"));
+  EXPECT_LT(answers, sent.load());
+  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }))
+      << InferenceService::LiveReactors() << " reactors left";
+  // Every query the router accepted was answered (the cut-off stream's
+  // answers dropped), and the router still serves.
+  EXPECT_TRUE(Eventually([&] {
+    const DispatcherStats st = server.dispatcher()->Stats();
+    return st.pending == 0 && st.answered == st.accepted;
+  }));
+  InferenceClient client("127.0.0.1:" + std::to_string(server.port()));
+  EXPECT_TRUE(client.Infer(*Request(0.5f), Seconds(5)).ok());
+  server.Shutdown();
+}
+
+// The same bound on the Open Inference Protocol's ModelStreamInfer.
+TEST(InferStreamBound, ANeverReadingOipStreamIsCutOffToo) {
+  RouterServerOptions o;
+  o.model_repo = EmulatedRepo();
+  o.metrics_listen = "";
+  o.max_stream_unsent_answers = 32;
+  RouterServer server(o);
+  ASSERT_TRUE(server.Start().ok());
+  InprocWorker worker("127.0.0.1:" + std::to_string(server.worker_port()));
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server.dispatcher()->Stats().workers_alive == 1; }));
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 * 1024);
+  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server.port()),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->ModelStreamInfer(&ctx);
+  inference::ModelInferRequest req;
+  req.set_model_name("emu");
+  auto* in = req.add_inputs();
+  in->set_name("input");
+  in->set_datatype("FP32");
+  for (int64_t d : {1, 1, 28, 28}) in->add_shape(d);
+  const std::vector<float> pixels(28 * 28, 0.5f);
+  req.add_raw_input_contents(std::string(reinterpret_cast<const char*>(pixels.data()),
+                                         pixels.size() * sizeof(float)));
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> sent{0};
+  std::thread writer([&] {
+    while (!stop && sent < 50000) {
+      ++sent;
+      if (!stream->Write(req)) break;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  inference::ModelStreamInferResponse resp;
+  int64_t answers = 0;
+  while (stream->Read(&resp)) ++answers;
+  stop = true;
+  writer.join();
+  const grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("--max_stream_unsent_answers=32"));
+  EXPECT_LT(answers, sent.load());
+  EXPECT_TRUE(Eventually([&] {
+    const DispatcherStats st = server.dispatcher()->Stats();
+    return st.pending == 0 && st.answered == st.accepted;
+  }));
+  server.Shutdown();
 }
 
 }  // namespace

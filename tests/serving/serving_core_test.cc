@@ -228,5 +228,44 @@ TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
   }
 }
 
+// Application tags are state kept forever: their number and length are capped.
+TEST(ServingCoreApplicationsTest, NewTagsBeyondTheCapAndLongTagsAreRefused) {
+  SimulatedClock clock{Seconds(1)};
+  ModelProfile profile = testing::ThreeSubnetProfile();
+  ServingOptions o;
+  o.missed_heartbeats = 0;
+  o.max_applications = 2;
+  o.max_application_bytes = 8;
+  ServingCore core(o, &clock);
+  ASSERT_TRUE(core.AddModel(profile, Clipper(profile)).ok());
+  WorkerRegistration reg;
+  reg.models = {"hand"};
+  ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<Channel>()).ok());
+  std::deque<Handle> handles;  // outlive the core's references
+  auto submit = [&](absl::string_view tag) -> Handle& {
+    QueryRequest r;
+    r.model = "hand";
+    r.application = tag;
+    r.deadline = clock.Now() + Seconds(10);
+    handles.emplace_back();
+    core.Submit(&handles.back(), r);
+    return handles.back();
+  };
+  EXPECT_EQ(submit("a").answers, 0);  // queued
+  EXPECT_EQ(submit("b").answers, 0);
+  Handle& third = submit("c");
+  EXPECT_EQ(third.answers, 1);
+  EXPECT_EQ(third.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(third.status.message().find("maximum of 2 tags (--max_applications)"),
+            std::string::npos)
+      << third.status;
+  EXPECT_EQ(submit("a").answers, 0) << "a known tag is still accepted";
+  Handle& long_tag = submit("123456789");
+  EXPECT_EQ(long_tag.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(long_tag.status.message().find("exceeds the limit of 8 bytes"), std::string::npos)
+      << long_tag.status;
+  core.Shutdown();
+}
+
 }  // namespace
 }  // namespace superserve

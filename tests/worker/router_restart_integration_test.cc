@@ -100,6 +100,9 @@ class RouterRestart : public ::testing::TestWithParam<int> {
     port_ = PickFreePort();
     ASSERT_GT(port_, 0);
     address_ = absl::StrCat("127.0.0.1:", port_);
+    const int worker_port = PickFreePort();
+    ASSERT_GT(worker_port, 0);
+    worker_address_ = absl::StrCat("127.0.0.1:", worker_port);
     dir_ = MakeWorkDir();
   }
 
@@ -108,7 +111,7 @@ class RouterRestart : public ::testing::TestWithParam<int> {
     const std::string port_file = absl::StrCat(dir_, "/router", generation, ".ports");
     auto r = Subprocess::Start(
         {BinDir() + "/superserve-router", absl::StrCat("--listen=", address_),
-         "--metrics_listen=127.0.0.1:0", absl::StrCat("--model_repo=", EmulatedRepo()),
+         absl::StrCat("--worker_listen=", worker_address_), "--metrics_listen=127.0.0.1:0", absl::StrCat("--model_repo=", EmulatedRepo()),
          absl::StrCat("--admin_token=", kToken), absl::StrCat("--port_file=", port_file),
          "--heartbeat_ms=200"},
         absl::StrCat(dir_, "/router", generation, ".log"));
@@ -136,6 +139,7 @@ class RouterRestart : public ::testing::TestWithParam<int> {
 
   int port_ = 0;
   std::string address_;
+  std::string worker_address_;  // the router's --worker_listen, fixed across restarts
   std::string dir_;
   Subprocess router_;
   Subprocess worker_;
@@ -149,7 +153,7 @@ INSTANTIATE_TEST_SUITE_P(Signals, RouterRestart, ::testing::Values(SIGTERM, SIGK
 TEST_P(RouterRestart, WorkerReconnectsAndServesWhileClientsGetUnavailableMeanwhile) {
   ASSERT_NO_FATAL_FAILURE(StartRouter(1));
   const std::string worker_log = dir_ + "/worker.log";
-  auto w = Subprocess::Start({BinDir() + "/superserve-worker", absl::StrCat("--router=", address_),
+  auto w = Subprocess::Start({BinDir() + "/superserve-worker", absl::StrCat("--router=", worker_address_),
                               absl::StrCat("--model_repo=", EmulatedRepo()), "--emulate",
                               "--name=w0"},
                              worker_log);
@@ -220,16 +224,19 @@ TEST(RouterRestartNoReconnect, WorkerExitsWhenTheRouterGoes) {
   const int port = PickFreePort();
   ASSERT_GT(port, 0);
   const std::string address = absl::StrCat("127.0.0.1:", port);
+  const int worker_port = PickFreePort();
+  ASSERT_GT(worker_port, 0);
+  const std::string worker_address = absl::StrCat("127.0.0.1:", worker_port);
   const std::string dir = MakeWorkDir();
   auto router = Subprocess::Start(
       {BinDir() + "/superserve-router", absl::StrCat("--listen=", address),
-       "--metrics_listen=127.0.0.1:0", absl::StrCat("--model_repo=", EmulatedRepo()),
+       absl::StrCat("--worker_listen=", worker_address), "--metrics_listen=127.0.0.1:0", absl::StrCat("--model_repo=", EmulatedRepo()),
        absl::StrCat("--admin_token=", kToken), absl::StrCat("--port_file=", dir, "/router.ports")},
       dir + "/router.log");
   ASSERT_TRUE(router.ok());
   ASSERT_TRUE(WaitForFile(dir + "/router.ports", Seconds(20), &*router).ok());
   auto worker = Subprocess::Start({BinDir() + "/superserve-worker",
-                                   absl::StrCat("--router=", address),
+                                   absl::StrCat("--router=", worker_address),
                                    absl::StrCat("--model_repo=", EmulatedRepo()), "--emulate",
                                    "--reconnect=false"},
                                   dir + "/worker.log");

@@ -21,6 +21,10 @@ class LocalCluster:
                  policy="slackfit", router_flags=(), startup_timeout=60.0):
         self.work_dir = work_dir
         self.token = "local-" + secrets.token_hex(8)
+        # Tokens go through owner-only files, never the command line; workers
+        # dial a port of their own with the fleet token (docs/security.md).
+        admin_token_file = self._write_secret("admin.token", self.token)
+        self.fleet_token_file = self._write_secret("fleet.token", secrets.token_hex(32))
         port_file = os.path.join(work_dir, "router.ports")
         if os.path.exists(port_file):
             os.unlink(port_file)
@@ -32,17 +36,28 @@ class LocalCluster:
         self._instances = instances
         self.router = self._spawn(
             [os.path.join(bin_dir, "superserve-router"), "--listen=127.0.0.1:0",
-             "--metrics_listen=127.0.0.1:0", f"--model_repo={model_repo}", f"--policy={policy}",
-             f"--admin_token={self.token}", f"--port_file={port_file}", *router_flags],
+             "--worker_listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
+             f"--model_repo={model_repo}", f"--policy={policy}",
+             f"--admin_token_file={admin_token_file}",
+             f"--fleet_token_file={self.fleet_token_file}", f"--port_file={port_file}",
+             *router_flags],
             "router.log")
         ports = self._wait_for_ports(port_file, startup_timeout)
         self.port = ports["grpc"]
         self.metrics_port = ports.get("metrics", 0)
         self.address = f"127.0.0.1:{self.port}"
+        self.worker_address = f"127.0.0.1:{ports['worker']}"
         for i in range(workers):
             self.add_worker(f"w{i}")
         if workers:
             self.wait_for_workers(workers * instances, startup_timeout)
+
+    def _write_secret(self, name, value):
+        path = os.path.join(self.work_dir, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(value)
+        return path
 
     def _spawn(self, argv, log_name):
         log = open(os.path.join(self.work_dir, log_name), "wb")
@@ -65,7 +80,8 @@ class LocalCluster:
         raise TimeoutError("router did not write its port file")
 
     def add_worker(self, name):
-        argv = [os.path.join(self._bin_dir, "superserve-worker"), f"--router={self.address}",
+        argv = [os.path.join(self._bin_dir, "superserve-worker"),
+                f"--router={self.worker_address}", f"--fleet_token_file={self.fleet_token_file}",
                 f"--model_repo={self._model_repo}", f"--name={name}"]
         if self._emulate:
             argv.append("--emulate")
