@@ -34,6 +34,19 @@ class Policy {
   virtual Decision Decide(const SchedulingContext& ctx) = 0;
   virtual void OnArrival(const Query& q, Nanos now) {}
   virtual void OnCompletion(const CompletionTelemetry& t) {}
+
+  // The policy's estimate of the time from dispatching `batch_size` queries
+  // (a profiled batch size) as `subnet_index` to their results: execution
+  // plus dispatch overhead, with whatever online correction the policy keeps.
+  // The serving layer derives every batch's action window from it (the
+  // latest start that still meets the batch's first deadline) and sizes its
+  // overload shedding with it. < 0: no estimate of its own (the serving
+  // layer then uses the profiled latency).
+  virtual Nanos EstimatedLatency(int32_t subnet_index, int32_t batch_size) const { return -1; }
+  // Whether the policy ever runs `subnet_index`. The overload shedding plans
+  // for the highest-throughput tuple among the subnets a policy may run (a
+  // fixed-subnet policy's peak is its own subnet's, not the profile's).
+  virtual bool MayRun(int32_t subnet_index) const { return true; }
 };
 
 }  // namespace superserve

@@ -25,6 +25,10 @@ struct TakenBatch {
   int32_t worker = -1;
   int32_t subnet_index = -1;
   int32_t batch_size = 0;
+  // The action window (Clockwork §4): start no earlier than `earliest` (0 =
+  // now) and no later than `latest`, the last start at which the batch's
+  // first deadline is still met with the policy's latency estimate (never
+  // before the decision's time; tighter if the policy asked for less).
   Nanos earliest = 0;
   Nanos latest = 0;
   std::vector<Query> queries;  // EDF order; cancelled ones already removed
@@ -33,18 +37,58 @@ struct TakenBatch {
 // What one scheduling pass decided.
 struct ScheduleResult {
   std::vector<QueryId> dropped;    // infeasible: answer DEADLINE_EXCEEDED
+  std::vector<QueryId> shed;       // overload shedding: answer DEADLINE_EXCEEDED
   std::vector<QueryId> cancelled;  // the client gave up while queued
   std::vector<TakenBatch> batches;
   std::string invalid;             // non-empty: the policy returned a bad dispatch
 };
 
+// How the scheduler keeps goodput at capacity past the peak, whatever the
+// policy (docs/engine.md, "Overload"). Both rules plan with the policy's
+// peak subnet: the one of the highest-throughput (subnet, batch) tuple among
+// the subnets the policy may run, with the policy's own latency estimates
+// c(b) (execution + dispatch overhead). A query with k queries ahead is
+// served at the earliest in round floor(k / (W b)) + 1 of batches of b on
+// the model's W workers, and must reach the head with head_margin x c(b)
+// to spare; it can make its deadline if some batch size b allows that ("the
+// queue ahead at the achievable batch throughput").
+//  - Admission (Clockwork's controller rejects work it cannot finish): an
+//    arrival with queries ahead whose earliest finish is past its deadline
+//    is answered DEADLINE_EXCEEDED at once.
+//  - Head shedding (Clockwork's scheduler prefers the larger batch "at the
+//    expense of dropping an unfortunately timed earlier request"): while at
+//    least a peak batch waits behind the head and the queue is backlogged
+//    (its last query, with one more peak batch ahead of it, would not be
+//    admitted), a head with less than (1 + head_margin) x c(peak batch)
+//    left is dropped instead of being served in a small batch.
+//    Serving it is EDF's overload spiral: the small batch costs the
+//    throughput that the queries behind needed, so they too reach the head
+//    nearly expired.
+struct OverloadOptions {
+  bool shed = true;
+  double head_margin = 0.25;
+};
+
 // One model's EDF queue and policy, and the one place where a policy's
-// Decision is applied and where the re-queue and drop rules live. The router
-// and the simulator both schedule through it. Not thread-safe (the
+// Decision is applied and where the re-queue, drop and shedding rules live.
+// The router and the simulator both schedule through it. Not thread-safe (the
 // ServingCore serialises calls).
 class ModelScheduler {
  public:
   ModelScheduler(const ModelProfile* profile, std::unique_ptr<Policy> policy);
+
+  void set_overload(const OverloadOptions& o) { overload_ = o; }
+  const OverloadOptions& overload() const { return overload_; }
+  // The policy's latency estimate (execution + overhead) of a tuple, or the
+  // profiled latency when the policy has none.
+  Nanos EstimatedLatency(int32_t subnet_index, int32_t batch_size) const;
+  // The policy's peak tuple (see OverloadOptions).
+  int32_t peak_subnet_index() const { return peak_subnet_; }
+  int32_t peak_batch_size() const { return peak_batch_; }
+  // Admission: false when a query due at `deadline` (not yet queued) cannot
+  // finish by then behind the queries ahead of it (OverloadOptions). Always
+  // true with shedding off, no worker, or nothing queued.
+  bool Admit(Nanos deadline, Nanos now) const;
 
   const Policy& policy() const { return *policy_; }
   // Fastest profiled latency of any subnet (batch 1): the re-queue bound.
@@ -99,8 +143,20 @@ class ModelScheduler {
   absl::flat_hash_set<QueryId> cancelled_;  // subset of the queue
   std::vector<int32_t> workers_;
   std::vector<int32_t> free_ids_;  // scratch for SchedulingContext
+  // The most queries that may be ahead of one due at `deadline` for it to
+  // finish in time at the achievable batch throughput (OverloadOptions).
+  int64_t AdmissibleAhead(Nanos deadline, Nanos now) const;
+  // Head shedding before a decision (OverloadOptions).
+  void ShedHeads(Nanos now, ScheduleResult* r);
+
   Nanos fastest_ = 0;
   Nanos wake_at_ = 0;
+  OverloadOptions overload_;
+  int32_t peak_subnet_ = 0;
+  int32_t peak_batch_ = 1;
+  // An upper bound on the queue's last deadline (the latest pushed since the
+  // queue was last empty): the backlog test's horizon.
+  Nanos max_deadline_ = 0;
 };
 
 }  // namespace superserve

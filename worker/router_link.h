@@ -44,6 +44,10 @@ struct RouterLinkOptions {
   // One attempt's bound on the connection handshake and on the wait for the
   // router's registration ack (a router that accepts but never answers).
   Nanos attempt_timeout = Seconds(5);
+  // Tests and benchmarks: wait this long before starting each batch (a
+  // worker delayed on purpose). The router's action windows then make the
+  // worker refuse the batches it starts too late.
+  Nanos start_delay = 0;
 };
 
 // One worker's link to the router (SuperServe Fig. 7 steps 3-6, worker

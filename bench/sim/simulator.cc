@@ -46,6 +46,7 @@ struct Completion {
   uint64_t batch_id;
   Nanos exec;
   std::vector<QueryId> queries;
+  bool refused = false;  // its action window closed before it could start
   bool operator>(const Completion& o) const {
     return time > o.time || (time == o.time && batch_id > o.batch_id);
   }
@@ -127,6 +128,11 @@ class Simulation final : public ServingObserver {
         BatchOutcome out;
         out.batch_id = c.batch_id;
         out.exec = c.exec;
+        if (c.refused) {
+          out.status = absl::DeadlineExceededError("action window closed");
+          core.OnBatchResult(c.worker, std::move(out));
+          continue;
+        }
         out.outputs.reserve(c.queries.size());
         for (QueryId id : c.queries) out.outputs.emplace_back(id, nullptr);
         core.OnBatchResult(c.worker, std::move(out));
@@ -168,7 +174,13 @@ class Simulation final : public ServingObserver {
         options_.exec_time
             ? options_.exec_time(b.subnet_id, static_cast<int32_t>(b.queries.size()))
             : LatencyOf(b.subnet_index, b.batch_size);
-    const Nanos start = std::max(clock_.Now(), b.earliest);
+    const Nanos start = std::max(clock_.Now() + options_.start_delay, b.earliest);
+    if (b.latest > 0 && start > b.latest) {  // the worker refuses it
+      ++result_.refused;
+      completions_.push({start + options_.dispatch_overhead, worker, b.batch_id, 0, b.queries,
+                         /*refused=*/true});
+      return;
+    }
     completions_.push({start + options_.dispatch_overhead + exec, worker, b.batch_id, exec,
                        b.queries});
   }

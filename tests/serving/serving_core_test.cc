@@ -132,6 +132,71 @@ TEST_F(ServingCoreTest, ObserverSeesEveryAnswerAndBatch) {
   EXPECT_EQ(ok.answers, 1);
 }
 
+TEST_F(ServingCoreTest, ARefusedBatchIsRequeuedWhileItCanMakeItThenAnswered) {
+  struct Refusals : ServingObserver {
+    void OnBatchRefused(const std::string& model, const std::string& worker) override {
+      seen.push_back(model + "@" + worker);
+    }
+    std::vector<std::string> seen;
+  } refusals;
+  ServingOptions o;
+  o.missed_heartbeats = 0;
+  ServingCore core(o, &clock_, &refusals);
+  ASSERT_TRUE(core.AddModel(profile_, Clipper(profile_)).ok());
+  auto c = std::make_shared<Channel>();
+  WorkerRegistration reg;
+  reg.name = "w";
+  reg.models = {"hand"};
+  const int32_t w = *core.RegisterWorker(reg, c);
+  Handle q;
+  QueryRequest r;
+  r.model = "hand";
+  r.deadline = clock_.Now() + Millis(30);
+  core.Submit(&q, r);
+  ASSERT_EQ(c->sent.size(), 1u);
+  // Clipper+ runs the 80 % subnet: 4 ms at batch 1, plus the 0.5 ms overhead
+  // estimate. The window closes when that no longer fits before the deadline.
+  EXPECT_EQ(c->sent[0].latest, r.deadline - Millis(4) - Micros(500));
+  auto refuse = [&](const BatchPlan& b) {
+    BatchOutcome out;
+    out.batch_id = b.batch_id;
+    out.status = absl::DeadlineExceededError("window closed");
+    core.OnBatchResult(w, std::move(out));
+  };
+  ASSERT_TRUE(clock_.Advance(Millis(20)).ok());
+  refuse(c->sent[0]);
+  EXPECT_EQ(q.answers, 0) << "10 ms left: re-queued";
+  ASSERT_EQ(c->sent.size(), 2u) << "and sent again";
+  EXPECT_EQ(c->sent[1].queries, c->sent[0].queries);
+  EXPECT_EQ(c->sent[1].latest, r.deadline - Millis(4) - Micros(500));
+  ASSERT_TRUE(clock_.Advance(Millis(9) + Micros(500)).ok());
+  refuse(c->sent[1]);
+  ASSERT_EQ(q.answers, 1) << "0.5 ms left, below the fastest subnet: answered";
+  EXPECT_EQ(q.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(c->sent.size(), 2u);
+  EXPECT_EQ(core.Stats().refused, 2);
+  EXPECT_EQ(core.Stats().requeued, 1);
+  EXPECT_EQ(refusals.seen, (std::vector<std::string>{"hand@w#0", "hand@w#0"}));
+}
+
+TEST_F(ServingCoreTest, OverloadedArrivalsAreAnsweredAtOnce) {
+  // One worker busy with a batch; clipper+'s 80 % subnet runs 8 queries in
+  // 18.5 ms (with overhead): with 40 ms to the deadline, floor(40 / 18.5 -
+  // 1.25) + 1 = 1 round of 8 may be ahead (batches of 4: 10.5 ms, 3 rounds
+  // of 4 = 12, the most). The first query runs; the 13th has 11 ahead and
+  // is queued; the 14th, with 12 ahead, is answered.
+  auto c = std::make_shared<Channel>();
+  AddWorker(c);
+  std::vector<Handle*> qs;
+  for (int i = 0; i < 14; ++i) qs.push_back(&Submit(Millis(40)));
+  ASSERT_EQ(c->sent.size(), 1u);
+  for (int i = 0; i < 13; ++i) EXPECT_EQ(qs[i]->answers, 0) << i;
+  ASSERT_EQ(qs[13]->answers, 1);
+  EXPECT_EQ(qs[13]->status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(qs[13]->status.message().find("overloaded"), absl::string_view::npos);
+  EXPECT_EQ(core_->Stats().shed, 1);
+}
+
 TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
   auto c = std::make_shared<Channel>();
   const int32_t w = AddWorker(c);
