@@ -48,27 +48,82 @@ Nanos ModelScheduler::EstimatedLatency(int32_t subnet_index, int32_t batch_size)
   return profile_->subnets[subnet_index].latency[bi];
 }
 
-int64_t ModelScheduler::AdmissibleAhead(Nanos deadline, Nanos now) const {
-  // A query with k queries ahead is served, at the earliest, in round
-  // floor(k / (W b)) + 1 of batches of b on the W workers, each round taking
-  // the peak subnet's estimate at b; it must reach its round with the head
-  // margin to spare. The most queries ahead any batch size allows.
-  const int64_t w = static_cast<int64_t>(workers_.size());
-  const double left = static_cast<double>(deadline - now);
-  int64_t most = 0;
-  for (int32_t b : profile_->batch_sizes) {
-    const Nanos c = std::max<Nanos>(1, EstimatedLatency(peak_subnet_, b));
-    const double rounds = left / static_cast<double>(c) - 1 - overload_.head_margin;
-    if (rounds < 0) continue;
-    const double k = (std::floor(rounds) + 1) * static_cast<double>(w * b);
-    most = std::max(most, static_cast<int64_t>(std::min(k, 1e15)));
+void ModelScheduler::Probe(Nanos now) {
+  // Asks the policy what it would run for a full queue whose head has
+  // `slack` left, for slacks up to 2.5x the peak tuple's estimate: the
+  // throughput of each answer with the policy's own estimates. Read-only for
+  // the policy's view: a probe queue, the real clock, one free worker.
+  probes_.clear();
+  probed_at_ = now;
+  // Up to the longest budget seen (a policy may need most of it for its
+  // best batch), at least 2.5x the peak tuple's estimate.
+  const Nanos horizon = std::max<Nanos>(
+      {kProbes, max_budget_, 5 * EstimatedLatency(peak_subnet_, peak_batch_) / 2});
+  const int32_t n = 2 * peak_batch_;
+  probe_free_.assign(1, workers_.front());
+  const int32_t live = static_cast<int32_t>(workers_.size());
+  for (int k = 1; k <= kProbes; ++k) {
+    const Nanos slack = horizon / kProbes * k;
+    probe_queue_.Clear();
+    for (int32_t i = 0; i < n; ++i) {
+      probe_queue_.Push({std::numeric_limits<QueryId>::max() - static_cast<QueryId>(i), 0, now,
+                         now + slack});
+    }
+    const Decision d = policy_->Decide(SchedulingContext{probe_queue_, now, probe_free_, live});
+    ProbePoint p;
+    p.slack = slack;
+    if (d.kind == Decision::Kind::kDispatch && d.drop == 0 && d.take >= 1 &&
+        d.subnet_index >= 0 && d.subnet_index < static_cast<int32_t>(profile_->subnets.size()) &&
+        profile_->BatchIndex(d.batch_size) >= 0) {
+      const Nanos e = std::max<Nanos>(1, EstimatedLatency(d.subnet_index, d.batch_size));
+      p.qps = d.take / ToSeconds(e);
+      p.take = d.take;
+    }
+    probes_.push_back(p);
   }
-  return most;
+  plan_budget_ = -1;
 }
 
-bool ModelScheduler::Admit(Nanos deadline, Nanos now) const {
-  if (!overload_.shed || workers_.empty() || queue_.empty()) return true;
-  const int64_t most = AdmissibleAhead(deadline, now);
+const ModelScheduler::Plan& ModelScheduler::PlanFor(Nanos budget, Nanos now) {
+  if (probes_.empty() || now - probed_at_ >= kProbeInterval || now < probed_at_) Probe(now);
+  if (budget == plan_budget_) return plan_;
+  plan_budget_ = budget;
+  plan_ = Plan();
+  double best = 0;
+  for (const ProbePoint& p : probes_) {
+    if (p.slack <= budget) best = std::max(best, p.qps);
+  }
+  if (best <= 0) return plan_;
+  for (const ProbePoint& p : probes_) {
+    if (p.slack <= budget && p.qps >= kNearPeak * best) {
+      plan_.target = p.slack;
+      plan_.qps = p.qps * static_cast<double>(workers_.size());
+      plan_.take = p.take;
+      break;
+    }
+  }
+  return plan_;
+}
+
+int64_t ModelScheduler::AdmissibleAhead(const Plan& plan, Nanos deadline, Nanos now,
+                                        double headroom) {
+  // Queries ahead drain at the plan's throughput (times the headroom); the
+  // query must reach the head with the plan's slack left.
+  const double wait = ToSeconds(deadline - now - plan.target);
+  if (wait < 0) return 0;
+  return 1 + static_cast<int64_t>(std::min(wait * plan.qps * headroom, 1e15));
+}
+
+bool ModelScheduler::Admit(Nanos deadline, Nanos now) {
+  // A queue that one round of peak batches empties is no backlog (and the
+  // plan, which asks the policy, is not needed).
+  if (!overload_.shed || workers_.empty() ||
+      queue_.size() < workers_.size() * static_cast<size_t>(peak_batch_)) {
+    return true;
+  }
+  const Plan& plan = PlanFor(deadline - now, now);
+  if (plan.target < 0) return true;
+  const int64_t most = AdmissibleAhead(plan, deadline, now, overload_.admit_headroom);
   if (static_cast<int64_t>(queue_.size()) < most) return true;
   if (most <= 0) return false;
   Nanos next = 0;
@@ -81,18 +136,24 @@ bool ModelScheduler::Admit(Nanos deadline, Nanos now) const {
 
 void ModelScheduler::ShedHeads(Nanos now, ScheduleResult* r) {
   if (!overload_.shed || workers_.empty()) return;
-  const Nanos head_slack = static_cast<Nanos>(
-      static_cast<double>(EstimatedLatency(peak_subnet_, peak_batch_)) *
-      (1 + overload_.head_margin));
-  while (!queue_.empty() && queue_.Head().deadline - now < head_slack) {
-    // Only with a full peak batch behind the head (Clockwork: a batch size
-    // is too small when there are enough requests for a larger one), and
-    // only when backlogged: the last query would not be admitted behind
-    // everything queued plus one more peak batch (what serving the head in
-    // a small batch costs). Otherwise the policy serves the head.
+  while (queue_.size() > static_cast<size_t>(peak_batch_)) {
+    const Query& head = queue_.Head();
+    const Plan& plan = PlanFor(head.deadline - head.arrival, now);
+    if (plan.target < 0 || head.deadline - now >= plan.target) return;
+    // Only with the plan's batch waiting behind the head (Clockwork: a batch
+    // size is too small when there are enough requests for a larger one),
+    // and only when backlogged: a full batch for every worker waits, or the
+    // last query would not be admitted behind everything queued plus one
+    // more batch (what serving the head in a small batch costs). Otherwise
+    // the policy serves the head.
     const int64_t behind = static_cast<int64_t>(queue_.size()) - 1;
-    if (behind < peak_batch_ || behind + peak_batch_ < AdmissibleAhead(max_deadline_, now)) {
-      return;
+    if (behind < plan.take) return;
+    const int64_t round = static_cast<int64_t>(workers_.size()) * plan.take;
+    if (behind < round) {
+      const Plan tail = PlanFor(max_deadline_budget_, now);
+      if (tail.target >= 0 && behind + plan.take < AdmissibleAhead(tail, max_deadline_, now, 1)) {
+        return;
+      }
     }
     const QueryId id = queue_.Pop().id;
     (cancelled_.erase(id) ? r->cancelled : r->shed).push_back(id);
@@ -102,15 +163,17 @@ void ModelScheduler::ShedHeads(Nanos now, ScheduleResult* r) {
 void ModelScheduler::AddWorker(int32_t worker) {
   auto it = std::lower_bound(workers_.begin(), workers_.end(), worker);
   if (it == workers_.end() || *it != worker) workers_.insert(it, worker);
+  probes_.clear();  // the plan's throughput counts the workers
 }
 
 void ModelScheduler::RemoveWorker(int32_t worker) {
   auto it = std::lower_bound(workers_.begin(), workers_.end(), worker);
   if (it != workers_.end() && *it == worker) workers_.erase(it);
+  probes_.clear();
 }
 
 void ModelScheduler::Push(const Query& q, Nanos now) {
-  max_deadline_ = queue_.empty() ? q.deadline : std::max(max_deadline_, q.deadline);
+  NoteDeadline(q);
   queue_.Push(q);
   policy_->OnArrival(q, now);
 }
@@ -183,7 +246,7 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
 ModelScheduler::Requeue ModelScheduler::TryRequeue(const Query& q, Nanos now) {
   if (q.deadline - now < fastest_) return Requeue::kTooLate;
   if (workers_.empty()) return Requeue::kNoWorker;
-  max_deadline_ = queue_.empty() ? q.deadline : std::max(max_deadline_, q.deadline);
+  NoteDeadline(q);
   queue_.Push(q);
   return Requeue::kQueued;
 }

@@ -178,29 +178,51 @@ TEST_F(OverloadTest, EveryPolicysBatchesCarryAWindow) {
   }
 }
 
+TEST_F(OverloadTest, ThePlanIsThePolicysBestBatchAtTheLeastSlack) {
+  ModelScheduler& s = Make("infaas", 2);
+  Push(1, Millis(20));  // the probes reach the longest budget queued
+  // INFaaS runs batch 8 (5 ms with the overhead) from 5 ms of slack on; the
+  // probes are 20 / 64 ms apart.
+  const ModelScheduler::Plan& plan = s.PlanFor(Millis(20), 0);
+  EXPECT_EQ(plan.take, 8);
+  EXPECT_GE(plan.target, Millis(5));
+  EXPECT_LT(plan.target, Millis(5) + Millis(20) / 64 + 1);
+  EXPECT_NEAR(plan.qps, 2 * 8 / 0.005, 1e-6);
+  // A budget below 5 ms: the best that fits it (batch 4 from 3 ms).
+  const ModelScheduler::Plan& tight = s.PlanFor(Millis(4), 0);
+  EXPECT_EQ(tight.take, 4);
+  EXPECT_NEAR(tight.qps, 2 * 4 / 0.003, 1e-6);
+}
+
 TEST_F(OverloadTest, AdmissionRejectsWhatTheQueueAheadLeavesNoTimeFor) {
-  // One worker, 20 ms to the deadline: batches of 8 in rounds of c(8) = 5 ms
-  // leave floor(20 / 5 - 1.25) + 1 = 3 rounds, 24 queries ahead at most
-  // (batches of 4: 6 rounds of 3 ms, also 24).
   ModelScheduler& s = Make("infaas", 1);
-  for (QueryId id = 1; id <= 23; ++id) Push(id, Millis(20));
+  Push(1, Millis(20));
+  const ModelScheduler::Plan plan = s.PlanFor(Millis(20), 0);
+  // Queries ahead drain at 4x the plan's rate (the admission headroom) in
+  // the 20 ms minus the plan's target.
+  const int64_t most =
+      1 + static_cast<int64_t>(ToSeconds(Millis(20) - plan.target) * plan.qps * 4);
+  ASSERT_GT(most, 8);
+  for (QueryId id = 2; id < static_cast<QueryId>(most); ++id) Push(id, Millis(20));
   EXPECT_TRUE(s.Admit(Millis(20), 0));
-  Push(24, Millis(20));
+  Push(most, Millis(20));
   EXPECT_FALSE(s.Admit(Millis(20), 0));
-  EXPECT_TRUE(s.Admit(Millis(20) + Millis(5), 0)) << "one more round of time";
-  // Only queries due earlier are ahead: an urgent arrival jumps the queue.
+  EXPECT_TRUE(s.Admit(Millis(30), 0)) << "more time";
+  // Only queries due no later are ahead: an urgent arrival jumps the queue.
   EXPECT_TRUE(s.Admit(Millis(19), 0));
   // Two workers drain twice as fast.
   s.AddWorker(1);
   EXPECT_TRUE(s.Admit(Millis(20), 0));
   Make("infaas", 1, /*shed=*/false);
-  for (QueryId id = 1; id <= 100; ++id) Push(id, Millis(20));
+  for (QueryId id = 1; id <= 1000; ++id) Push(id, Millis(20));
   EXPECT_TRUE(s_->Admit(Millis(20), 0)) << "shedding off";
 }
 
-TEST_F(OverloadTest, ABackloggedQueueShedsAHeadTooLateForAnEfficientBatch) {
+TEST_F(OverloadTest, ABackloggedQueueShedsAHeadTooLateForThePlansBatch) {
   ModelScheduler& s = Make("infaas", 1);
-  Push(1, Millis(3));  // 3 ms left: a batch of 4 at most
+  // A head of the same 20 ms budget with 3 ms left (a batch of 4 at most),
+  // 30 queries behind it: more than a batch of 8 per worker.
+  s.Push({1, 0, -Millis(17), Millis(3)}, 0);
   for (QueryId id = 2; id <= 31; ++id) Push(id, Millis(20));
   std::vector<FreeSlot> slots{{0, 1}};
   ScheduleResult r = s.Schedule(0, &slots, 1);
@@ -213,7 +235,7 @@ TEST_F(OverloadTest, ABackloggedQueueShedsAHeadTooLateForAnEfficientBatch) {
 TEST_F(OverloadTest, AShortQueueServesALateHeadInASmallBatch) {
   for (bool shed : {true, false}) {
     ModelScheduler& s = Make("infaas", 1, shed);
-    Push(1, Millis(3));
+    s.Push({1, 0, -Millis(17), Millis(3)}, 0);
     for (QueryId id = 2; id <= 4; ++id) Push(id, Millis(20));
     std::vector<FreeSlot> slots{{0, 1}};
     ScheduleResult r = s.Schedule(0, &slots, 1);
@@ -222,10 +244,10 @@ TEST_F(OverloadTest, AShortQueueServesALateHeadInASmallBatch) {
     EXPECT_EQ(r.batches[0].queries.front().id, 1u);
     EXPECT_EQ(r.batches[0].batch_size, 4);
   }
-  // The same backlog as above without shedding: the head is served, in a
-  // batch of 4 (the EDF spiral's first step).
+  // The backlog above without shedding: the head is served, in a batch of
+  // 4 (the EDF spiral's first step).
   ModelScheduler& s = Make("infaas", 1, /*shed=*/false);
-  Push(1, Millis(3));
+  s.Push({1, 0, -Millis(17), Millis(3)}, 0);
   for (QueryId id = 2; id <= 31; ++id) Push(id, Millis(20));
   std::vector<FreeSlot> slots{{0, 1}};
   ScheduleResult r = s.Schedule(0, &slots, 1);

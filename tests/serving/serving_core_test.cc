@@ -47,10 +47,12 @@ BatchOutcome Ok(const BatchPlan& b) {
 
 class ServingCoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { SetUpCore(true); }
+  void SetUpCore(bool shed) {
     ServingOptions o;
     o.missed_heartbeats = 0;
     o.batch_grace = Millis(20);
+    o.overload.shed = shed;
     core_ = std::make_unique<ServingCore>(o, &clock_);
     ASSERT_TRUE(core_->AddModel(profile_, Clipper(profile_)).ok());
   }
@@ -179,22 +181,35 @@ TEST_F(ServingCoreTest, ARefusedBatchIsRequeuedWhileItCanMakeItThenAnswered) {
   EXPECT_EQ(refusals.seen, (std::vector<std::string>{"hand@w#0", "hand@w#0"}));
 }
 
-TEST_F(ServingCoreTest, OverloadedArrivalsAreAnsweredAtOnce) {
-  // One worker busy with a batch; clipper+'s 80 % subnet runs 8 queries in
-  // 18.5 ms (with overhead): with 40 ms to the deadline, floor(40 / 18.5 -
-  // 1.25) + 1 = 1 round of 8 may be ahead (batches of 4: 10.5 ms, 3 rounds
-  // of 4 = 12, the most). The first query runs; the 13th has 11 ahead and
-  // is queued; the 14th, with 12 ahead, is answered.
-  auto c = std::make_shared<Channel>();
-  AddWorker(c);
-  std::vector<Handle*> qs;
-  for (int i = 0; i < 14; ++i) qs.push_back(&Submit(Millis(40)));
-  ASSERT_EQ(c->sent.size(), 1u);
-  for (int i = 0; i < 13; ++i) EXPECT_EQ(qs[i]->answers, 0) << i;
-  ASSERT_EQ(qs[13]->answers, 1);
-  EXPECT_EQ(qs[13]->status.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_NE(qs[13]->status.message().find("overloaded"), absl::string_view::npos);
-  EXPECT_EQ(core_->Stats().shed, 1);
+TEST_F(ServingCoreTest, HopelessArrivalsAreAnsweredAtOnceOnlyWithShedding) {
+  // One worker, a burst of 400 queries due in 40 ms: clipper+'s subnet runs
+  // at most 8 in 18.5 ms, so most of the burst cannot be served; admission
+  // answers the hopeless tail at once (the queue ahead only grows).
+  for (bool shed : {true, false}) {
+    SetUpCore(shed);
+    auto c = std::make_shared<Channel>();
+    AddWorker(c);
+    std::vector<Handle*> qs;
+    for (int i = 0; i < 400; ++i) qs.push_back(&Submit(Millis(40)));
+    int first_rejected = -1;
+    for (int i = 0; i < 400; ++i) {
+      if (qs[i]->answers == 0) {
+        EXPECT_EQ(first_rejected, -1) << "answered at once, then queued again at " << i;
+        continue;
+      }
+      EXPECT_EQ(qs[i]->status.code(), absl::StatusCode::kDeadlineExceeded);
+      EXPECT_NE(qs[i]->status.message().find("overloaded"), absl::string_view::npos);
+      if (first_rejected < 0) first_rejected = i;
+    }
+    if (shed) {
+      EXPECT_GT(first_rejected, 8) << "a batch's worth is admitted";
+      EXPECT_LT(first_rejected, 200);
+      EXPECT_EQ(core_->Stats().shed, 400 - first_rejected);
+    } else {
+      EXPECT_EQ(first_rejected, -1);
+      EXPECT_EQ(core_->Stats().shed, 0);
+    }
+  }
 }
 
 TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
