@@ -29,6 +29,10 @@ class BorrowedPolicy final : public Policy {
   Decision Decide(const SchedulingContext& ctx) override { return policy_->Decide(ctx); }
   void OnArrival(const Query& q, Nanos now) override { policy_->OnArrival(q, now); }
   void OnCompletion(const CompletionTelemetry& t) override { policy_->OnCompletion(t); }
+  Nanos EstimatedLatency(int32_t subnet_index, int32_t batch_size) const override {
+    return policy_->EstimatedLatency(subnet_index, batch_size);
+  }
+  bool MayRun(int32_t subnet_index) const override { return policy_->MayRun(subnet_index); }
 
  private:
   Policy* const policy_;
