@@ -78,6 +78,7 @@ void ModelScheduler::Probe(Nanos now) {
       const Nanos e = std::max<Nanos>(1, EstimatedLatency(d.subnet_index, d.batch_size));
       p.qps = d.take / ToSeconds(e);
       p.take = d.take;
+      p.latency = e;
     }
     probes_.push_back(p);
   }
@@ -99,6 +100,7 @@ const ModelScheduler::Plan& ModelScheduler::PlanFor(Nanos budget, Nanos now) {
       plan_.target = p.slack;
       plan_.qps = p.qps * static_cast<double>(workers_.size());
       plan_.take = p.take;
+      plan_.latency = p.latency;
       break;
     }
   }
@@ -138,25 +140,29 @@ void ModelScheduler::ShedHeads(Nanos now, ScheduleResult* r) {
   if (!overload_.shed || workers_.empty()) return;
   while (queue_.size() > static_cast<size_t>(peak_batch_)) {
     const Query& head = queue_.Head();
-    const Plan& plan = PlanFor(head.deadline - head.arrival, now);
+    const Plan plan = PlanFor(head.deadline - head.arrival, now);  // a copy: PlanFor reuses
     if (plan.target < 0 || head.deadline - now >= plan.target) return;
-    // Only with the plan's batch waiting behind the head (Clockwork: a batch
-    // size is too small when there are enough requests for a larger one),
-    // and only when backlogged: a full batch for every worker waits, or the
-    // last query would not be admitted behind everything queued plus one
-    // more batch (what serving the head in a small batch costs). Otherwise
-    // the policy serves the head.
+    // Only while the model is losing queries anyway (one was dropped as
+    // infeasible, expired or shed within the head's budget: no shedding in
+    // a burst the policy rides out), with the plan's batch waiting behind
+    // the head (Clockwork: a batch size is too small when there are enough
+    // requests for a larger one), and backlogged: at the plan's rate, the
+    // queue plus one more batch would not drain before the last deadline
+    // (what serving the head in a small batch costs). Otherwise the policy
+    // serves the head.
+    if (last_loss_ < 0 || now - last_loss_ > head.deadline - head.arrival) return;
     const int64_t behind = static_cast<int64_t>(queue_.size()) - 1;
     if (behind < plan.take) return;
-    const int64_t round = static_cast<int64_t>(workers_.size()) * plan.take;
-    if (behind < round) {
-      const Plan tail = PlanFor(max_deadline_budget_, now);
-      if (tail.target >= 0 && behind + plan.take < AdmissibleAhead(tail, max_deadline_, now, 1)) {
-        return;
-      }
+    const Plan tail = PlanFor(max_deadline_budget_, now);
+    if (tail.target >= 0) {
+      const double drain = ToSeconds(max_deadline_ - now - tail.latency);
+      const int64_t room =
+          drain < 0 ? 0 : 1 + static_cast<int64_t>(std::min(drain * tail.qps, 1e15));
+      if (behind + plan.take < room) return;
     }
     const QueryId id = queue_.Pop().id;
     (cancelled_.erase(id) ? r->cancelled : r->shed).push_back(id);
+    last_loss_ = now;
   }
 }
 
@@ -194,6 +200,7 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
                                queue_.size(), " queued queries");
       return r;
     }
+    if (d.drop > 0) last_loss_ = now;
     for (int32_t i = 0; i < d.drop; ++i) {
       const QueryId id = queue_.Pop().id;
       // A cancelled query is answered as cancelled, not as infeasible.
@@ -254,6 +261,7 @@ ModelScheduler::Requeue ModelScheduler::TryRequeue(const Query& q, Nanos now) {
 void ModelScheduler::Sweep(Nanos now, std::vector<QueryId>* expired,
                            std::vector<QueryId>* cancelled) {
   while (!queue_.empty() && queue_.Head().deadline <= now) {
+    last_loss_ = now;
     const QueryId id = queue_.Pop().id;
     (cancelled_.erase(id) ? cancelled : expired)->push_back(id);
   }

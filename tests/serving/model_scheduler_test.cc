@@ -221,11 +221,23 @@ TEST_F(OverloadTest, AdmissionRejectsWhatTheQueueAheadLeavesNoTimeFor) {
 TEST_F(OverloadTest, ABackloggedQueueShedsAHeadTooLateForThePlansBatch) {
   ModelScheduler& s = Make("infaas", 1);
   // A head of the same 20 ms budget with 3 ms left (a batch of 4 at most),
-  // 30 queries behind it: more than a batch of 8 per worker.
+  // 60 queries behind it: more than one batch of 8 every 5 ms drains by
+  // their deadline.
   s.Push({1, 0, -Millis(17), Millis(3)}, 0);
-  for (QueryId id = 2; id <= 31; ++id) Push(id, Millis(20));
+  for (QueryId id = 2; id <= 61; ++id) Push(id, Millis(20));
   std::vector<FreeSlot> slots{{0, 1}};
   ScheduleResult r = s.Schedule(0, &slots, 1);
+  EXPECT_TRUE(r.shed.empty()) << "no query lost yet: the policy serves the head";
+  EXPECT_EQ(r.batches[0].queries.front().id, 1u);
+  // Once one has expired, the model is losing queries: the next late head
+  // is shed for a batch of 8.
+  s.Push({62, 0, -Millis(20), 0}, 0);
+  std::vector<QueryId> expired, cancelled;
+  s.Sweep(0, &expired, &cancelled);
+  ASSERT_EQ(expired, (std::vector<QueryId>{62}));
+  s.Push({1, 0, -Millis(17), Millis(3)}, 0);
+  slots = {{0, 1}};
+  r = s.Schedule(0, &slots, 1);
   EXPECT_EQ(r.shed, (std::vector<QueryId>{1}));
   ASSERT_EQ(r.batches.size(), 1u);
   EXPECT_EQ(r.batches[0].batch_size, 8);
