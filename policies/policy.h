@@ -30,7 +30,11 @@ class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::string_view name() const = 0;
-  // Called when a worker frees up, a query arrives, or a wake-up fires.
+  // Called when a worker frees up, a query arrives, or a wake-up fires. The
+  // serving layer also asks it about synthetic queues (its overload plan,
+  // serving/model_scheduler.h, probes what the policy runs at each head
+  // slack every 250 ms): an answer must depend on the context given, not on
+  // which queries were asked about before.
   virtual Decision Decide(const SchedulingContext& ctx) = 0;
   virtual void OnArrival(const Query& q, Nanos now) {}
   virtual void OnCompletion(const CompletionTelemetry& t) {}
