@@ -34,6 +34,8 @@ ABSL_FLAG(double, dispatch_overhead_us, 500,
 ABSL_FLAG(std::vector<std::string>, fail_worker_at, {},
           "Times in seconds (comma-separated or the flag repeated); at each, one more worker "
           "fails (the highest live id; its batch is re-queued).");
+ABSL_FLAG(bool, shed_overload, true,
+          "The serving core's overload shedding (the router's --shed_overload).");
 ABSL_FLAG(std::string, timeline, "", "Write a per-second timeline CSV here.");
 ABSL_FLAG(double, timeline_bin_s, 1.0, "Timeline bin width in seconds.");
 ABSL_FLAG(bool, json, false, "End with one JSON object on the last line.");
@@ -107,6 +109,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.dispatch_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
+  options.serving.overload.shed = absl::GetFlag(FLAGS_shed_overload);
   options.timeline_bin = Seconds(absl::GetFlag(FLAGS_timeline_bin_s));
   if (profile->is_dynamic) {
     // The trace's application names -> the profile's applications.

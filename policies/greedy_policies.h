@@ -38,6 +38,11 @@ class FixedSubnetPolicy : public ProfiledPolicy {
   FixedSubnetPolicy(std::string name, const ModelProfile& profile, int subnet_index,
                     ProfiledPolicyOptions options = {});
 
+  bool MayRun(int32_t subnet_index) const override {
+    return subnet_index >= 0 && subnet_index < table_.num_subnets() &&
+           table_.rank_of_subnet(subnet_index) == rank_;
+  }
+
  protected:
   Nanos FastestLatency() const override { return table_.latency(rank_, 0); }
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;

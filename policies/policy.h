@@ -30,7 +30,11 @@ class Policy {
  public:
   virtual ~Policy() = default;
   virtual std::string_view name() const = 0;
-  // Called when a worker frees up, a query arrives, or a wake-up fires.
+  // Called when a worker frees up, a query arrives, or a wake-up fires. The
+  // serving layer also asks it about synthetic queues (its overload plan,
+  // serving/model_scheduler.h, probes what the policy runs at each head
+  // slack every 250 ms): an answer must depend on the context given, not on
+  // which queries were asked about before.
   virtual Decision Decide(const SchedulingContext& ctx) = 0;
   // When this model's next batch must start at the latest, for ordering
   // models that compete for a free worker (the serving core offers it to
@@ -47,6 +51,19 @@ class Policy {
   // The serving core names its application ids (Query::application): once
   // for every id known when the model is added and once for each new one.
   virtual void OnApplicationNamed(int32_t id, std::string_view name) {}
+
+  // The policy's estimate of the time from dispatching `batch_size` queries
+  // (a profiled batch size) as `subnet_index` to their results: execution
+  // plus dispatch overhead, with whatever online correction the policy keeps.
+  // The serving layer derives every batch's action window from it (the
+  // latest start that still meets the batch's first deadline) and sizes its
+  // overload shedding with it. < 0: no estimate of its own (the serving
+  // layer then uses the profiled latency).
+  virtual Nanos EstimatedLatency(int32_t subnet_index, int32_t batch_size) const { return -1; }
+  // Whether the policy ever runs `subnet_index`. The overload shedding plans
+  // for the highest-throughput tuple among the subnets a policy may run (a
+  // fixed-subnet policy's peak is its own subnet's, not the profile's).
+  virtual bool MayRun(int32_t subnet_index) const { return true; }
 };
 
 }  // namespace superserve

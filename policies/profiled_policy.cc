@@ -55,6 +55,15 @@ ProfiledPolicy::Choice ProfiledPolicy::PartialBatch(int64_t n, Nanos slack,
   return c.rank < 0 ? fallback : c;
 }
 
+Nanos ProfiledPolicy::EstimatedLatency(int32_t subnet_index, int32_t batch_size) const {
+  if (subnet_index < 0 || subnet_index >= table_.num_subnets() || batch_size < 1 ||
+      batch_size > table_.max_batch()) {
+    return -1;
+  }
+  const int bi = table_.BatchIndexFor(batch_size);
+  return table_.latency(table_.rank_of_subnet(subnet_index), bi) + overhead_;
+}
+
 void ProfiledPolicy::OnCompletion(const CompletionTelemetry& t) {
   int bi = -1;
   for (int b = 0; b < table_.num_batches(); ++b) {

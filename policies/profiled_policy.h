@@ -62,6 +62,8 @@ class ProfiledPolicy : public Policy {
   std::string_view name() const override { return name_; }
   Decision Decide(const SchedulingContext& ctx) override;
   void OnCompletion(const CompletionTelemetry& t) override;
+  // The latency table's estimate plus the dispatch overhead estimate.
+  Nanos EstimatedLatency(int32_t subnet_index, int32_t batch_size) const override;
 
   const LatencyTable& latencies() const { return table_; }
   Nanos overhead_estimate() const { return overhead_; }

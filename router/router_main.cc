@@ -53,6 +53,11 @@ ABSL_FLAG(std::string, model_repo, "", "Model repository: serves every <dir>/<mo
 // The policy flags (--policy, --buckets, --drop_below_first_bucket, ...) are
 // policies/policy_flags.h's, shared with superserve-sim and superserve-repro.
 ABSL_FLAG(int32_t, lookahead, 1, "Batches a worker may hold at once (k-batch lookahead).");
+ABSL_FLAG(bool, shed_overload, true,
+          "Past the peak, shed what cannot be served in time: answer DEADLINE_EXCEEDED on "
+          "arrival when the queue ahead leaves no time at the achievable batch throughput, and "
+          "drop a backlogged queue's head that is too late for an efficient batch (every "
+          "policy; docs/engine.md, \"Overload\"). false: EDF serves every feasible head.");
 ABSL_FLAG(double, default_slo_ms, 100, "Deadline for queries whose client set none, ms.");
 ABSL_FLAG(int64_t, max_queue, 100000, "Pending queries per model before RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int32_t, heartbeat_ms, 500, "Worker heartbeat interval, ms.");
@@ -128,6 +133,7 @@ int main(int argc, char** argv) {
   o.dispatcher.serving.max_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_queue));
   o.dispatcher.serving.heartbeat_interval = Millis(absl::GetFlag(FLAGS_heartbeat_ms));
   o.dispatcher.serving.missed_heartbeats = absl::GetFlag(FLAGS_missed_heartbeats);
+  o.dispatcher.serving.overload.shed = absl::GetFlag(FLAGS_shed_overload);
   if (o.model_repo.empty()) {
     std::fprintf(stderr, "superserve-router: --model-repo is required\n");
     return 2;

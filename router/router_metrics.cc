@@ -24,6 +24,7 @@ struct RouterMetrics::ModelMetrics {
   prometheus::Histogram* accuracy;
   prometheus::Histogram* batch;
   prometheus::Gauge* queue_depth;
+  prometheus::Counter* refused;
   std::mutex subnet_mu;
   std::unordered_map<int32_t, prometheus::Counter*> subnet;
   std::atomic<int64_t> ok{0}, terminal{0};
@@ -63,6 +64,11 @@ RouterMetrics::RouterMetrics() : registry_(std::make_shared<prometheus::Registry
                 .Name("superserve_batch_size")
                 .Help("Queries per dispatched batch")
                 .Register(*registry_);
+  refused_ = &BuildCounter()
+                  .Name("superserve_batches_refused_total")
+                  .Help("Batches a worker refused because their action window had closed "
+                        "(their queries were re-queued or answered DEADLINE_EXCEEDED)")
+                  .Register(*registry_);
   queue_depth_ = &BuildGauge()
                       .Name("superserve_queue_depth")
                       .Help("Pending queries in the model's EDF queue")
@@ -120,8 +126,13 @@ RouterMetrics::ModelMetrics& RouterMetrics::Model(const std::string& model) {
                                prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64,
                                                                        128, 256});
     slot->queue_depth = &queue_depth_->Add({{"model", model}});
+    slot->refused = &refused_->Add({{"model", model}});
   }
   return *slot;
+}
+
+void RouterMetrics::OnBatchRefused(const std::string& model, const std::string& worker) {
+  Model(model).refused->Increment();
 }
 
 void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, Nanos latency,

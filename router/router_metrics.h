@@ -37,6 +37,7 @@ namespace superserve {
 //   superserve_subnet_queries_total{model,subnet}  queries served per subnet id
 //   superserve_batch_size{model}                   queries per dispatched batch
 //   superserve_queue_depth{model}                  pending queries
+//   superserve_batches_refused_total{model}        batches refused: action window closed
 //   superserve_worker_busy_fraction{worker}        executing share of the last interval
 //   superserve_workers_alive                       registered live workers
 //   superserve_workers_needed{model}               workers the measured arrival rate
@@ -69,6 +70,7 @@ class RouterMetrics final : public ServingObserver {
   void OnWorkerBusyFraction(const std::string& worker, double fraction) override {
     SetWorkerBusyFraction(worker, fraction);
   }
+  void OnBatchRefused(const std::string& model, const std::string& worker) override;
 
   // Starts the HTTP endpoint on `address` ("127.0.0.1:0" picks a port).
   // Returns the bound port.
@@ -110,6 +112,7 @@ class RouterMetrics final : public ServingObserver {
   prometheus::Family<prometheus::Counter>* subnet_;
   prometheus::Family<prometheus::Histogram>* batch_;
   prometheus::Family<prometheus::Gauge>* queue_depth_;
+  prometheus::Family<prometheus::Counter>* refused_;
   prometheus::Family<prometheus::Gauge>* busy_;
   prometheus::Gauge* workers_alive_;
   prometheus::Family<prometheus::Gauge>* workers_needed_;

@@ -26,6 +26,10 @@ struct TakenBatch {
   int32_t worker = -1;
   int32_t subnet_index = -1;
   int32_t batch_size = 0;
+  // The action window (Clockwork §4): start no earlier than `earliest` (0 =
+  // now) and no later than `latest`, the last start at which the batch's
+  // first deadline is still met with the policy's latency estimate (never
+  // before the decision's time; tighter if the policy asked for less).
   Nanos earliest = 0;
   Nanos latest = 0;
   std::vector<Query> queries;  // EDF order; cancelled ones already removed
@@ -34,18 +38,85 @@ struct TakenBatch {
 // What one scheduling pass decided.
 struct ScheduleResult {
   std::vector<QueryId> dropped;    // infeasible: answer DEADLINE_EXCEEDED
+  std::vector<QueryId> shed;       // overload shedding: answer DEADLINE_EXCEEDED
   std::vector<QueryId> cancelled;  // the client gave up while queued
   std::vector<TakenBatch> batches;
   std::string invalid;             // non-empty: the policy returned a bad dispatch
 };
 
+// How the scheduler keeps goodput at capacity past the peak, whatever the
+// policy (docs/engine.md, "Overload").
+//
+// The plan. Every 250 ms the scheduler asks the policy what it would run for
+// a full queue whose head has slack s, for s up to the longest budget
+// (deadline - arrival) queued, and rates each answer by its throughput with
+// the policy's own latency estimates (Policy::EstimatedLatency). For queries
+// of budget T the plan is the least slack `target` <= T at which the answer
+// reaches 95 % of the best throughput any slack <= T gives, with that
+// throughput (over all W workers) and batch. A slack-driven policy
+// (SlackFit) spends extra slack on accuracy and a small one on small
+// batches; the plan finds the slack at which it runs at its best rate.
+//
+//  - Head shedding (Clockwork's scheduler prefers the larger batch "at the
+//    expense of dropping an unfortunately timed earlier request"): a head
+//    with less than its plan's target left is dropped, instead of being
+//    served in a small batch, while (1) the model lost a query within the
+//    head's budget (dropped as infeasible, expired or shed: it is losing
+//    queries anyway), (2) the plan's batch waits behind the head and (3) the
+//    queue is backlogged (at the plan's rate, it plus one more batch would
+//    not drain before its last deadline). Serving it is EDF's overload
+//    spiral: the small batch costs the throughput the queries behind needed,
+//    so they too reach the head nearly expired. Heads are kept at the slack
+//    where the policy runs its best batch. Without (1), bursts the policy
+//    rides out lost queries to shedding (the paper-shaped bursty cell of
+//    `superserve-bench scheduler`: attainment 0.9977 instead of 0.9999).
+//  - Admission (Clockwork's controller rejects work it cannot finish): an
+//    arrival whose queries ahead would not drain before its deadline minus
+//    the plan's target even at admit_headroom x the plan's throughput is
+//    answered DEADLINE_EXCEEDED at once. The plan rests on estimates (rolling
+//    p99s): a strict bound rejects queries that the head shedding would have
+//    served (in the simulator, bounds at 1.6-2.5x lost a policy up to 25 % of
+//    its goodput), so admission
+//    only answers early what is hopeless; the head shedding holds goodput.
+struct OverloadOptions {
+  bool shed = true;
+  double admit_headroom = 4;
+};
+
 // One model's EDF queue and policy, and the one place where a policy's
-// Decision is applied and where the re-queue and drop rules live. The router
-// and the simulator both schedule through it. Not thread-safe (the
+// Decision is applied and where the re-queue, drop and shedding rules live.
+// The router and the simulator both schedule through it. Not thread-safe (the
 // ServingCore serialises calls).
 class ModelScheduler {
  public:
   ModelScheduler(const ModelProfile* profile, std::unique_ptr<Policy> policy);
+
+  void set_overload(const OverloadOptions& o) { overload_ = o; }
+  const OverloadOptions& overload() const { return overload_; }
+  // The policy's latency estimate (execution + overhead) of a tuple, or the
+  // profiled latency when the policy has none.
+  Nanos EstimatedLatency(int32_t subnet_index, int32_t batch_size) const;
+  // The policy's peak tuple: the highest profiled throughput among the
+  // subnets it may run (Policy::MayRun); it scales the probes.
+  int32_t peak_subnet_index() const { return peak_subnet_; }
+  int32_t peak_batch_size() const { return peak_batch_; }
+  // The overload plan for queries of budget (deadline - arrival) `budget`
+  // (OverloadOptions): the head slack `target`, the throughput `qps` (q/s,
+  // all workers) and the batch `take` of the policy's answer there.
+  // target < 0: the policy runs nothing at any such slack (no shedding).
+  // Requires a worker.
+  struct Plan {
+    Nanos target = -1;
+    double qps = 0;
+    int32_t take = 0;
+    Nanos latency = 0;  // the policy's estimate of that batch
+  };
+  const Plan& PlanFor(Nanos budget, Nanos now);
+
+  // Admission: false when a query due at `deadline` (not yet queued) cannot
+  // finish by then behind the queries ahead of it (OverloadOptions). Always
+  // true with shedding off, no worker, or nothing queued.
+  bool Admit(Nanos deadline, Nanos now);
 
   const Policy& policy() const { return *policy_; }
   // Fastest profiled latency of any subnet (batch 1): the re-queue bound.
@@ -107,8 +178,50 @@ class ModelScheduler {
   absl::flat_hash_set<QueryId> cancelled_;  // subset of the queue
   std::vector<int32_t> workers_;
   std::vector<int32_t> free_ids_;  // scratch for SchedulingContext
+  struct ProbePoint {
+    Nanos slack = 0;
+    double qps = 0;  // per worker
+    int32_t take = 0;
+    Nanos latency = 0;
+  };
+  static constexpr int kProbes = 64;  // slacks evenly up to the probe horizon
+  static constexpr Nanos kProbeInterval = 250'000'000;  // 250 ms
+  static constexpr double kNearPeak = 0.95;
+  void Probe(Nanos now);
+  // The most queries that may be ahead of one due at `deadline` for it to
+  // reach the head with plan.target left at headroom x the plan's
+  // throughput.
+  static int64_t AdmissibleAhead(const Plan& plan, Nanos deadline, Nanos now, double headroom);
+  void NoteDeadline(const Query& q) {
+    if (queue_.empty() || q.deadline > max_deadline_) {
+      max_deadline_ = q.deadline;
+      max_deadline_budget_ = q.deadline - q.arrival;
+    }
+    max_budget_ = std::max(max_budget_, q.deadline - q.arrival);
+  }
+  // Head shedding before a decision (OverloadOptions).
+  void ShedHeads(Nanos now, ScheduleResult* r);
+
   Nanos fastest_ = 0;
   Nanos wake_at_ = 0;
+  OverloadOptions overload_;
+  int32_t peak_subnet_ = 0;
+  int32_t peak_batch_ = 1;
+  // An upper bound on the queue's last deadline (the latest pushed since the
+  // queue was last empty) and that query's budget: the backlog test's
+  // horizon.
+  Nanos max_deadline_ = 0;
+  Nanos max_deadline_budget_ = 0;
+  Nanos max_budget_ = 0;  // the longest budget queued so far
+  std::vector<ProbePoint> probes_;
+  Nanos probed_at_ = 0;
+  EdfQueue probe_queue_;
+  std::vector<int32_t> probe_free_;
+  Nanos plan_budget_ = -1;  // the budget plan_ is for
+  // When a query was last lost: dropped by the policy as infeasible, expired
+  // in the queue, or shed. -1 = never.
+  Nanos last_loss_ = -1;
+  Plan plan_;
 };
 
 }  // namespace superserve

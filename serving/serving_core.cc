@@ -55,6 +55,7 @@ void ServingCore::Apply(Effects* e) {
     }
     for (const auto& [model, depth] : e->depths) observer_->OnQueueDepth(*model, depth);
     for (const auto& [worker, fraction] : e->busy) observer_->OnWorkerBusyFraction(*worker, fraction);
+    for (const auto& [model, worker] : e->refused) observer_->OnBatchRefused(*model, *worker);
     if (e->workers_alive >= 0) observer_->OnWorkersAlive(e->workers_alive);
   }
   if (e->wake > 0 && request_tick_) request_tick_(e->wake);
@@ -76,6 +77,7 @@ absl::Status ServingCore::AddModel(const ModelProfile& profile, std::unique_ptr<
   if (!added.ok()) return added.status();
   ServedModel* m = *added;
   for (const auto& [name, id] : applications_) m->scheduler.NameApplication(id, name);
+  m->scheduler.set_overload(options_.overload);
   int32_t attached = 0;
   for (const WorkerRecord& w : workers_.records()) {
     if (!w.alive) continue;
@@ -188,6 +190,13 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
       } else if (request.deadline <= now) {
         RejectLocked(handle, request.model,
                      absl::DeadlineExceededError("deadline already passed on arrival"),
+                     QueryOutcome::kDeadlineExceeded, now, &e);
+      } else if (!m->scheduler.Admit(request.deadline, now)) {
+        ++stats_.shed;
+        RejectLocked(handle, request.model,
+                     absl::DeadlineExceededError(absl::StrCat(
+                         "overloaded: cannot finish by the deadline behind the ",
+                         m->scheduler.queued(), " queries queued for model ", *m->name)),
                      QueryOutcome::kDeadlineExceeded, now, &e);
       } else {
         PendingQuery p;
@@ -315,7 +324,7 @@ void ServingCore::RefreshFreeLocked(int32_t worker) {
   }
 }
 
-void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e) {
+void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t except) {
   ModelScheduler& s = m->scheduler;
   // Free workers that serve the model, lowest ids first: one, then kOffer at
   // a time (most passes end in a wait or a single batch); a pass that fills
@@ -333,6 +342,7 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e) {
       if (bits == 0) break;
       const int32_t w = static_cast<int32_t>(word * 64 + __builtin_ctzll(bits));
       bits &= bits - 1;
+      if (w == except) continue;
       if (!serves_all && !std::binary_search(ws.begin(), ws.end(), w)) continue;
       if (int32_t n = workers_.FreeSlots(w, options_.lookahead); n > 0) slots_.push_back({w, n});
     }
@@ -359,6 +369,13 @@ void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e) {
     FailLocked(id, absl::DeadlineExceededError("dropped: deadline cannot be met"),
                QueryOutcome::kDeadlineExceeded, now, e);
   }
+  for (QueryId id : r.shed) {
+    FailLocked(id,
+               absl::DeadlineExceededError(
+                   "shed: overloaded, and too little time left for an efficient batch"),
+               QueryOutcome::kDeadlineExceeded, now, e);
+  }
+  stats_.shed += static_cast<int64_t>(r.shed.size());
   for (QueryId id : r.cancelled) {
     FailLocked(id, absl::DeadlineExceededError("cancelled by the client"),
                QueryOutcome::kDeadlineExceeded, now, e);
@@ -553,7 +570,10 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     }
     w->busy += outcome.exec;
     ServedModel* m = models_.Find(b->model);
-    if (m != nullptr) {
+    const bool refused = outcome.status.code() == absl::StatusCode::kDeadlineExceeded;
+    // A refused batch did not run: its round trip measured the worker's
+    // delay, not the dispatch overhead, so the policy is not told.
+    if (m != nullptr && !refused) {
       CompletionTelemetry t;
       t.worker = worker;
       t.subnet_index = b->subnet_index;
@@ -617,10 +637,13 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
                                                       " queries)")),
                      QueryOutcome::kError, now, &e);
         }
-      } else if (outcome.status.code() == absl::StatusCode::kDeadlineExceeded) {
-        // The worker could not start within the window: try again elsewhere.
+      } else if (refused) {
+        // The worker could not start within the window: try again elsewhere
+        // first (this worker may take them below if no other one did).
+        ++stats_.refused;
+        e.refused.emplace_back(m->name, w->name);
         for (QueryId id : b->queries) RequeueLocked(id, now, &e);
-        ScheduleLocked(m, now, &e);
+        ScheduleLocked(m, now, &e, /*except=*/worker);
       } else {
         const absl::Status st(outcome.status.code(),
                               absl::StrCat("worker ", *w->name, ": ", outcome.status.message()));

@@ -50,6 +50,9 @@ struct ServingOptions {
   // `max_application_bytes`, is INVALID_ARGUMENT naming the bound. 0 = no cap.
   size_t max_applications = 1024;
   size_t max_application_bytes = 256;
+  // Overload shedding (admission and head shedding), applied to every
+  // model's scheduler whatever its policy (serving/model_scheduler.h).
+  OverloadOptions overload;
   // Log models and workers coming and going (INFO/WARNING); the simulator
   // turns it off.
   bool log_lifecycle = true;
@@ -61,6 +64,8 @@ struct ServingStats {
   int64_t requeued = 0;   // put back after their batch did not complete
   int64_t cancelled = 0;  // queued queries whose client gave up
   int64_t swept = 0;      // answered by the sweep (expired or cancelled)
+  int64_t shed = 0;       // answered DEADLINE_EXCEEDED by the overload shedding
+  int64_t refused = 0;    // batches a worker refused: their window had closed
   int64_t batches = 0;
   int64_t pending = 0;
   int32_t workers_alive = 0;
@@ -181,12 +186,17 @@ class ServingCore {
     std::vector<std::pair<std::shared_ptr<const std::string>, QueryDone>> done;
     std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
     std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
+    // (model, worker) of each batch refused for a closed window.
+    std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
+        refused;
     int32_t workers_alive = -1;  // >= 0: report it
     Nanos wake = 0;              // > 0: ask the owner for a Tick at this time
   };
 
   void Apply(Effects* e);
-  void ScheduleLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Offers the model's free workers, except `except`, to its scheduler.
+  void ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t except = -1)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One round of ScheduleLocked: the model's policy over the slots in slots_.
   void ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The list of models with queued queries: every push enters its model

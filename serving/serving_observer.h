@@ -45,6 +45,9 @@ class ServingObserver {
   // Refreshed by Tick, at most once per tick interval.
   virtual void OnQueueDepth(const std::string& model, int64_t depth) {}
   virtual void OnWorkerBusyFraction(const std::string& worker, double fraction) {}
+  // A worker refused a batch of `model`: it could not start it before its
+  // action window closed. Its queries were re-queued or answered.
+  virtual void OnBatchRefused(const std::string& model, const std::string& worker) {}
 };
 
 }  // namespace superserve

@@ -331,6 +331,12 @@ void RouterLink::ExecuteLoop() {
       b = std::move(batches_.front());
       batches_.pop_front();
     }
+    if (options_.start_delay > 0) {
+      std::unique_lock<std::mutex> lock(mu_);
+      batch_cv_.wait_for(lock, std::chrono::nanoseconds(options_.start_delay),
+                        [this] { return stopping_; });
+      if (stopping_) return;
+    }
     v1::WorkerMessage reply;
     RunBatch(b.message->batch(), b.received, models_, executor_, reply.mutable_result());
     batches_run_.fetch_add(1);

@@ -50,6 +50,10 @@ struct RouterLinkOptions {
   std::string tls_ca_pem;
   // Sent in RegisterWorker: the versions of `models` (common/model_digest.h).
   std::vector<v1::ModelVersion> versions;
+  // Tests and benchmarks: wait this long before starting each batch (a
+  // worker delayed on purpose). The router's action windows then make the
+  // worker refuse the batches it starts too late.
+  Nanos start_delay = 0;
 };
 
 // One worker's link to the router (SuperServe Fig. 7 steps 3-6, worker

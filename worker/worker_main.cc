@@ -49,6 +49,11 @@ ABSL_FLAG(int32_t, reconnect_max_backoff_ms, 2000,
           "[0.8, 1] of the capped value). Bounds how long after a router restart the fleet is "
           "back.");
 
+ABSL_FLAG(int32_t, start_delay_ms, 0,
+          "Testing: wait this long before starting each batch (a worker delayed on purpose). "
+          "A batch that cannot start within its action window is refused: the router re-queues "
+          "its queries or answers them DEADLINE_EXCEEDED.");
+
 int main(int argc, char** argv) {
   using namespace superserve;
   InitMain(argc, argv,
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
     o.fleet_token = fleet_token;
     o.tls_ca_pem = tls_ca_pem;
     o.versions = versions;
+    o.start_delay = Millis(std::max(0, absl::GetFlag(FLAGS_start_delay_ms)));
     // Emulated instances share one (stateless) executor.
     links.push_back(std::make_unique<RouterLink>(o, executor.get(), models));
   }

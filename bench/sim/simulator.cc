@@ -53,6 +53,10 @@ class BorrowedPolicy final : public Policy {
   void OnApplicationNamed(int32_t id, std::string_view name) override {
     policy_->OnApplicationNamed(id, name);
   }
+  Nanos EstimatedLatency(int32_t subnet_index, int32_t batch_size) const override {
+    return policy_->EstimatedLatency(subnet_index, batch_size);
+  }
+  bool MayRun(int32_t subnet_index) const override { return policy_->MayRun(subnet_index); }
 
  private:
   Policy* const policy_;
@@ -78,6 +82,7 @@ struct Completion {
   Nanos exec;
   std::vector<QueryId> queries;
   std::vector<QueryTelemetry> query_times;
+  bool refused = false;  // its action window closed before it could start
   bool operator>(const Completion& o) const {
     return time > o.time || (time == o.time && batch_id > o.batch_id);
   }
@@ -173,6 +178,11 @@ class Simulation final : public ServingObserver {
         out.batch_id = c.batch_id;
         out.exec = c.exec;
         out.query_times = std::move(c.query_times);
+        if (c.refused) {
+          out.status = absl::DeadlineExceededError("action window closed");
+          core.OnBatchResult(c.worker_id, std::move(out));
+          continue;
+        }
         out.outputs.reserve(c.queries.size());
         for (QueryId id : c.queries) out.outputs.emplace_back(id, nullptr);
         core.OnBatchResult(c.worker_id, std::move(out));
@@ -262,6 +272,13 @@ class Simulation final : public ServingObserver {
   // An emulated worker took a batch.
   void Start(int32_t worker, const BatchPlan& b) {
     const ModelProfile& profile = *models_[model_index_.at(b.model)].profile;
+    const Nanos start = std::max(clock_.Now() + options_.start_delay, b.earliest);
+    if (b.latest > 0 && start > b.latest) {  // the worker refuses it
+      ++result_.refused;
+      completions_.push({start + options_.dispatch_overhead, b.worker, b.batch_id, 0, b.queries,
+                         {}, /*refused=*/true});
+      return;
+    }
     std::vector<QueryTelemetry> query_times;
     Nanos exec = 0;
     if (options_.exec_time) {
@@ -286,7 +303,6 @@ class Simulation final : public ServingObserver {
     } else {
       exec = LatencyOf(profile, b.subnet_index, b.batch_size);
     }
-    const Nanos start = std::max(clock_.Now(), b.earliest);
     result_.worker_busy[worker] += exec;
     completions_.push({start + options_.dispatch_overhead + exec, b.worker, b.batch_id, exec,
                        b.queries, std::move(query_times)});

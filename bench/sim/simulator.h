@@ -41,6 +41,10 @@ struct SimulatorOptions {
   // Tests: replaces the profile-based execution time of a batch (subnet id,
   // number of queries) -> time; noise and exec_scale then do not apply.
   std::function<Nanos(int32_t subnet_id, int32_t queries)> exec_time;
+  // Tests: every worker starts each batch this long after it was sent (a
+  // worker delayed on purpose); a batch whose action window closed by then
+  // is refused, and the serving core re-queues or answers its queries.
+  Nanos start_delay = 0;
   // Tests and tools: also told of every answer and batch the core produced.
   ServingObserver* trace = nullptr;
   Nanos timeline_bin = Seconds(1);
@@ -74,6 +78,7 @@ struct SimulationResult {
   int64_t late = 0;     // completed after it
   int64_t dropped = 0;  // answered DEADLINE_EXCEEDED by the policy, or never served
   int64_t batches = 0;
+  int64_t refused = 0;  // batches refused by a worker (action window closed)
   double accuracy_sum = 0;
   Nanos p99_latency = 0;   // over completed queries (met + late)
   Nanos first_arrival = 0;

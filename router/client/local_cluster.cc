@@ -97,7 +97,7 @@ std::string LocalCluster::worker_address() const {
   return absl::StrCat("127.0.0.1:", worker_port_);
 }
 
-absl::StatusOr<int> LocalCluster::AddWorker() {
+absl::StatusOr<int> LocalCluster::AddWorker(const std::vector<std::string>& extra_flags) {
   int index = static_cast<int>(workers_.size());
   std::vector<std::string> argv = {absl::StrCat(options_.bin_dir, "/superserve-worker"),
                                    absl::StrCat("--router=", worker_address()),
@@ -111,6 +111,7 @@ absl::StatusOr<int> LocalCluster::AddWorker() {
     argv.push_back(absl::StrCat("--instances=", options_.instances_per_worker));
   }
   argv.insert(argv.end(), options_.worker_flags.begin(), options_.worker_flags.end());
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   auto w = Subprocess::Start(argv, absl::StrCat(options_.work_dir, "/worker", index, ".log"));
   if (!w.ok()) return w.status();
   workers_.push_back(*std::move(w));

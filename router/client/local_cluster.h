@@ -54,8 +54,9 @@ class LocalCluster {
   Subprocess& worker(int i) { return workers_[i]; }
   int num_workers() const { return static_cast<int>(workers_.size()); }
 
-  // Starts one more worker process (returns its index).
-  absl::StatusOr<int> AddWorker();
+  // Starts one more worker process (returns its index), with `extra_flags`
+  // after the options' worker flags.
+  absl::StatusOr<int> AddWorker(const std::vector<std::string>& extra_flags = {});
   // Polls Admin.ListModels until every model has >= n live workers.
   absl::Status WaitForWorkers(int n, Nanos timeout);
   // Worker counts per model from Admin.ListModels.

@@ -40,12 +40,12 @@ using testing::EmulatedRepo;
 using testing::MakeWorkDir;
 using testing::PoissonTrace;
 
-LabelledRequests SyntheticInputs(int n) {
+LabelledRequests SyntheticInputs(int n, const std::string& model = "emu") {
   LabelledRequests in;
   for (int i = 0; i < n; ++i) {
     std::vector<float> v(28 * 28, static_cast<float>(i) / n);
     auto req = std::make_shared<v1::InferRequest>();
-    req->set_model("emu");
+    req->set_model(model);
     EncodeTensor(MakeFloatTensor({1, 28, 28}, v), req->mutable_input());
     in.requests.push_back(std::move(req));
     in.labels.push_back(i % 10);
@@ -252,6 +252,107 @@ TEST(EngineIntegration, HungWorkerIsReplacedAndReadmittedWhenItWakes) {
   EXPECT_TRUE(std::any_of(names.begin(), names.end(),
                           [](const std::string& n) { return absl::EndsWith(n, "#2"); }))
       << "the woken worker registered anew (ids 0 and 1 were the first two)";
+}
+
+// --- Clockwork's action windows with real processes: a worker delayed on
+// purpose (--start_delay_ms) refuses every batch whose window closed; the
+// router re-queues what can still make its deadline (on another worker
+// first) and answers the rest DEADLINE_EXCEEDED; the refusals are counted.
+
+// Two subnets: "fast" (1 ms) and "slow" (30 ms at batch 1). With a 60 ms SLO
+// SlackFit runs a lone query on the slow subnet: its window closes ~29 ms
+// after dispatch, before a 40 ms delay ends, with ~20 ms left for the fast
+// subnet elsewhere.
+std::string WriteDelayRepo(const std::string& dir) {
+  ModelProfile p;
+  p.model = "delay";
+  p.family = "emulated";
+  p.batch_sizes = {1, 2, 4};
+  p.input_shape = {1, 28, 28};
+  p.num_classes = 10;
+  p.measured_on = "synthetic (action window test)";
+  const double acc[] = {80, 90};
+  const double ms[2][3] = {{1, 1.2, 1.5}, {30, 31, 33}};
+  for (int i = 0; i < 2; ++i) {
+    SubnetProfile s;
+    s.id = i;
+    s.accuracy = acc[i];
+    s.control.subnet_id = i;
+    for (double m : ms[i]) s.latency.push_back(Micros(m * 1000));
+    p.subnets.push_back(s);
+  }
+  std::filesystem::create_directories(dir + "/delay");
+  EXPECT_TRUE(p.SaveFile(dir + "/delay/profile.json").ok());
+  return dir;
+}
+
+// `n` arrivals `gap` apart.
+std::vector<TraceArrival> EvenTrace(int n, Nanos gap) {
+  std::vector<TraceArrival> t(n);
+  for (int i = 0; i < n; ++i) t[i].arrival = gap * (i + 1);
+  return t;
+}
+
+double RefusedBatches(LocalCluster& cluster) {
+  const std::string text = cluster.ScrapeMetrics().value_or("");
+  const std::string key = "superserve_batches_refused_total{model=\"delay\"} ";
+  const size_t at = text.find(key);
+  return at == std::string::npos ? -1 : std::atof(text.c_str() + at + key.size());
+}
+
+TEST(EngineIntegration, ADelayedWorkerRefusesLateBatchesAndTheRouterRequeuesThem) {
+  LocalClusterOptions o;
+  o.bin_dir = BinDir();
+  o.work_dir = MakeWorkDir();
+  o.model_repo = WriteDelayRepo(o.work_dir + "/repo");
+  o.workers = 0;
+  o.emulate = true;
+  o.policy = "slackfit";
+  o.startup_timeout = Seconds(20);
+  auto started = LocalCluster::Start(o);
+  ASSERT_TRUE(started.ok()) << started.status();
+  LocalCluster& cluster = **started;
+  // The delayed worker registers first: it has the lowest id, which the
+  // policy prefers.
+  ASSERT_TRUE(cluster.AddWorker({"--start_delay_ms=40"}).ok());
+  ASSERT_TRUE(cluster.WaitForWorkers(1, Seconds(20)).ok());
+  InferenceClient client(cluster.router_address(), Transport::kStream);
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
+  LabelledRequests inputs = SyntheticInputs(10, "delay");
+  ReplayOptions ro;
+  ro.default_slo = Millis(60);
+  ro.progress = false;
+  // Alone, the delayed worker refuses every batch, the re-queued try too:
+  // every query is answered DEADLINE_EXCEEDED, none hangs.
+  auto alone = ReplayTrace(client, EvenTrace(10, Millis(100)), inputs, ro);
+  ASSERT_TRUE(alone.ok());
+  for (const auto& r : *alone) {
+    ASSERT_TRUE(r.answered);
+    EXPECT_EQ(r.code, absl::StatusCode::kDeadlineExceeded);
+  }
+  const double refused_alone = RefusedBatches(cluster);
+  EXPECT_GE(refused_alone, 10) << "every query's batch was refused at least once";
+  // A second, prompt worker: the refused queries are re-queued and served
+  // there in time. The delayed worker serves nothing. (Arrivals 60 ms apart:
+  // each finds both workers free and goes to the delayed one first; were
+  // the prompt one busy with a 30 ms batch, the re-queued query would wait
+  // for it or go back to the delayed one.)
+  ASSERT_TRUE(cluster.AddWorker().ok());
+  ASSERT_TRUE(cluster.WaitForWorkers(2, Seconds(20)).ok());
+  auto both = ReplayTrace(client, EvenTrace(40, Millis(60)), inputs, ro);
+  ASSERT_TRUE(both.ok());
+  int ok = 0;
+  for (const auto& r : *both) {
+    ASSERT_TRUE(r.answered);
+    if (r.code != absl::StatusCode::kOk) continue;
+    EXPECT_TRUE(absl::StartsWith(r.worker, "w1")) << r.worker;
+    ok += r.in_slo ? 1 : 0;
+  }
+  const double refused = RefusedBatches(cluster) - refused_alone;
+  EXPECT_GE(refused, 36) << "first tries go to the delayed worker";
+  // Served in time after a refusal (none would be if refused queries were
+  // answered instead of re-queued).
+  EXPECT_GE(ok, 36) << "refused " << refused;
 }
 
 // SIGTERM drains: the queries already accepted are served (not answered

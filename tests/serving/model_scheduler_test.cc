@@ -161,5 +161,157 @@ TEST_F(ModelSchedulerTest, SweepTakesExpiredPrefixAndCancelledAnywhere) {
   EXPECT_EQ(s.TakeAll(), (std::vector<QueryId>{4, 5, 7}));
 }
 
+// --- action windows and overload shedding, with the profile's own policies.
+// INFaaS on ThreeSubnetProfile runs subnet 0 (1 / 1.5 / 2.5 / 4.5 ms at
+// batch 1 / 2 / 4 / 8) with a 0.5 ms overhead estimate: its peak tuple is
+// batch 8, c(8) = 5 ms, and a head needs 1.25 x 5 = 6.25 ms to be worth it.
+class OverloadTest : public ::testing::Test {
+ protected:
+  ModelScheduler& Make(const std::string& policy, int workers, bool shed = true) {
+    s_ = std::make_unique<ModelScheduler>(&profile_, *MakePolicy(policy, profile_, PolicyConfig()));
+    OverloadOptions o;
+    o.shed = shed;
+    s_->set_overload(o);
+    for (int w = 0; w < workers; ++w) s_->AddWorker(w);
+    return *s_;
+  }
+  void Push(QueryId id, Nanos deadline) { s_->Push({id, 0, 0, deadline}, 0); }
+
+  ModelProfile profile_ = testing::ThreeSubnetProfile();
+  std::unique_ptr<ModelScheduler> s_;
+};
+
+TEST_F(OverloadTest, EveryBatchCarriesTheLatestStartThatMeetsItsFirstDeadline) {
+  ModelScheduler& s = Make("infaas", 1);
+  EXPECT_EQ(s.EstimatedLatency(0, 8), Millis(5));
+  Push(1, Millis(30));
+  Push(2, Millis(12));
+  Push(3, Millis(40));
+  std::vector<FreeSlot> slots{{0, 1}};
+  ScheduleResult r = s.Schedule(Millis(2), &slots, 1);
+  ASSERT_EQ(r.batches.size(), 1u);
+  const TakenBatch& b = r.batches[0];
+  ASSERT_EQ(b.queries.size(), 3u);
+  // First deadline 12 ms minus the estimate of the chosen tuple (batch 4:
+  // 2.5 ms + 0.5 ms overhead).
+  EXPECT_EQ(b.batch_size, 4);
+  EXPECT_EQ(b.latest, Millis(12) - Millis(3));
+}
+
+TEST_F(OverloadTest, EveryPolicysBatchesCarryAWindow) {
+  for (const std::string& name : PolicyNames()) {
+    ModelScheduler& s = Make(name, 2);
+    for (QueryId id = 1; id <= 12; ++id) Push(id, Millis(20 + static_cast<Nanos>(id)));
+    std::vector<FreeSlot> slots{{0, 1}, {1, 1}};
+    ScheduleResult r = s.Schedule(0, &slots, 2);
+    ASSERT_FALSE(r.batches.empty()) << name;
+    for (const TakenBatch& b : r.batches) {
+      EXPECT_GT(b.latest, 0) << name;
+      EXPECT_LE(b.latest, b.queries.front().deadline -
+                              profile_.subnets[b.subnet_index].latency[profile_.BatchIndex(
+                                  b.batch_size)])
+          << name << ": the window must leave the profiled latency at least";
+    }
+  }
+}
+
+TEST_F(OverloadTest, ThePlanIsThePolicysBestBatchAtTheLeastSlack) {
+  ModelScheduler& s = Make("infaas", 2);
+  Push(1, Millis(20));  // the probes reach the longest budget queued
+  // INFaaS runs batch 8 (5 ms with the overhead) from 5 ms of slack on; the
+  // probes are 20 / 64 ms apart.
+  const ModelScheduler::Plan& plan = s.PlanFor(Millis(20), 0);
+  EXPECT_EQ(plan.take, 8);
+  EXPECT_GE(plan.target, Millis(5));
+  EXPECT_LT(plan.target, Millis(5) + Millis(20) / 64 + 1);
+  EXPECT_NEAR(plan.qps, 2 * 8 / 0.005, 1e-6);
+  // A budget below 5 ms: the best that fits it (batch 4 from 3 ms).
+  const ModelScheduler::Plan& tight = s.PlanFor(Millis(4), 0);
+  EXPECT_EQ(tight.take, 4);
+  EXPECT_NEAR(tight.qps, 2 * 4 / 0.003, 1e-6);
+}
+
+TEST_F(OverloadTest, AdmissionRejectsWhatTheQueueAheadLeavesNoTimeFor) {
+  ModelScheduler& s = Make("infaas", 1);
+  Push(1, Millis(20));
+  const ModelScheduler::Plan plan = s.PlanFor(Millis(20), 0);
+  // Queries ahead drain at 4x the plan's rate (the admission headroom) in
+  // the 20 ms minus the plan's target.
+  const int64_t most =
+      1 + static_cast<int64_t>(ToSeconds(Millis(20) - plan.target) * plan.qps * 4);
+  ASSERT_GT(most, 8);
+  for (QueryId id = 2; id < static_cast<QueryId>(most); ++id) Push(id, Millis(20));
+  EXPECT_TRUE(s.Admit(Millis(20), 0));
+  Push(most, Millis(20));
+  EXPECT_FALSE(s.Admit(Millis(20), 0));
+  EXPECT_TRUE(s.Admit(Millis(30), 0)) << "more time";
+  // Only queries due no later are ahead: an urgent arrival jumps the queue.
+  EXPECT_TRUE(s.Admit(Millis(19), 0));
+  // Two workers drain twice as fast.
+  s.AddWorker(1);
+  EXPECT_TRUE(s.Admit(Millis(20), 0));
+  Make("infaas", 1, /*shed=*/false);
+  for (QueryId id = 1; id <= 1000; ++id) Push(id, Millis(20));
+  EXPECT_TRUE(s_->Admit(Millis(20), 0)) << "shedding off";
+}
+
+TEST_F(OverloadTest, ABackloggedQueueShedsAHeadTooLateForThePlansBatch) {
+  ModelScheduler& s = Make("infaas", 1);
+  // A head of the same 20 ms budget with 3 ms left (a batch of 4 at most),
+  // 60 queries behind it: more than one batch of 8 every 5 ms drains by
+  // their deadline.
+  s.Push({1, 0, -Millis(17), Millis(3)}, 0);
+  for (QueryId id = 2; id <= 61; ++id) Push(id, Millis(20));
+  std::vector<FreeSlot> slots{{0, 1}};
+  ScheduleResult r = s.Schedule(0, &slots, 1);
+  EXPECT_TRUE(r.shed.empty()) << "no query lost yet: the policy serves the head";
+  EXPECT_EQ(r.batches[0].queries.front().id, 1u);
+  // Once one has expired, the model is losing queries: the next late head
+  // is shed for a batch of 8.
+  s.Push({62, 0, -Millis(20), 0}, 0);
+  std::vector<QueryId> expired, cancelled;
+  s.Sweep(0, &expired, &cancelled);
+  ASSERT_EQ(expired, (std::vector<QueryId>{62}));
+  s.Push({1, 0, -Millis(17), Millis(3)}, 0);
+  slots = {{0, 1}};
+  r = s.Schedule(0, &slots, 1);
+  EXPECT_EQ(r.shed, (std::vector<QueryId>{1}));
+  ASSERT_EQ(r.batches.size(), 1u);
+  EXPECT_EQ(r.batches[0].batch_size, 8);
+  EXPECT_EQ(r.batches[0].queries.size(), 8u);
+}
+
+TEST_F(OverloadTest, AShortQueueServesALateHeadInASmallBatch) {
+  for (bool shed : {true, false}) {
+    ModelScheduler& s = Make("infaas", 1, shed);
+    s.Push({1, 0, -Millis(17), Millis(3)}, 0);
+    for (QueryId id = 2; id <= 4; ++id) Push(id, Millis(20));
+    std::vector<FreeSlot> slots{{0, 1}};
+    ScheduleResult r = s.Schedule(0, &slots, 1);
+    EXPECT_TRUE(r.shed.empty());
+    ASSERT_EQ(r.batches.size(), 1u);
+    EXPECT_EQ(r.batches[0].queries.front().id, 1u);
+    EXPECT_EQ(r.batches[0].batch_size, 4);
+  }
+  // The backlog above without shedding: the head is served, in a batch of
+  // 4 (the EDF spiral's first step).
+  ModelScheduler& s = Make("infaas", 1, /*shed=*/false);
+  s.Push({1, 0, -Millis(17), Millis(3)}, 0);
+  for (QueryId id = 2; id <= 31; ++id) Push(id, Millis(20));
+  std::vector<FreeSlot> slots{{0, 1}};
+  ScheduleResult r = s.Schedule(0, &slots, 1);
+  EXPECT_TRUE(r.shed.empty());
+  ASSERT_EQ(r.batches.size(), 1u);
+  EXPECT_EQ(r.batches[0].batch_size, 4);
+}
+
+TEST_F(OverloadTest, AFixedSubnetPolicyPlansWithItsOwnSubnet) {
+  Make("clipper+", 1);
+  EXPECT_EQ(s_->peak_subnet_index(), 2);  // the most accurate, not the fastest
+  Make("maxbatch", 1);
+  EXPECT_EQ(s_->peak_subnet_index(), 0);
+  EXPECT_EQ(s_->peak_batch_size(), 8);
+}
+
 }  // namespace
 }  // namespace superserve

@@ -47,10 +47,12 @@ BatchOutcome Ok(const BatchPlan& b) {
 
 class ServingCoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { SetUpCore(true); }
+  void SetUpCore(bool shed) {
     ServingOptions o;
     o.missed_heartbeats = 0;
     o.batch_grace = Millis(20);
+    o.overload.shed = shed;
     core_ = std::make_unique<ServingCore>(o, &clock_);
     ASSERT_TRUE(core_->AddModel(profile_, Clipper(profile_)).ok());
   }
@@ -130,6 +132,84 @@ TEST_F(ServingCoreTest, ObserverSeesEveryAnswerAndBatch) {
   EXPECT_EQ(counter.queries_sent, 1u);
   EXPECT_EQ(unknown.answers, 1);
   EXPECT_EQ(ok.answers, 1);
+}
+
+TEST_F(ServingCoreTest, ARefusedBatchIsRequeuedWhileItCanMakeItThenAnswered) {
+  struct Refusals : ServingObserver {
+    void OnBatchRefused(const std::string& model, const std::string& worker) override {
+      seen.push_back(model + "@" + worker);
+    }
+    std::vector<std::string> seen;
+  } refusals;
+  ServingOptions o;
+  o.missed_heartbeats = 0;
+  ServingCore core(o, &clock_, &refusals);
+  ASSERT_TRUE(core.AddModel(profile_, Clipper(profile_)).ok());
+  auto c = std::make_shared<Channel>();
+  WorkerRegistration reg;
+  reg.name = "w";
+  reg.models = {"hand"};
+  const int32_t w = *core.RegisterWorker(reg, c);
+  Handle q;
+  QueryRequest r;
+  r.model = "hand";
+  r.deadline = clock_.Now() + Millis(30);
+  core.Submit(&q, r);
+  ASSERT_EQ(c->sent.size(), 1u);
+  // Clipper+ runs the 80 % subnet: 4 ms at batch 1, plus the 0.5 ms overhead
+  // estimate. The window closes when that no longer fits before the deadline.
+  EXPECT_EQ(c->sent[0].latest, r.deadline - Millis(4) - Micros(500));
+  auto refuse = [&](const BatchPlan& b) {
+    BatchOutcome out;
+    out.batch_id = b.batch_id;
+    out.status = absl::DeadlineExceededError("window closed");
+    core.OnBatchResult(w, std::move(out));
+  };
+  ASSERT_TRUE(clock_.Advance(Millis(20)).ok());
+  refuse(c->sent[0]);
+  EXPECT_EQ(q.answers, 0) << "10 ms left: re-queued";
+  ASSERT_EQ(c->sent.size(), 2u) << "and sent again";
+  EXPECT_EQ(c->sent[1].queries, c->sent[0].queries);
+  EXPECT_EQ(c->sent[1].latest, r.deadline - Millis(4) - Micros(500));
+  ASSERT_TRUE(clock_.Advance(Millis(9) + Micros(500)).ok());
+  refuse(c->sent[1]);
+  ASSERT_EQ(q.answers, 1) << "0.5 ms left, below the fastest subnet: answered";
+  EXPECT_EQ(q.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(c->sent.size(), 2u);
+  EXPECT_EQ(core.Stats().refused, 2);
+  EXPECT_EQ(core.Stats().requeued, 1);
+  EXPECT_EQ(refusals.seen, (std::vector<std::string>{"hand@w#0", "hand@w#0"}));
+}
+
+TEST_F(ServingCoreTest, HopelessArrivalsAreAnsweredAtOnceOnlyWithShedding) {
+  // One worker, a burst of 400 queries due in 40 ms: clipper+'s subnet runs
+  // at most 8 in 18.5 ms, so most of the burst cannot be served; admission
+  // answers the hopeless tail at once (the queue ahead only grows).
+  for (bool shed : {true, false}) {
+    SetUpCore(shed);
+    auto c = std::make_shared<Channel>();
+    AddWorker(c);
+    std::vector<Handle*> qs;
+    for (int i = 0; i < 400; ++i) qs.push_back(&Submit(Millis(40)));
+    int first_rejected = -1;
+    for (int i = 0; i < 400; ++i) {
+      if (qs[i]->answers == 0) {
+        EXPECT_EQ(first_rejected, -1) << "answered at once, then queued again at " << i;
+        continue;
+      }
+      EXPECT_EQ(qs[i]->status.code(), absl::StatusCode::kDeadlineExceeded);
+      EXPECT_NE(qs[i]->status.message().find("overloaded"), absl::string_view::npos);
+      if (first_rejected < 0) first_rejected = i;
+    }
+    if (shed) {
+      EXPECT_GT(first_rejected, 8) << "a batch's worth is admitted";
+      EXPECT_LT(first_rejected, 200);
+      EXPECT_EQ(core_->Stats().shed, 400 - first_rejected);
+    } else {
+      EXPECT_EQ(first_rejected, -1);
+      EXPECT_EQ(core_->Stats().shed, 0);
+    }
+  }
 }
 
 TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
