@@ -1,7 +1,7 @@
 // superserve-early-exit: trains the Fashion-MNIST early-exit model (a dynamic
 // DNN), reports its per-exit accuracy, and measures each application's
 // execution-time distribution into a ModelProfile with a `dynamic` block.
-// `build` does all three and writes a model folder (models/fmnist-exit).
+// `build` does all three and writes a model folder (models/dynamic/fmnist-exit).
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,7 +24,7 @@
 
 ABSL_FLAG(std::string, data_dir, superserve::kFashionMnistDir,
           "Folder with the Fashion-MNIST *-ubyte.gz files.");
-ABSL_FLAG(std::string, output_dir, "models/fmnist-exit",
+ABSL_FLAG(std::string, output_dir, "models/dynamic/fmnist-exit",
           "build: model folder to write (checkpoint.pt, profile.json, report.json).");
 ABSL_FLAG(std::string, checkpoint, "", "eval/profile: checkpoint to read.");
 ABSL_FLAG(std::string, output, "", "profile: profile JSON to write.");
