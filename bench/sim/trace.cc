@@ -106,7 +106,11 @@ absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
     char* end = nullptr;
     errno = 0;
     double us = std::strtod(cell.c_str(), &end);
-    if (errno != 0 || end == cell.c_str() || *end != '\0' || !std::isfinite(us) || us < 0) {
+    // Beyond ~9.2e15 us the nanoseconds do not fit in an int64 (llround's
+    // result would be unspecified).
+    constexpr double kMaxArrivalUs = 9.2e15;
+    if (errno != 0 || end == cell.c_str() || *end != '\0' || !std::isfinite(us) || us < 0 ||
+        us > kMaxArrivalUs) {
       return absl::InvalidArgumentError(absl::StrCat("trace ", path, " line ", row,
                                                      ": bad arrival_us \"", cell, "\""));
     }

@@ -144,6 +144,19 @@ TEST(TraceTest, RejectsBadFiles) {
     f << "arrival_us\nabc\n";
   }
   EXPECT_FALSE(Trace::ReadCsv(path).ok());
+  // Regression (trace_fuzzer): a finite arrival_us beyond the int64
+  // nanosecond range (1e300) was rounded with llround, whose result is then
+  // unspecified (INT64_MIN here): the trace started at a negative time.
+  for (const char* big : {"1e300", "9.3e15"}) {
+    {
+      std::ofstream f(path);
+      f << "arrival_us\n" << big << "\n";
+    }
+    r = Trace::ReadCsv(path);
+    ASSERT_FALSE(r.ok()) << big;
+    EXPECT_NE(std::string(r.status().message()).find("bad arrival_us"), std::string::npos)
+        << r.status();
+  }
 }
 
 }  // namespace
