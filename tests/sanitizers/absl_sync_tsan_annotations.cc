@@ -53,6 +53,23 @@ Fn RealFn(const char* head, bool is_const = false) {
   return reinterpret_cast<Fn>(Real(head, is_const));
 }
 
+// Abseil evaluates a Condition with the mutex held but inside its own code
+// (in the waiter after it re-acquires, or in the thread that unlocks), and a
+// waiter whose condition is false then releases the mutex inside Abseil too.
+// So the condition is wrapped: acquire before it reads, release after (a
+// release while still holding the mutex adds no edge a later Unlock would
+// not add anyway).
+struct AnnotatedCondition {
+  const absl::Condition* condition;
+  absl::Mutex* mu;
+  static bool Eval(AnnotatedCondition* self) {
+    __tsan_acquire(self->mu);
+    const bool met = self->condition->Eval();
+    __tsan_release(self->mu);
+    return met;
+  }
+};
+
 }  // namespace
 
 namespace absl {
@@ -98,14 +115,16 @@ bool Mutex::ReaderTryLock() {
 
 void Mutex::LockWhen(const Condition& cond) {
   static auto real = RealFn<void (*)(Mutex*, const Condition&)>("5Mutex8LockWhenERKNS0_9ConditionE");
-  real(this, cond);
+  AnnotatedCondition ctx{&cond, this};
+  real(this, Condition(&AnnotatedCondition::Eval, &ctx));
   __tsan_acquire(this);
 }
 
 bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
   static auto real = RealFn<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       "5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  bool met = real(this, cond, timeout);
+  AnnotatedCondition ctx{&cond, this};
+  bool met = real(this, Condition(&AnnotatedCondition::Eval, &ctx), timeout);
   __tsan_acquire(this);  // held on return either way
   return met;
 }
@@ -113,7 +132,8 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static auto real =
       RealFn<void (*)(Mutex*, const Condition&)>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
-  real(this, cond);
+  AnnotatedCondition ctx{&cond, this};
+  real(this, Condition(&AnnotatedCondition::Eval, &ctx));
   __tsan_acquire(this);
 }
 
@@ -121,7 +141,8 @@ void Mutex::ReaderLockWhen(const Condition& cond) {
 void Mutex::Await(const Condition& cond) {
   static auto real = RealFn<void (*)(Mutex*, const Condition&)>("5Mutex5AwaitERKNS0_9ConditionE");
   __tsan_release(this);
-  real(this, cond);
+  AnnotatedCondition ctx{&cond, this};
+  real(this, Condition(&AnnotatedCondition::Eval, &ctx));
   __tsan_acquire(this);
 }
 
@@ -129,7 +150,8 @@ bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
   static auto real = RealFn<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       "5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   __tsan_release(this);
-  bool met = real(this, cond, timeout);
+  AnnotatedCondition ctx{&cond, this};
+  bool met = real(this, Condition(&AnnotatedCondition::Eval, &ctx), timeout);
   __tsan_acquire(this);
   return met;
 }
@@ -138,7 +160,8 @@ bool Mutex::AwaitWithDeadline(const Condition& cond, absl::Time deadline) {
   static auto real = RealFn<bool (*)(Mutex*, const Condition&, absl::Time)>(
       "5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   __tsan_release(this);
-  bool met = real(this, cond, deadline);
+  AnnotatedCondition ctx{&cond, this};
+  bool met = real(this, Condition(&AnnotatedCondition::Eval, &ctx), deadline);
   __tsan_acquire(this);
   return met;
 }
