@@ -85,13 +85,20 @@ absl::StatusOr<IdxArray> ParseIdx(const std::string& bytes, const std::string& n
   }
   IdxArray a;
   uint64_t total = 1;
+  // The bound counts a 0 dim as 1, so that a leading 0 cannot hide huge
+  // later dims (item_size() would overflow), and is checked before each
+  // multiplication, so that the product cannot wrap around 2^64.
+  constexpr uint64_t kMaxElements = uint64_t{1} << 34;
+  uint64_t bound = 1;
   for (int i = 0; i < rank; ++i) {
     uint32_t d = BigEndian32(p + 4 + 4 * i);
-    a.dims.push_back(d);
-    total *= d;
-    if (total > (uint64_t{1} << 34)) {
+    const uint64_t factor = d == 0 ? 1 : d;
+    if (factor > kMaxElements / bound) {
       return absl::InvalidArgumentError(absl::StrCat(name, ": IDX dims are implausibly large"));
     }
+    bound *= factor;
+    a.dims.push_back(d);
+    total *= d;
   }
   const uint64_t have = bytes.size() - header;
   if (have < total) {

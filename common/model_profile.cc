@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <unordered_set>
 
@@ -13,6 +14,18 @@ namespace superserve {
 namespace {
 
 bool IsPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// A profiled latency in nanoseconds, rounded to the nearest one (Micros()
+// truncates, and 514.883 us * 1000 is 514882.99.. in binary, so a profile lost
+// a nanosecond per save and load). Callers check the range first; this
+// clamps only so that an out-of-range value compares as out of range without
+// an undefined float-to-integer conversion.
+Nanos LatencyNanos(double us) {
+  const double ns = std::round(us * kNanosPerMicro);
+  if (!(ns < 9.2e18)) return std::numeric_limits<Nanos>::max();
+  if (!(ns > -9.2e18)) return std::numeric_limits<Nanos>::min();
+  return static_cast<Nanos>(ns);
+}
 
 std::string Where(const v1::ModelProfile& p) {
   return absl::StrCat("profile \"", p.model(), "\": ");
@@ -122,10 +135,13 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
     }
     for (int b = 0; b < sn.latency_us_size(); ++b) {
       double l = sn.latency_us(b);
-      if (!std::isfinite(l) || l <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(SubnetWhere(p, s), "field latency_us[", b,
-                                                       "] (batch ", p.batch_sizes(b), ") = ", l,
-                                                       " must be finite and > 0"));
+      // Latencies are held as int64 nanoseconds: at least 1 ns, and at most
+      // kMaxQueryTimeout (a day), beyond which no query could be served and
+      // the conversion would overflow.
+      if (!std::isfinite(l) || LatencyNanos(l) < 1 || LatencyNanos(l) > kMaxQueryTimeout) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            SubnetWhere(p, s), "field latency_us[", b, "] (batch ", p.batch_sizes(b), ") = ", l,
+            " must be finite and in [0.001, ", ToMicros(kMaxQueryTimeout), "] (1 ns to a day)"));
       }
       if (b > 0 && l < sn.latency_us(b - 1)) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -179,7 +195,7 @@ absl::StatusOr<ModelProfile> ModelProfile::FromProto(const v1::ModelProfile& p) 
     s.accuracy = sn.accuracy();
     s.control = ControlTupleFromProto(sn.control());
     s.macs = sn.macs();
-    for (double l : sn.latency_us()) s.latency.push_back(Micros(l));
+    for (double l : sn.latency_us()) s.latency.push_back(LatencyNanos(l));
     m.subnets.push_back(std::move(s));
   }
   if (p.has_dynamic()) {

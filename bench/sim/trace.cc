@@ -106,7 +106,12 @@ absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
     char* end = nullptr;
     errno = 0;
     double us = std::strtod(cell.c_str(), &end);
-    if (errno != 0 || end == cell.c_str() || *end != '\0' || !std::isfinite(us) || us < 0) {
+    // Beyond ~9.2e15 us the nanoseconds do not fit in an int64 (llround's
+    // result would be unspecified).
+    constexpr double kMaxArrivalUs = 9.2e15;
+    // `end` must reach the cell's end, not just a NUL byte inside it.
+    if (errno != 0 || end == cell.c_str() || end != cell.c_str() + cell.size() ||
+        !std::isfinite(us) || us < 0 || us > kMaxArrivalUs) {
       return absl::InvalidArgumentError(absl::StrCat("trace ", path, " line ", row,
                                                      ": bad arrival_us \"", cell, "\""));
     }
@@ -114,6 +119,15 @@ absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
     if (!t.arrivals.empty() && ns < t.arrivals.back()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "trace ", path, " line ", row, ": arrival_us goes back in time (rows must be sorted)"));
+    }
+    // Names are written back with C strings (and used as model names): a NUL
+    // byte in one would silently cut it.
+    for (int col : {col_app, col_model}) {
+      if (col >= 0 && cells[col].find('\0') != std::string_view::npos) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "trace ", path, " line ", row, ": column ", col == col_app ? "app" : "model",
+            " contains a NUL byte"));
+      }
     }
     t.arrivals.push_back(ns);
     if (col_app >= 0) {

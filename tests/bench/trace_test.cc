@@ -147,6 +147,39 @@ TEST(TraceTest, RejectsBadFiles) {
     f << "arrival_us\nabc\n";
   }
   EXPECT_FALSE(Trace::ReadCsv(path).ok());
+  // Regressions (found by trace_fuzzer): a NUL byte inside a name was read
+  // but cut when the trace was written back; one inside arrival_us ended the
+  // number early ("12\0x" read as 12).
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "arrival_us,app,model\n1,a,fmn" << std::string(1, '\0') << "ist\n";
+  }
+  r = Trace::ReadCsv(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("line 2: column model contains a NUL byte"),
+            std::string::npos)
+      << r.status();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "arrival_us\n12" << std::string(1, '\0') << "x\n";
+  }
+  r = Trace::ReadCsv(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("bad arrival_us"), std::string::npos)
+      << r.status();
+  // Regression (found while writing trace_fuzzer): a finite arrival_us beyond the int64
+  // nanosecond range (1e300) was rounded with llround, whose result is then
+  // unspecified (INT64_MIN here): the trace started at a negative time.
+  for (const char* big : {"1e300", "9.3e15"}) {
+    {
+      std::ofstream f(path);
+      f << "arrival_us\n" << big << "\n";
+    }
+    r = Trace::ReadCsv(path);
+    ASSERT_FALSE(r.ok()) << big;
+    EXPECT_NE(std::string(r.status().message()).find("bad arrival_us"), std::string::npos)
+        << r.status();
+  }
 }
 
 TEST(TraceGeneratorsTest, MultiModelSplitsTheRateByPopularity) {

@@ -31,6 +31,27 @@ TEST(IdxReaderTest, ParsesAHandMadeArray) {
   EXPECT_EQ(a->data[5], 6);
 }
 
+// Regressions: a leading 0 dim let the later dims be anything, so
+// item_size() overflowed int64 (found by idx_reader_fuzzer: dims
+// [0, 0xf4d528fa, 0xfe7f0000]); and the running product of the dims could
+// wrap around 2^64 (2^17 * 2^17 * 2^30 = 2^64 = 0), so a header promising
+// 2^64 bytes was accepted with no data (found while writing the fuzzer).
+TEST(IdxReaderTest, RejectsDimsWhoseProductWrapsOrOverflows) {
+  auto wrapped = ParseIdx(Header(3, {1u << 17, 1u << 17, 1u << 30}), "wrap.idx");
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_NE(wrapped.status().message().find("implausibly large"), std::string::npos)
+      << wrapped.status();
+  auto zero_first = ParseIdx(Header(3, {0, 0xf4d528fau, 0xfe7f0000u}), "zero.idx");
+  ASSERT_FALSE(zero_first.ok());
+  EXPECT_NE(zero_first.status().message().find("implausibly large"), std::string::npos)
+      << zero_first.status();
+  // An empty array with sane item dims is still fine.
+  auto empty = ParseIdx(Header(3, {0, 28, 28}), "empty.idx");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->num_items(), 0);
+  EXPECT_EQ(empty->item_size(), 28 * 28);
+}
+
 TEST(IdxReaderTest, RejectsTruncatedDataAndHeader) {
   std::string bytes = Header(2, {2, 3}) + std::string("\x01\x02\x03", 3);
   auto a = ParseIdx(bytes, "short.idx");

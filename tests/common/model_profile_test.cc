@@ -96,6 +96,42 @@ TEST(ModelProfileTest, RejectsNonPositiveLatency) {
   ExpectRejected(p, "subnet id=10", "latency_us[0]");
 }
 
+// Regression (found by model_profile_fuzzer on the committed fmnist profile):
+// latencies were truncated to nanoseconds, and 514.883 us is 514882.99.. ns in
+// binary, so every save and load of a profile lost a nanosecond.
+TEST(ModelProfileTest, LatencyRoundsToTheNearestNanosecondAndSurvivesSaveLoad) {
+  auto p = ValidProto();
+  p.mutable_subnets(0)->set_latency_us(2, 514.883);
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->subnets[0].latency[2], 514883);
+  auto again = ModelProfile::FromJson(m->ToJson());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->subnets[0].latency[2], 514883);
+  EXPECT_EQ(again->ToJson(), m->ToJson());
+}
+
+// Regression (found while writing model_profile_fuzzer): a latency is held as
+// int64 nanoseconds, so a finite latency_us beyond that range (1e300) made the
+// conversion undefined behaviour, and one below half a nanosecond became
+// 0 ns, a profile that saved fine but failed to load again.
+TEST(ModelProfileTest, RejectsLatencyOutsideNanosecondRange) {
+  auto p = ValidProto();
+  p.mutable_subnets(1)->set_latency_us(2, 1e300);
+  ExpectRejected(p, "subnet id=11", "latency_us[2]");
+  p = ValidProto();
+  p.mutable_subnets(0)->set_latency_us(0, 1e-6);
+  ExpectRejected(p, "subnet id=10", "latency_us[0]");
+  // The bounds themselves are accepted: one nanosecond and one day.
+  p = ValidProto();
+  p.mutable_subnets(0)->set_latency_us(0, 0.001);
+  for (int s = 0; s < 3; ++s) p.mutable_subnets(s)->set_latency_us(2, 86400e6);
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->subnets[0].latency[0], 1);
+  EXPECT_EQ(m->subnets[2].latency[2], kMaxQueryTimeout);
+}
+
 TEST(ModelProfileTest, InputNormalizationRoundTripsAndStdMustBePositive) {
   auto p = ValidProto();
   p.mutable_input_normalization()->set_mean(0.25f);
