@@ -16,8 +16,8 @@
 
 // Defaults come from the option structs, never re-typed here.
 ABSL_FLAG(std::string, policy, superserve::PolicySpec().name,
-          "Scheduling policy: slackfit | slackfit-ma | slackfit-rg | maxbatch | maxacc | clipper+ "
-          "| infaas.");
+          "Scheduling policy: ratefit (the default) | slackfit | slackfit-ma | slackfit-rg | "
+          "maxbatch | maxacc | clipper+ | infaas.");
 ABSL_FLAG(int32_t, fixed_subnet, superserve::PolicyConfig().fixed_subnet_id,
           "clipper+: the profile's subnet id to serve; -1 = the most accurate subnet.");
 ABSL_FLAG(int32_t, buckets, superserve::SlackFitOptions().num_buckets,

@@ -30,9 +30,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                                    "--listen=127.0.0.1:0",
                                    "--metrics_listen=127.0.0.1:0",
                                    absl::StrCat("--model_repo=", options.model_repo),
-                                   absl::StrCat("--policy=", options.policy),
                                    absl::StrCat("--admin_token=", c->token_),
                                    absl::StrCat("--port_file=", port_file)};
+  if (!options.policy.empty()) argv.push_back(absl::StrCat("--policy=", options.policy));
   argv.insert(argv.end(), options.router_flags.begin(), options.router_flags.end());
   auto router = Subprocess::Start(argv, absl::StrCat(options.work_dir, "/router.log"));
   if (!router.ok()) return router.status();

@@ -34,7 +34,7 @@ TEST(PolicyFactoryTest, BuildsEveryPolicyAndRejectsBadNames) {
 
 TEST(PolicyFactoryTest, KnowsThePoliciesAndRejectsUnknownNames) {
   auto names = PolicyNames();
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"slackfit", "slackfit-ma", "slackfit-rg", "maxbatch",
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"ratefit", "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch",
                                               "maxacc", "clipper+", "infaas"}));
   auto unknown = MakePolicy("nope", ThreeSubnetProfile(), {});
   ASSERT_FALSE(unknown.ok());
