@@ -306,7 +306,7 @@ int Main(const PolicySpec& flags) {
       std::fprintf(csv, "%s,%s,%s,%d,%lld,%.6f,%.4f,%lld,%lld,%lld,%.3f,%.1f,%.3f,%.1f\n",
                    c.experiment.c_str(), c.cell.c_str(),
                    label.empty() ? r->policy.c_str() : label.c_str(),
-                   name.rfind("slackfit", 0) == 0 ? config.slackfit.num_buckets : 0,
+                   name.rfind("slackfit", 0) == 0 || name == def ? config.slackfit.num_buckets : 0,
                    static_cast<long long>(r->queries), r->slo_attainment(), r->mean_accuracy(),
                    static_cast<long long>(r->met), static_cast<long long>(r->late),
                    static_cast<long long>(r->dropped), ToMillis(r->p99_latency),

@@ -42,7 +42,8 @@ ABSL_FLAG(bool, guard_upgrades_only, superserve::SlackFitOptions().guard_upgrade
           "slackfit-rg: the guard's search never goes below SlackFit's own subnet (false: "
           "the previous guard, which stepped down to any sustainable subnet).");
 ABSL_FLAG(double, guard_window_ms, superserve::ToMillis(superserve::SlackFitOptions().rate_window),
-          "slackfit-rg: sliding window of the arrival-rate estimate, ms (> 0).");
+          "slackfit-rg and ratefit: sliding window of the (short-term) arrival-rate estimate, "
+          "ms (> 0).");
 ABSL_FLAG(double, overhead_quantile,
           superserve::ProfiledPolicyOptions().overhead_quantile,
           "Quantile of the measured dispatch overheads (round trip - execution) every policy "
