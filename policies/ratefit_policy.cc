@@ -31,11 +31,23 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
       if (l > budget) break;
       capacity_[r] = std::max(capacity_[r], table_.batch_size(bi) * 1e9 / static_cast<double>(l));
     }
-    if (capacity_[r] > capacity_[fastest_rank_]) fastest_rank_ = r;
+    if (capacity_[r] >= capacity_[fastest_rank_]) fastest_rank_ = r;  // ties: accuracy
   }
   for (int r = s - 1; r >= 0; --r) {
     suffix_max_[r] = std::max(capacity_[r], r + 1 < s ? suffix_max_[r + 1] : 0.0);
   }
+  // The frontier: ranks at least as fast as every more accurate rank. Along
+  // it capacity falls as accuracy rises, even where the profile's latencies
+  // are not monotone in accuracy (measured profiles: the least accurate
+  // subnet need not be the fastest); the step-down search stays on it.
+  frontier_.clear();
+  for (int r = 0; r < s; ++r) {
+    if (capacity_[r] >= suffix_max_[r]) frontier_.push_back(r);
+  }
+}
+
+Nanos RateFitPolicy::FastestLatency() const {
+  return std::max(table_.min_latency(), sustain_latency_);
 }
 
 int RateFitPolicy::HighestRankWithCapacity(double need) const {
@@ -68,6 +80,11 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   const int64_t workers = std::max<int64_t>(
       1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
   const double need = options_.headroom * arrivals_.Rate(ctx.now) / static_cast<double>(workers);
+  sustain_latency_ = 0;
+  for (int bi = 0; bi < table_.num_batches(); ++bi) {
+    sustain_latency_ = table_.latency(fastest_rank_, bi);
+    if (table_.batch_size(bi) * 1e9 / static_cast<double>(sustain_latency_) >= need) break;
+  }
   int r = HighestRankWithCapacity(need);
   if (r < 0) r = fastest_rank_;  // nothing keeps up: the highest throughput
   // The backlog: the queued queries must all be served within the head's
@@ -83,12 +100,15 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
            options_.backlog_factor * static_cast<double>(view.slack);
   };
   if (!clears(r)) {
-    int lo = -1, hi = r;  // hi does not clear
+    // Bisection over the frontier below r (frontier_ is ascending in rank).
+    int lo = -1;
+    int hi = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), r) -
+                              frontier_.begin());  // frontier_[hi] >= r does not clear
     while (hi - lo > 1) {
       const int mid = (lo + hi) / 2;
-      (clears(mid) ? lo : hi) = mid;
+      (clears(frontier_[mid]) ? lo : hi) = mid;
     }
-    r = lo >= 0 ? lo : fastest_rank_;
+    r = lo >= 0 ? frontier_[lo] : fastest_rank_;
   }
   int b = table_.LargestBatchWithin(r, view.slack);
   if (b >= 0) {

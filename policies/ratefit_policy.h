@@ -52,6 +52,10 @@ class RateFitPolicy : public ProfiledPolicy {
 
  protected:
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
+  // Heads whose slack is below the latency of the smallest batch with which
+  // the fastest subnet keeps up with the rate (as of the last decision) are
+  // dropped: serving them in smaller batches is EDF's overload spiral.
+  Nanos FastestLatency() const override;
 
  private:
   // Recomputes capacity_ / suffix_max_ for `budget` if it or the table moved.
@@ -65,7 +69,9 @@ class RateFitPolicy : public ProfiledPolicy {
   uint64_t table_version_ = 0;
   std::vector<double> capacity_;    // per rank: max batch / latency within budget_
   std::vector<double> suffix_max_;  // per rank: max capacity over ranks >= it
+  std::vector<int> frontier_;       // ranks faster than every more accurate one
   int fastest_rank_ = 0;            // the rank with the highest capacity
+  Nanos sustain_latency_ = 0;       // see FastestLatency()
 };
 
 }  // namespace superserve
