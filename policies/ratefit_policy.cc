@@ -8,9 +8,13 @@ namespace superserve {
 RateFitPolicy::RateFitPolicy(const ModelProfile& profile, RateFitOptions options)
     : ProfiledPolicy("ratefit", profile, options.base),
       options_(options),
-      arrivals_(options.rate_window) {}
+      arrivals_(options.rate_window),
+      long_arrivals_(options.drop_rate_window) {}
 
-void RateFitPolicy::OnArrival(const Query& q, Nanos now) { arrivals_.Add(now); }
+void RateFitPolicy::OnArrival(const Query& q, Nanos now) {
+  arrivals_.Add(now);
+  long_arrivals_.Add(now);
+}
 
 void RateFitPolicy::RefreshCapacity(Nanos budget) {
   // Rebuilding is O(subnets x batches): only when the budget moved by more
@@ -80,10 +84,13 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   const int64_t workers = std::max<int64_t>(
       1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
   const double need = options_.headroom * arrivals_.Rate(ctx.now) / static_cast<double>(workers);
+  // The drop threshold follows the rate over the longer window: a burst
+  // alone should not drop heads that its queue can still serve.
+  const double sustained = long_arrivals_.Rate(ctx.now) / static_cast<double>(workers);
   sustain_latency_ = 0;
   for (int bi = 0; bi < table_.num_batches(); ++bi) {
     sustain_latency_ = table_.latency(fastest_rank_, bi);
-    if (table_.batch_size(bi) * 1e9 / static_cast<double>(sustain_latency_) >= need) break;
+    if (table_.batch_size(bi) * 1e9 / static_cast<double>(sustain_latency_) >= sustained) break;
   }
   int r = HighestRankWithCapacity(need);
   if (r < 0) r = fastest_rank_;  // nothing keeps up: the highest throughput

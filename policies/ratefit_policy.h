@@ -11,8 +11,10 @@ namespace superserve {
 
 struct RateFitOptions {
   ProfiledPolicyOptions base;
-  // Sliding window of the arrival-rate estimate.
+  // Sliding window of the arrival-rate estimate that picks the subnet.
   Nanos rate_window = Millis(100);
+  // ... and of the one behind the drop rule (FastestLatency()).
+  Nanos drop_rate_window = Seconds(1);
   // A subnet's capacity counts only batches whose latency is at most this
   // fraction of (SLO - dispatch overhead): a query waits for a worker to
   // free up, then runs. 0.5, 0.8 and 0.9 did worse on the property test
@@ -33,13 +35,13 @@ struct RateFitOptions {
 // minus its arrival) give the per-worker throughput needed; the subnet is the
 // most accurate one whose best batch within the SLO's batch budget delivers
 // it (O(log S) through a suffix maximum, rebuilt when the SLO or the latency
-// estimates change), stepped down (bisection, O(log S x B)) until the queued
-// queries clear within the head's slack at its batch; the batch is the
-// largest that fits the head's slack, cut to what is queued. If that subnet
-// cannot meet the head's deadline even at batch 1, the most accurate subnet
-// that fits at the queued batch, else the largest batch of the fastest
-// subnet. No latency buckets: nothing
-// depends on SlackFit's K. Why not SlackFit: with the paper's partial-batch
+// estimates change), stepped down along the capacity frontier (bisection,
+// O(log S x B)) until the queued queries clear within the head's slack at
+// its batch; the batch is the largest that fits the head's slack, cut to
+// what is queued. If that subnet cannot meet the head's deadline even at
+// batch 1, the most accurate subnet that fits at the queued batch, else the
+// largest batch of the fastest subnet. Drop rule: see FastestLatency(). No
+// latency buckets: nothing depends on SlackFit's K. Why not SlackFit: with the paper's partial-batch
 // rule, short-queue dispatches run whatever subnet owns the largest batch of
 // a bucket, often the least accurate one, and which one that is depends on K
 // (docs/scheduling.md).
@@ -53,8 +55,9 @@ class RateFitPolicy : public ProfiledPolicy {
  protected:
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
   // Heads whose slack is below the latency of the smallest batch with which
-  // the fastest subnet keeps up with the rate (as of the last decision) are
-  // dropped: serving them in smaller batches is EDF's overload spiral.
+  // the fastest subnet keeps up with the rate over drop_rate_window (as of
+  // the last decision) are dropped: serving them in smaller batches is EDF's
+  // overload spiral. At light load this is the fastest tuple (DESIGN.md).
   Nanos FastestLatency() const override;
 
  private:
@@ -65,6 +68,7 @@ class RateFitPolicy : public ProfiledPolicy {
 
   RateFitOptions options_;
   ArrivalRateEstimator arrivals_;
+  ArrivalRateEstimator long_arrivals_;
   Nanos budget_ = -1;
   uint64_t table_version_ = 0;
   std::vector<double> capacity_;    // per rank: max batch / latency within budget_
