@@ -90,7 +90,11 @@ int Main(const PolicySpec& flags) {
                capacity, ToMillis(slowest), rs, ss);
   const std::string only = absl::GetFlag(FLAGS_only);
   std::vector<Cell> cells;
-  std::vector<std::string> main_policies = {"slackfit", "slackfit-ma", "slackfit-rg", "infaas"};
+  // The default policy (PolicySpec().name) first, in every experiment but
+  // the SlackFit ablation.
+  const std::string def = PolicySpec().name;
+  std::vector<std::string> main_policies = {def, "slackfit", "slackfit-ma", "slackfit-rg",
+                                            "infaas"};
   for (const auto& c : ClipperAll(*profile)) main_policies.push_back(c);
 
   // §6.2.1 bursty grid: lambda_b = 1500 (Fig. 12), SLO 36 ms, 8 workers.
@@ -121,7 +125,7 @@ int Main(const PolicySpec& flags) {
         cells.push_back({"seeds", absl::StrFormat("lv=%.0f cv2=%.0f seed=%d", lv, cv2,
                                                   static_cast<int>(seed + extra)),
                          [=] { return BurstyArrivals(1500 * rs, lv * rs, cv2, dur, seed + extra); },
-                         {"slackfit", "slackfit-rg", "infaas"}});
+                         {def, "slackfit", "slackfit-rg", "infaas"}});
       }
     }
   }
@@ -140,13 +144,14 @@ int Main(const PolicySpec& flags) {
   for (double cv2 : {2.0, 4.0, 8.0}) {
     cells.push_back({"policies", absl::StrFormat("cv2=%.0f", cv2),
                      [=] { return BurstyArrivals(1500 * rs, 5550 * rs, cv2, dur, seed); },
-                     {"slackfit", "slackfit-ma", "maxbatch", "maxacc", "slackfit-rg", "infaas"}});
+                     {def, "slackfit", "slackfit-ma", "maxbatch", "maxacc", "slackfit-rg",
+                      "infaas"}});
   }
   // §6.4 faults: lambda = 3500, CV² = 2, 60 s, one of 8 workers fails every 12 s.
   {
     Cell c{"faults", "l=3500 cv2=2 fail@12/24/36/48 s",
            [=] { return GammaArrivals(3500 * rs, 2, Seconds(60), seed); },
-           {"slackfit", "slackfit-rg", "infaas", "maxbatch", "clipper+:1", "clipper+:3",
+           {def, "slackfit", "slackfit-rg", "infaas", "maxbatch", "clipper+:1", "clipper+:3",
             "clipper+:5"}};
     c.failures = {Seconds(12), Seconds(24), Seconds(36), Seconds(48)};
     c.timeline = true;
@@ -154,7 +159,7 @@ int Main(const PolicySpec& flags) {
   }
   // Bucket sweep: K on every bursty cell and the heaviest time-varying cells.
   std::vector<std::string> ks;
-  for (const char* name : {"slackfit", "slackfit-rg"}) {
+  for (const std::string& name : {def, std::string("slackfit"), std::string("slackfit-rg")}) {
     for (int k : {2, 4, 6, 7, 8, 9, 10, 12, 16, 24, 32, 64}) {
       ks.push_back(absl::StrCat(name, ":", k));
     }
@@ -174,7 +179,7 @@ int Main(const PolicySpec& flags) {
                      ks});
   }
   // Deliberate overload: arrival rates above the fastest subnet's capacity.
-  std::vector<std::string> over = {"slackfit", "slackfit-rg", "infaas", "maxbatch"};
+  std::vector<std::string> over = {def, "slackfit", "slackfit-rg", "infaas", "maxbatch"};
   for (double rate : {8500.0, 9500.0, 11000.0}) {
     cells.push_back({"overload", absl::StrFormat("poisson l=%.0f", rate),
                      [=] { return PoissonArrivals(rate * rs, dur, seed); }, over});
@@ -301,7 +306,7 @@ int Main(const PolicySpec& flags) {
       std::fprintf(csv, "%s,%s,%s,%d,%lld,%.6f,%.4f,%lld,%lld,%lld,%.3f,%.1f,%.3f,%.1f\n",
                    c.experiment.c_str(), c.cell.c_str(),
                    label.empty() ? r->policy.c_str() : label.c_str(),
-                   name.rfind("slackfit", 0) == 0 ? config.slackfit.num_buckets : 0,
+                   name.rfind("slackfit", 0) == 0 || name == def ? config.slackfit.num_buckets : 0,
                    static_cast<long long>(r->queries), r->slo_attainment(), r->mean_accuracy(),
                    static_cast<long long>(r->met), static_cast<long long>(r->late),
                    static_cast<long long>(r->dropped), ToMillis(r->p99_latency),

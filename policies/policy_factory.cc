@@ -10,14 +10,15 @@
 #include "common/json_writer.h"
 #include "policies/greedy_policies.h"
 #include "policies/symphony_policy.h"
+#include "policies/ratefit_policy.h"
 
 namespace superserve {
 namespace {
 
 const std::vector<std::string>& BuiltinNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
-      "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+", "infaas",
-      "symphony"};
+      "ratefit", "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+",
+      "infaas", "symphony"};
   return *names;
 }
 
@@ -43,6 +44,12 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeBuiltin(const std::string& name,
     o.partial_most_accurate = name != "slackfit";
     if (o.num_buckets < 1) return absl::InvalidArgumentError("--buckets must be >= 1");
     return std::make_unique<SlackFitPolicy>(profile, o);
+  }
+  if (name == "ratefit") {
+    RateFitOptions o;
+    o.base = base;
+    o.rate_window = config.slackfit.rate_window;
+    return std::make_unique<RateFitPolicy>(profile, o);
   }
   if (name == "maxbatch") return std::make_unique<MaxBatchPolicy>(profile, base);
   if (name == "symphony") {

@@ -34,7 +34,9 @@ struct PolicyConfig {
 // A policy by name with its configuration (what --policy and the policy flags
 // say).
 struct PolicySpec {
-  std::string name = "slackfit";
+  // The default policy of the router, the simulator, the reproduction and
+  // the main job (docs/scheduling.md: why).
+  std::string name = "ratefit";
   PolicyConfig config;
 };
 
@@ -45,7 +47,8 @@ std::string PolicySpecJson(const PolicySpec& spec);
 // "throughput" / "accuracy".
 const char* BucketTiesName(LatencyBuckets::Ties ties);
 
-// Builds a policy by name: "slackfit", "slackfit-ma" (DESIGN.md's
+// Builds a policy by name: "ratefit" (the default; policies/ratefit_policy.h),
+// "slackfit" (SuperServe's SlackFit), "slackfit-ma" (DESIGN.md's
 // most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours),
 // "maxbatch", "maxacc", "clipper+" (fixed_subnet_id; -1 = the most accurate
 // subnet), "infaas", "symphony" (deferred batching, one subnet); for dynamic

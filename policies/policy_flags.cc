@@ -16,8 +16,8 @@
 
 // Defaults come from the option structs, never re-typed here.
 ABSL_FLAG(std::string, policy, superserve::PolicySpec().name,
-          "Scheduling policy: slackfit | slackfit-ma | slackfit-rg | maxbatch | maxacc | clipper+ "
-          "| infaas | symphony.");
+          "Scheduling policy: ratefit (the default) | slackfit | slackfit-ma | slackfit-rg | "
+          "maxbatch | maxacc | clipper+ | infaas | symphony.");
 ABSL_FLAG(int32_t, fixed_subnet, superserve::PolicyConfig().fixed_subnet_id,
           "clipper+: the profile's subnet id to serve; -1 = the most accurate subnet.");
 ABSL_FLAG(int32_t, buckets, superserve::SlackFitOptions().num_buckets,
@@ -42,7 +42,8 @@ ABSL_FLAG(bool, guard_upgrades_only, superserve::SlackFitOptions().guard_upgrade
           "slackfit-rg: the guard's search never goes below SlackFit's own subnet (false: "
           "the previous guard, which stepped down to any sustainable subnet).");
 ABSL_FLAG(double, guard_window_ms, superserve::ToMillis(superserve::SlackFitOptions().rate_window),
-          "slackfit-rg: sliding window of the arrival-rate estimate, ms (> 0).");
+          "slackfit-rg and ratefit: sliding window of the (short-term) arrival-rate estimate, "
+          "ms (> 0).");
 ABSL_FLAG(double, overhead_quantile,
           superserve::ProfiledPolicyOptions().overhead_quantile,
           "Quantile of the measured dispatch overheads (round trip - execution) every policy "

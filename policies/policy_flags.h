@@ -13,7 +13,7 @@ namespace superserve {
 // superserve_policies defines no flags). Every default is the default of the
 // option structs (PolicyConfig, SlackFitOptions, ProfiledPolicyOptions,
 // LatencyTable::Options):
-//   --policy                  slackfit
+//   --policy                  ratefit
 //   --fixed_subnet            -1 (clipper+: the most accurate subnet)
 //   --buckets                 8 (SlackFit's K)
 //   --drop_below_first_bucket false

@@ -26,7 +26,7 @@
 namespace superserve {
 
 struct DispatcherOptions {
-  std::string policy = "slackfit";
+  std::string policy = PolicySpec().name;  // the default policy
   PolicyConfig policy_config;
   ServingOptions serving;
   // Run a thread that calls the core's Tick (wake-ups, sweeps, liveness).

@@ -47,7 +47,6 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                                    "--worker_listen=127.0.0.1:0",
                                    "--metrics_listen=127.0.0.1:0",
                                    absl::StrCat("--model_repo=", options.model_repo),
-                                   absl::StrCat("--policy=", options.policy),
                                    absl::StrCat("--admin_token_file=", admin_token_file),
                                    absl::StrCat("--port_file=", port_file)};
   if (options.fleet_token) {
@@ -58,6 +57,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     }
     argv.push_back(absl::StrCat("--fleet_token_file=", c->fleet_token_file_));
   }
+  if (!options.policy.empty()) argv.push_back(absl::StrCat("--policy=", options.policy));
   argv.insert(argv.end(), options.router_flags.begin(), options.router_flags.end());
   auto router = Subprocess::Start(argv, absl::StrCat(options.work_dir, "/router.log"));
   if (!router.ok()) return router.status();

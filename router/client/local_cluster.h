@@ -22,7 +22,7 @@ struct LocalClusterOptions {
   std::string bin_dir;     // holds superserve-router and superserve-worker
   std::string model_repo;
   std::string work_dir;    // logs and port file go here (must exist)
-  std::string policy = "slackfit";
+  std::string policy;      // --policy; empty: the router's default
   int workers = 2;         // worker processes
   int instances_per_worker = 1;  // worker --instances (emulated fleets)
   bool emulate = false;

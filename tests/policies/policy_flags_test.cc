@@ -33,7 +33,7 @@ TEST(PolicyFlagsTest, DefaultsAreTheDefaultConstructedConfig) {
   absl::StatusOr<PolicySpec> spec = PolicySpecFromFlags();
   ASSERT_TRUE(spec.ok()) << spec.status();
   const PolicySpec want;
-  EXPECT_EQ(spec->name, "slackfit");
+  EXPECT_EQ(spec->name, "ratefit");
   EXPECT_EQ(spec->name, want.name);
   const PolicyConfig& got = spec->config;
   const PolicyConfig& def = want.config;

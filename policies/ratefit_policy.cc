@@ -1,0 +1,137 @@
+#include "policies/ratefit_policy.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace superserve {
+
+RateFitPolicy::RateFitPolicy(const ModelProfile& profile, RateFitOptions options)
+    : ProfiledPolicy("ratefit", profile, options.base),
+      options_(options),
+      arrivals_(options.rate_window),
+      long_arrivals_(options.drop_rate_window) {}
+
+void RateFitPolicy::OnArrival(const Query& q, Nanos now) {
+  arrivals_.Add(now);
+  long_arrivals_.Add(now);
+}
+
+void RateFitPolicy::RefreshCapacity(Nanos budget) {
+  // Rebuilding is O(subnets x batches): only when the budget moved by more
+  // than 1 % or an estimate changed.
+  if (budget_ >= 0 && table_.version() == table_version_ &&
+      std::llabs(budget - budget_) * 100 <= budget_) {
+    return;
+  }
+  budget_ = budget;
+  table_version_ = table_.version();
+  const int s = table_.num_subnets();
+  capacity_.assign(s, 0.0);
+  suffix_max_.assign(s, 0.0);
+  fastest_rank_ = 0;
+  for (int r = 0; r < s; ++r) {
+    for (int bi = 0; bi < table_.num_batches(); ++bi) {
+      const Nanos l = table_.latency(r, bi);
+      if (l > budget) break;
+      capacity_[r] = std::max(capacity_[r], table_.batch_size(bi) * 1e9 / static_cast<double>(l));
+    }
+    if (capacity_[r] >= capacity_[fastest_rank_]) fastest_rank_ = r;  // ties: accuracy
+  }
+  for (int r = s - 1; r >= 0; --r) {
+    suffix_max_[r] = std::max(capacity_[r], r + 1 < s ? suffix_max_[r + 1] : 0.0);
+  }
+  // The frontier: ranks at least as fast as every more accurate rank. Along
+  // it capacity falls as accuracy rises, even where the profile's latencies
+  // are not monotone in accuracy (measured profiles: the least accurate
+  // subnet need not be the fastest); the step-down search stays on it.
+  frontier_.clear();
+  for (int r = 0; r < s; ++r) {
+    if (capacity_[r] >= suffix_max_[r]) frontier_.push_back(r);
+  }
+}
+
+Nanos RateFitPolicy::FastestLatency() const {
+  return std::max(table_.min_latency(), sustain_latency_);
+}
+
+int RateFitPolicy::HighestRankWithCapacity(double need) const {
+  // suffix_max_ is non-increasing in rank; the last rank where it is >= need
+  // has that capacity itself (the ranks above it all fall short).
+  if (suffix_max_.empty() || suffix_max_[0] < need) return -1;
+  int lo = 0, hi = static_cast<int>(suffix_max_.size()) - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (suffix_max_[mid] >= need) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
+                                             const QueueView& given) {
+  // Every choice fits the slack with fit_margin of its latency to spare: the
+  // estimates are rolling p99s (or profiled means before telemetry).
+  QueueView view = given;
+  view.slack = static_cast<Nanos>(static_cast<double>(view.slack) / (1.0 + options_.fit_margin));
+  const Query& head = ctx.queue.Head();
+  const Nanos slo = head.deadline - head.arrival;
+  const Nanos overhead = overhead_estimate();
+  RefreshCapacity(static_cast<Nanos>(options_.batch_budget *
+                                     static_cast<double>(std::max<Nanos>(slo - overhead, 0))));
+  const int64_t workers = std::max<int64_t>(
+      1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
+  const double need = options_.headroom * arrivals_.Rate(ctx.now) / static_cast<double>(workers);
+  // The drop threshold follows the rate over the longer window: a burst
+  // alone should not drop heads that its queue can still serve.
+  const double sustained = long_arrivals_.Rate(ctx.now) / static_cast<double>(workers);
+  sustain_latency_ = 0;
+  for (int bi = 0; bi < table_.num_batches(); ++bi) {
+    sustain_latency_ = table_.latency(fastest_rank_, bi);
+    if (table_.batch_size(bi) * 1e9 / static_cast<double>(sustain_latency_) >= sustained) break;
+  }
+  int r = HighestRankWithCapacity(need);
+  if (r < 0) r = fastest_rank_;  // nothing keeps up: the highest throughput
+  // The backlog: the queued queries must all be served within the head's
+  // slack by the workers at this subnet's batch (the rate says nothing about
+  // a queue that has already formed). The highest rank <= r that clears it,
+  // by bisection (clearing time grows with accuracy on a Pareto profile).
+  auto clears = [&](int rank) {
+    const int bi = table_.LargestBatchWithin(rank, view.slack);
+    if (bi < 0) return false;
+    const int64_t b = table_.batch_size(bi);
+    const int64_t rounds = ((view.pending + b - 1) / b + workers - 1) / workers;
+    return static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, bi)) <=
+           options_.backlog_factor * static_cast<double>(view.slack);
+  };
+  if (!clears(r)) {
+    // Bisection over the frontier below r (frontier_ is ascending in rank).
+    int lo = -1;
+    int hi = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), r) -
+                              frontier_.begin());  // frontier_[hi] >= r does not clear
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      (clears(frontier_[mid]) ? lo : hi) = mid;
+    }
+    r = lo >= 0 ? frontier_[lo] : fastest_rank_;
+  }
+  int b = table_.LargestBatchWithin(r, view.slack);
+  if (b >= 0) {
+    if (view.pending < table_.batch_size(b)) b = std::min(b, table_.BatchIndexFor(view.pending));
+    return Choice{r, b};
+  }
+  // That subnet cannot meet the head's deadline: the most accurate subnet
+  // that fits at the queued batch, else MaxBatch's rule.
+  const int queued_bi = table_.BatchIndexFor(std::min<int64_t>(view.pending, table_.max_batch()));
+  const int fit = table_.HighestRankWithin(queued_bi, view.slack);
+  if (fit >= 0) return Choice{fit, queued_bi};
+  b = table_.LargestBatchWithin(fastest_rank_, view.slack);
+  if (b < 0) b = table_.LargestBatchWithin(0, view.slack);
+  if (b < 0) b = 0;
+  const int rank = table_.HighestRankWithin(b, view.slack);
+  return Choice{rank < 0 ? fastest_rank_ : rank, b};
+}
+
+}  // namespace superserve

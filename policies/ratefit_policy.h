@@ -1,0 +1,83 @@
+#ifndef SUPERSERVE_POLICIES_RATEFIT_POLICY_H_
+#define SUPERSERVE_POLICIES_RATEFIT_POLICY_H_
+
+#include <vector>
+
+#include "common/model_profile.h"
+#include "policies/arrival_rate.h"
+#include "policies/profiled_policy.h"
+
+namespace superserve {
+
+struct RateFitOptions {
+  ProfiledPolicyOptions base;
+  // Sliding window of the arrival-rate estimate that picks the subnet.
+  Nanos rate_window = Millis(100);
+  // ... and of the one behind the drop rule (FastestLatency()).
+  Nanos drop_rate_window = Seconds(1);
+  // A subnet's capacity counts only batches whose latency is at most this
+  // fraction of (SLO - dispatch overhead): a query waits for a worker to
+  // free up, then runs. 0.5, 0.8 and 0.9 did worse on the property test
+  // (tests/bench/default_policy_property_test.cc; docs/scheduling.md).
+  double batch_budget = 0.7;
+  // Capacity needed, as a multiple of the measured arrival rate.
+  double headroom = 1.0;
+  // The queued queries must clear within this fraction of the head's slack.
+  double backlog_factor = 0.8;
+  // Every choice fits the slack with this fraction of its latency to spare:
+  // the estimates are rolling p99s, or profiled means before telemetry.
+  double fit_margin = 0.05;
+};
+
+// The default policy ("ratefit"): serve the most accurate subnet whose
+// capacity covers the load, with Clipper+'s adaptive batching. Per decision:
+// the arrival rate over the last rate_window and the SLO (the head's deadline
+// minus its arrival) give the per-worker throughput needed; the subnet is the
+// most accurate one whose best batch within the SLO's batch budget delivers
+// it (O(log S) through a suffix maximum, rebuilt when the SLO or the latency
+// estimates change), stepped down along the capacity frontier (bisection,
+// O(log S x B)) until the queued queries clear within the head's slack at
+// its batch; the batch is the largest that fits the head's slack, cut to
+// what is queued. If that subnet cannot meet the head's deadline even at
+// batch 1, the most accurate subnet that fits at the queued batch, else the
+// largest batch of the fastest subnet. Drop rule: see FastestLatency(). No
+// latency buckets: nothing depends on SlackFit's K. Why not SlackFit: with the paper's partial-batch
+// rule, short-queue dispatches run whatever subnet owns the largest batch of
+// a bucket, often the least accurate one, and which one that is depends on K
+// (docs/scheduling.md).
+class RateFitPolicy : public ProfiledPolicy {
+ public:
+  RateFitPolicy(const ModelProfile& profile, RateFitOptions options);
+  explicit RateFitPolicy(const ModelProfile& profile) : RateFitPolicy(profile, RateFitOptions()) {}
+
+  void OnArrival(const Query& q, Nanos now) override;
+
+ protected:
+  Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
+  // Heads whose slack is below the latency of the smallest batch with which
+  // the fastest subnet keeps up with the rate over drop_rate_window (as of
+  // the last decision) are dropped: serving them in smaller batches is EDF's
+  // overload spiral. At light load this is the fastest tuple (DESIGN.md).
+  Nanos FastestLatency() const override;
+
+ private:
+  // Recomputes capacity_ / suffix_max_ for `budget` if it or the table moved.
+  void RefreshCapacity(Nanos budget);
+  // Highest rank whose capacity (queries/s per worker) is >= need, or -1.
+  int HighestRankWithCapacity(double need) const;
+
+  RateFitOptions options_;
+  ArrivalRateEstimator arrivals_;
+  ArrivalRateEstimator long_arrivals_;
+  Nanos budget_ = -1;
+  uint64_t table_version_ = 0;
+  std::vector<double> capacity_;    // per rank: max batch / latency within budget_
+  std::vector<double> suffix_max_;  // per rank: max capacity over ranks >= it
+  std::vector<int> frontier_;       // ranks faster than every more accurate one
+  int fastest_rank_ = 0;            // the rank with the highest capacity
+  Nanos sustain_latency_ = 0;       // see FastestLatency()
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_RATEFIT_POLICY_H_

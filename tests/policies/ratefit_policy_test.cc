@@ -1,0 +1,114 @@
+#include "policies/ratefit_policy.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "policies/policy_factory.h"
+#include "tests/policies/policy_test_util.h"
+
+namespace superserve {
+namespace {
+
+using testing::ThreeSubnetProfile;
+
+// ThreeSubnetProfile: 70 / 75 / 80 %, batches 1, 2, 4, 8; latencies (ms)
+// 1, 1.5, 2.5, 4.5 | 2, 3, 5, 9 | 4, 6, 10, 18.
+constexpr Nanos kNow = Millis(1000);
+constexpr Nanos kSlo = Millis(40);
+const std::vector<int32_t> kWorkers = {0};
+
+RateFitOptions NoOverhead() {
+  RateFitOptions o;
+  o.base.initial_overhead = 0;
+  return o;
+}
+
+// n queries with SLO 40 ms whose head has `slack_ms` left; the rest arrive
+// up to `spread_ms` after it.
+void Fill(EdfQueue* q, int n, double slack_ms, double spread_ms = 0) {
+  for (int i = 0; i < n; ++i) {
+    const Nanos deadline =
+        kNow + Millis(slack_ms) + (n > 1 ? Millis(spread_ms) * i / (n - 1) : 0);
+    q->Push({static_cast<QueryId>(i + 1), 0, deadline - kSlo, deadline});
+  }
+}
+
+// `rate` arrivals per second over the last second.
+void Arrivals(Policy* p, double rate) {
+  const int n = static_cast<int>(rate);
+  for (int i = 0; i < n; ++i) p->OnArrival(Query{}, kNow - Seconds(1) + Seconds(1) * i / n);
+}
+
+Decision DecideOn(Policy* p, const EdfQueue& q, int live_workers = 1) {
+  return p->Decide(SchedulingContext{q, kNow, absl::MakeConstSpan(kWorkers), live_workers});
+}
+
+TEST(RateFitPolicyTest, NoLoadServesTheMostAccurateSubnetAtTheQueuedBatch) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EXPECT_EQ(p.name(), "ratefit");
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 2);  // 80 %: batch 8 (18 ms) fits 0.8 x 35 / 1.05
+  EXPECT_EQ(d.batch_size, 1);
+  EXPECT_EQ(d.take, 1);
+}
+
+TEST(RateFitPolicyTest, StepsDownToTheMostAccurateSubnetThatCarriesTheRate) {
+  // Budget 0.7 x 40 = 28 ms: capacity per worker 80 % 8/18 ms = 444 q/s,
+  // 75 % 8/9 ms = 889 q/s, 70 % 8/4.5 ms = 1778 q/s.
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  RateFitPolicy at600(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&at600, 600);
+  EXPECT_EQ(DecideOn(&at600, q).subnet_index, 1);
+  RateFitPolicy at1600(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&at1600, 1600);
+  EXPECT_EQ(DecideOn(&at1600, q).subnet_index, 0);
+  // Two workers carry twice the rate: 800 q/s each.
+  EXPECT_EQ(DecideOn(&at1600, q, /*live_workers=*/2).subnet_index, 1);
+}
+
+TEST(RateFitPolicyTest, AQueueThatTheSubnetCannotClearInTimeStepsDown) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 24, 35);  // 3 rounds of 8: 80 % takes 54 ms, 75 % 27 ms > 0.8 x 33.3, 70 % 13.5 ms
+  Decision d = DecideOn(&p, q);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 8);
+  EXPECT_EQ(d.take, 8);
+}
+
+TEST(RateFitPolicyTest, AHeadTooLateForTheChosenSubnetGetsOneThatFits) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 2, 2.0);  // only 70 % fits: 1.5 ms at batch 2 (x 1.05)
+  Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 2);
+}
+
+TEST(RateFitPolicyTest, DecisionsDoNotDependOnTheBucketCount) {
+  EdfQueue q;
+  Fill(&q, 13, 20, 10);
+  std::vector<Decision> seen;
+  for (int k : {1, 4, 6, 8, 12, 16, 32}) {
+    PolicyConfig config;
+    config.slackfit.num_buckets = k;
+    config.slackfit.base.initial_overhead = 0;
+    auto p = MakePolicy("ratefit", ThreeSubnetProfile(), config);
+    ASSERT_TRUE(p.ok()) << p.status();
+    Arrivals(p->get(), 700);
+    seen.push_back(DecideOn(p->get(), q));
+  }
+  for (const Decision& d : seen) {
+    EXPECT_EQ(d.subnet_index, seen[0].subnet_index);
+    EXPECT_EQ(d.batch_size, seen[0].batch_size);
+    EXPECT_EQ(d.take, seen[0].take);
+  }
+}
+
+}  // namespace
+}  // namespace superserve
