@@ -64,6 +64,12 @@ class Policy {
   // for the highest-throughput tuple among the subnets a policy may run (a
   // fixed-subnet policy's peak is its own subnet's, not the profile's).
   virtual bool MayRun(int32_t subnet_index) const { return true; }
+  // True for a policy whose own drop rule already keeps goodput at capacity
+  // past the peak (it sheds by reading the arrival rate): the serving core's
+  // overload shedding, which sizes its plan by probing Decide with full
+  // queues, then stays out of its way (probing a rate-driven policy with a
+  // synthetic queue misreads its plan and sheds under normal load).
+  virtual bool ShedsOwnOverload() const { return false; }
 };
 
 }  // namespace superserve

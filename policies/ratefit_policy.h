@@ -51,6 +51,9 @@ class RateFitPolicy : public ProfiledPolicy {
   explicit RateFitPolicy(const ModelProfile& profile) : RateFitPolicy(profile, RateFitOptions()) {}
 
   void OnArrival(const Query& q, Nanos now) override;
+  // Its head-drop rule (the fastest subnet's batch that keeps up with the
+  // measured rate) is its overload shedding.
+  bool ShedsOwnOverload() const override { return true; }
 
  protected:
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;

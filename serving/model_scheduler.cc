@@ -126,7 +126,7 @@ int64_t ModelScheduler::AdmissibleAhead(const Plan& plan, Nanos deadline, Nanos 
 
 bool ModelScheduler::Admit(Nanos deadline, Nanos now) {
   // Dynamic models have no tuple table to plan with: no shedding.
-  if (profile_->subnets.empty()) return true;
+  if (profile_->subnets.empty() || policy_->ShedsOwnOverload()) return true;
   // A queue that one round of peak batches empties is no backlog (and the
   // plan, which asks the policy, is not needed).
   if (!overload_.shed || workers_.empty() ||
@@ -147,7 +147,10 @@ bool ModelScheduler::Admit(Nanos deadline, Nanos now) {
 }
 
 void ModelScheduler::ShedHeads(Nanos now, ScheduleResult* r) {
-  if (!overload_.shed || workers_.empty() || profile_->subnets.empty()) return;
+  if (!overload_.shed || workers_.empty() || profile_->subnets.empty() ||
+      policy_->ShedsOwnOverload()) {
+    return;
+  }
   while (queue_.size() > static_cast<size_t>(peak_batch_)) {
     const Query& head = queue_.Head();
     const Plan plan = PlanFor(head.deadline - head.arrival, now);  // a copy: PlanFor reuses

@@ -74,7 +74,7 @@ const std::vector<std::string> kBinaries = {"superserve-router", "superserve-sim
 
 TEST(PolicyConfigIntegration, RouterSimAndReproPrintTheSameDefaults) {
   const std::string router = PolicyConfigOf("superserve-router", {});
-  EXPECT_THAT(router, HasSubstr("\"policy\":\"slackfit\""));
+  EXPECT_THAT(router, HasSubstr("\"policy\":\"ratefit\""));
   EXPECT_THAT(router, HasSubstr("\"num_buckets\":8"));
   EXPECT_THAT(router, HasSubstr("\"drop_below_first_bucket\":false"));
   EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":false"));
