@@ -105,6 +105,38 @@ def write_case(name, modes, out_dir, seed, duration_s, load):
     return ppath, tpath, p99_us, rate
 
 
+def measured_case(profile_path, out_dir, seed, duration_s, load):
+    """A measured dynamic profile (e.g. models/dynamic/fmnist-exit): its own
+    histograms and batch model; a Poisson trace mixing its applications
+    equally."""
+    with open(profile_path) as f:
+        profile = json.load(f)
+    dyn = profile["dynamic"]
+    c0 = dyn.get("batchOverheadUs", dyn.get("batch_overhead_us", 0.0))
+    c1 = dyn.get("perRequestFactor", dyn.get("per_request_factor", 1.0))
+    apps = dyn["applications"]
+    rng = random.Random(seed)
+
+    def draw(app):
+        edges = app.get("binEdgesUs", app.get("bin_edges_us"))
+        counts = app["counts"]
+        i = rng.choices(range(len(counts)), counts)[0]
+        return rng.uniform(edges[i], edges[i + 1])
+
+    sample = sorted(c0 + c1 * draw(rng.choice(apps)) for _ in range(20000))
+    p99_us = sample[int(0.99 * (len(sample) - 1))]
+    mean_l = (sum(sample) / len(sample) - c0) / c1
+    rate = WORKERS * load * 1e6 / ((c0 + c1 * 4 * mean_l) / 4)
+    tpath = os.path.join(out_dir, "measured.trace.csv")
+    t = 0.0
+    with open(tpath, "w") as f:
+        f.write("arrival_us,app\n")
+        while t < duration_s * 1e6:
+            t += rng.expovariate(rate / 1e6)
+            f.write(f"{t:.0f},{rng.choice(apps)['application']}\n")
+    return tpath, p99_us, rate
+
+
 def run(sim, ppath, tpath, policy, slo_ms, seed, extra):
     cmd = [sim, "--profile", ppath, "--trace", tpath, "--policy", policy, "--workers", str(WORKERS),
            "--slo-ms", f"{slo_ms:.3f}", "--seed", str(seed), "--json"] + extra
@@ -129,10 +161,24 @@ def main():
     ap.add_argument("--c1", type=float, default=C1)
     ap.add_argument("--unit-ms", type=float, default=UNIT_US / 1000)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--profile", default="",
+                    help="run the grid on this measured dynamic profile (its applications mixed "
+                         "equally) instead of the synthetic cases")
     ap.add_argument("extra", nargs="*", help="extra superserve-sim flags (after --)")
     a = ap.parse_args()
     C0_US, C1, UNIT_US, WORKERS = a.c0_ms * 1000, a.c1, a.unit_ms * 1000, a.workers
     os.makedirs(a.out, exist_ok=True)
+    if a.profile:
+        tpath, p99_us, rate = measured_case(a.profile, a.out, a.seed, a.duration_s, a.load)
+        print(f"### {a.profile} (P99 execution time {p99_us / 1000:.2f} ms, {rate:.1f} q/s, "
+              f"load {a.load:g}, {WORKERS} worker(s), {a.duration_s:g} s, seed {a.seed})\n")
+        print("| SLO (x P99) | " + " | ".join(POLICIES) + " |")
+        print("|---|" + "---|" * len(POLICIES))
+        for m in SLO_MULTIPLES:
+            row = [f"{run(a.sim, a.profile, tpath, p, m * p99_us / 1000, a.seed, a.extra)['slo_attainment']:.2f}"
+                   for p in POLICIES]
+            print(f"| {m:g} | " + " | ".join(row) + " |")
+        return
     wanted = [c for c in a.cases.split(",") if c]
     print(f"superserve-sim, {WORKERS} worker(s), batch time {C0_US / 1000:g} ms + {C1:g} * k * max(l), "
           f"batch sizes {BATCH_SIZES}, Poisson arrivals, load {a.load:g}, {a.duration_s:g} s, "
