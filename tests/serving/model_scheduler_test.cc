@@ -281,6 +281,25 @@ TEST_F(OverloadTest, ABackloggedQueueShedsAHeadTooLateForThePlansBatch) {
   EXPECT_EQ(r.batches[0].queries.size(), 8u);
 }
 
+// A policy that sheds by its own rule (ratefit) is left alone: the same
+// backlog and loss that make INFaaS's head shed above, and the admission
+// bound, do not apply to it.
+TEST_F(OverloadTest, APolicyThatShedsItsOwnOverloadIsLeftAlone) {
+  ModelScheduler& s = Make("ratefit", 1);
+  ASSERT_TRUE(s.policy().ShedsOwnOverload());
+  ASSERT_FALSE(MakePolicy("infaas", profile_, PolicyConfig()).value()->ShedsOwnOverload());
+  for (QueryId id = 2; id <= 2000; ++id) Push(id, Millis(20));
+  EXPECT_TRUE(s.Admit(Millis(20), 0)) << "admission is the policy's";
+  s.Push({5000, 0, -Millis(20), 0}, 0);
+  std::vector<QueryId> expired, cancelled;
+  s.Sweep(0, &expired, &cancelled);
+  ASSERT_EQ(expired, (std::vector<QueryId>{5000}));  // a loss, as above
+  s.Push({1, 0, -Millis(17), Millis(3)}, 0);
+  std::vector<FreeSlot> slots{{0, 1}};
+  ScheduleResult r = s.Schedule(0, &slots, 1);
+  EXPECT_TRUE(r.shed.empty());
+}
+
 TEST_F(OverloadTest, AShortQueueServesALateHeadInASmallBatch) {
   for (bool shed : {true, false}) {
     ModelScheduler& s = Make("infaas", 1, shed);
