@@ -158,7 +158,18 @@ class InferStreamReactor final
     broken_ = true;
     for (StreamQuery* q : live_) dispatcher_->OnCancelled(q);
   }
-  void OnDone() override { delete this; }
+  // A query still in flight when the call ends (the stream was cut off or
+  // cancelled while its batch ran) answers later: the last one of them
+  // deletes the reactor, not gRPC's OnDone.
+  void OnDone() override {
+    bool last;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      last = live_.empty();
+    }
+    if (last) delete this;
+  }
 
  private:
   class StreamQuery final : public QueryResponder {
@@ -180,7 +191,7 @@ class InferStreamReactor final
   };
 
   void Answer(StreamQuery* query, const absl::Status& status) {
-    bool start = false, finish = false, cut_off = false;
+    bool start = false, finish = false, cut_off = false, last = false;
     {
       absl::MutexLock lock(&mu_);
       live_.erase(query);
@@ -210,8 +221,13 @@ class InferStreamReactor final
         }
       }
       finish = !start && ShouldFinishLocked();
+      last = done_ && live_.empty();
     }
     delete query;
+    if (last) {  // the call is over (start, finish and cut_off are false)
+      delete this;
+      return;
+    }
     if (start) StartWrite(&out_);
     if (finish) Finish(FinalStatus());
     if (cut_off) {
@@ -253,6 +269,7 @@ class InferStreamReactor final
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;  // gRPC called OnDone
 };
 
 }  // namespace

@@ -318,7 +318,18 @@ class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelIn
     broken_ = true;
     for (StreamQuery* q : live_) dispatcher_->OnCancelled(q);
   }
-  void OnDone() override { delete this; }
+  // A query still in flight when the call ends (the stream was cut off or
+  // cancelled while its batch ran) answers later: the last one of them
+  // deletes the reactor, not gRPC's OnDone.
+  void OnDone() override {
+    bool last;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      last = live_.empty();
+    }
+    if (last) delete this;
+  }
 
  private:
   class StreamQuery final : public QueryResponder {
@@ -348,7 +359,7 @@ class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelIn
       msg.mutable_infer_response()->set_model_name(query->oip_request_.model_name());
       msg.mutable_infer_response()->set_id(query->oip_request_.id());
     }
-    bool start = false, finish = false, cut_off = false;
+    bool start = false, finish = false, cut_off = false, last = false;
     {
       absl::MutexLock lock(&mu_);
       live_.erase(query);
@@ -371,8 +382,13 @@ class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelIn
         }
       }
       finish = !start && ShouldFinishLocked();
+      last = done_ && live_.empty();
     }
     delete query;
+    if (last) {  // the call is over (start, finish and cut_off are false)
+      delete this;
+      return;
+    }
     if (start) StartWrite(&out_);
     if (finish) Finish(FinalStatus());
     if (cut_off) {
@@ -409,6 +425,7 @@ class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelIn
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;  // gRPC called OnDone
 };
 
 }  // namespace

@@ -39,6 +39,16 @@ using testing::EmulatedRepo;
 using ::testing::HasSubstr;
 using testing::MakeWorkDir;
 
+// The resident-memory bound is a property of the router as it ships. Under
+// AddressSanitizer the router's memory is ASan's (quarantined frees held up to
+// 256 MB, redzones), so the figure is printed but the bound is checked in the
+// uninstrumented (Release) run only; every other check runs in both.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssIsMeaningful = false;
+#else
+constexpr bool kRssIsMeaningful = true;
+#endif
+
 // The bounds the router runs with here (its flags below).
 constexpr int64_t kMaxMessageBytes = 1 << 20;
 constexpr int kMaxApplications = 8;
@@ -429,7 +439,7 @@ TEST_F(HostileInput, EveryKindIsAnsweredPreciselyWhileAnotherClientIsServed) {
   EXPECT_TRUE(cluster_->router().running());
   rss.Stop();
   const int64_t bound = idle_rss_ * 3 / 2 + kConfiguredBoundBytes;
-  EXPECT_LE(rss.peak(), bound) << "router VmRSS peaked at " << rss.peak() / 1024 << " KiB; idle "
+  if (kRssIsMeaningful) EXPECT_LE(rss.peak(), bound) << "router VmRSS peaked at " << rss.peak() / 1024 << " KiB; idle "
                                << idle_rss_ / 1024 << " KiB, bound " << bound / 1024 << " KiB";
   std::printf("router VmRSS: idle %lld KiB, peak %lld KiB, bound %lld KiB\n",
               static_cast<long long>(idle_rss_ / 1024), static_cast<long long>(rss.peak() / 1024),
@@ -497,7 +507,7 @@ TEST_F(HostileInput, StreamThatNeverReadsIsCutOff) {
   EXPECT_EQ(good.failed(), 0) << good.last_error();
   rss.Stop();
   const int64_t bound = idle_rss_ * 3 / 2 + kConfiguredBoundBytes;
-  EXPECT_LE(rss.peak(), bound);
+  if (kRssIsMeaningful) EXPECT_LE(rss.peak(), bound);
   std::printf(
       "stream cut off after %lld queries sent, %lld answers read; router VmRSS idle %lld "
       "KiB, at cut-off %lld KiB, peak %lld KiB, bound %lld KiB\n",
