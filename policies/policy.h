@@ -19,6 +19,13 @@ struct SchedulingContext {
   // Workers alive (free or busy); 0 = unknown. Rate-aware policies use it to
   // turn a tuple's per-worker throughput into the system's capacity.
   int32_t live_workers = 0;
+  // True when the serving layer's overload plan asks (serving/model_scheduler.h):
+  // answer as if the arrival rate exceeded what any choice can serve. A
+  // policy driven by the measured rate (ratefit) then answers with its
+  // highest-throughput choice, which is what it runs past the peak; a
+  // policy driven by the queue alone can ignore it. Such an answer must not
+  // change the policy's state.
+  bool assume_overload = false;
 };
 
 // Answers "what next?" for one model. A policy is constructed with the
@@ -64,12 +71,6 @@ class Policy {
   // for the highest-throughput tuple among the subnets a policy may run (a
   // fixed-subnet policy's peak is its own subnet's, not the profile's).
   virtual bool MayRun(int32_t subnet_index) const { return true; }
-  // True for a policy whose own drop rule already keeps goodput at capacity
-  // past the peak (it sheds by reading the arrival rate): the serving core's
-  // overload shedding, which sizes its plan by probing Decide with full
-  // queues, then stays out of its way (probing a rate-driven policy with a
-  // synthetic queue misreads its plan and sheds under normal load).
-  virtual bool ShedsOwnOverload() const { return false; }
 };
 
 }  // namespace superserve

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 
 namespace superserve {
 
@@ -83,14 +84,20 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
                                      static_cast<double>(std::max<Nanos>(slo - overhead, 0))));
   const int64_t workers = std::max<int64_t>(
       1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
-  const double need = options_.headroom * arrivals_.Rate(ctx.now) / static_cast<double>(workers);
+  const double need = ctx.assume_overload
+                          ? std::numeric_limits<double>::infinity()
+                          : options_.headroom * arrivals_.Rate(ctx.now) /
+                                static_cast<double>(workers);
   // The drop threshold follows the rate over the longer window: a burst
-  // alone should not drop heads that its queue can still serve.
-  const double sustained = long_arrivals_.Rate(ctx.now) / static_cast<double>(workers);
-  sustain_latency_ = 0;
-  for (int bi = 0; bi < table_.num_batches(); ++bi) {
-    sustain_latency_ = table_.latency(fastest_rank_, bi);
-    if (table_.batch_size(bi) * 1e9 / static_cast<double>(sustain_latency_) >= sustained) break;
+  // alone should not drop heads that its queue can still serve. (Not from
+  // the overload plan's hypothetical question.)
+  if (!ctx.assume_overload) {
+    const double sustained = long_arrivals_.Rate(ctx.now) / static_cast<double>(workers);
+    sustain_latency_ = 0;
+    for (int bi = 0; bi < table_.num_batches(); ++bi) {
+      sustain_latency_ = table_.latency(fastest_rank_, bi);
+      if (table_.batch_size(bi) * 1e9 / static_cast<double>(sustain_latency_) >= sustained) break;
+    }
   }
   int r = HighestRankWithCapacity(need);
   if (r < 0) r = fastest_rank_;  // nothing keeps up: the highest throughput

@@ -40,7 +40,9 @@ struct RateFitOptions {
 // its batch; the batch is the largest that fits the head's slack, cut to
 // what is queued. If that subnet cannot meet the head's deadline even at
 // batch 1, the most accurate subnet that fits at the queued batch, else the
-// largest batch of the fastest subnet. Drop rule: see FastestLatency(). No
+// largest batch of the fastest subnet. Asked with
+// SchedulingContext::assume_overload (the serving core's overload plan), it
+// answers for a rate above every subnet's capacity. Drop rule: see FastestLatency(). No
 // latency buckets: nothing depends on SlackFit's K. Why not SlackFit: with the paper's partial-batch
 // rule, short-queue dispatches run whatever subnet owns the largest batch of
 // a bucket, often the least accurate one, and which one that is depends on K
@@ -51,9 +53,6 @@ class RateFitPolicy : public ProfiledPolicy {
   explicit RateFitPolicy(const ModelProfile& profile) : RateFitPolicy(profile, RateFitOptions()) {}
 
   void OnArrival(const Query& q, Nanos now) override;
-  // Its head-drop rule (the fastest subnet's batch that keeps up with the
-  // measured rate) is its overload shedding.
-  bool ShedsOwnOverload() const override { return true; }
 
  protected:
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;

@@ -77,7 +77,8 @@ void ModelScheduler::Probe(Nanos now) {
       probe_queue_.Push({std::numeric_limits<QueryId>::max() - static_cast<QueryId>(i), 0, now,
                          now + slack});
     }
-    const Decision d = policy_->Decide(SchedulingContext{probe_queue_, now, probe_free_, live});
+    const Decision d = policy_->Decide(
+        SchedulingContext{probe_queue_, now, probe_free_, live, /*assume_overload=*/true});
     ProbePoint p;
     p.slack = slack;
     if (d.kind == Decision::Kind::kDispatch && d.drop == 0 && d.take >= 1 &&
@@ -126,7 +127,7 @@ int64_t ModelScheduler::AdmissibleAhead(const Plan& plan, Nanos deadline, Nanos 
 
 bool ModelScheduler::Admit(Nanos deadline, Nanos now) {
   // Dynamic models have no tuple table to plan with: no shedding.
-  if (profile_->subnets.empty() || policy_->ShedsOwnOverload()) return true;
+  if (profile_->subnets.empty()) return true;
   // A queue that one round of peak batches empties is no backlog (and the
   // plan, which asks the policy, is not needed).
   if (!overload_.shed || workers_.empty() ||
@@ -147,10 +148,7 @@ bool ModelScheduler::Admit(Nanos deadline, Nanos now) {
 }
 
 void ModelScheduler::ShedHeads(Nanos now, ScheduleResult* r) {
-  if (!overload_.shed || workers_.empty() || profile_->subnets.empty() ||
-      policy_->ShedsOwnOverload()) {
-    return;
-  }
+  if (!overload_.shed || workers_.empty() || profile_->subnets.empty()) return;
   while (queue_.size() > static_cast<size_t>(peak_batch_)) {
     const Query& head = queue_.Head();
     const Plan plan = PlanFor(head.deadline - head.arrival, now);  // a copy: PlanFor reuses

@@ -50,7 +50,10 @@ struct ScheduleResult {
 // The plan. Every 250 ms the scheduler asks the policy what it would run for
 // a full queue whose head has slack s, for s up to the longest budget
 // (deadline - arrival) queued, and rates each answer by its throughput with
-// the policy's own latency estimates (Policy::EstimatedLatency). For queries
+// the policy's own latency estimates (Policy::EstimatedLatency). It asks
+// with SchedulingContext::assume_overload: a policy that picks its subnet
+// from the measured arrival rate (ratefit) answers with what it runs past
+// the peak, not its light-load choice. For queries
 // of budget T the plan is the least slack `target` <= T at which the answer
 // reaches 95 % of the best throughput any slack <= T gives, with that
 // throughput (over all W workers) and batch. A slack-driven policy

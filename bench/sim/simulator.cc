@@ -57,7 +57,6 @@ class BorrowedPolicy final : public Policy {
     return policy_->EstimatedLatency(subnet_index, batch_size);
   }
   bool MayRun(int32_t subnet_index) const override { return policy_->MayRun(subnet_index); }
-  bool ShedsOwnOverload() const override { return policy_->ShedsOwnOverload(); }
 
  private:
   Policy* const policy_;

@@ -70,6 +70,27 @@ TEST(RateFitPolicyTest, StepsDownToTheMostAccurateSubnetThatCarriesTheRate) {
   EXPECT_EQ(DecideOn(&at1600, q, /*live_workers=*/2).subnet_index, 1);
 }
 
+// The serving core's overload plan asks with assume_overload: the answer is
+// the one for a rate no subnet carries (the fastest subnet's largest batch
+// within the slack), and the real decision after it is the one before it.
+TEST(RateFitPolicyTest, AskedToAssumeOverloadAnswersWithItsHighestThroughput) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  EXPECT_EQ(DecideOn(&p, q).subnet_index, 2);
+  EdfQueue full;
+  Fill(&full, 16, 35);
+  const Decision d =
+      p.Decide(SchedulingContext{full, kNow, absl::MakeConstSpan(kWorkers), 1,
+                                 /*assume_overload=*/true});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 8);
+  // The real question again: unchanged.
+  EXPECT_EQ(DecideOn(&p, q).subnet_index, 2);
+  EXPECT_EQ(DecideOn(&p, q).batch_size, 1);
+}
+
 TEST(RateFitPolicyTest, AQueueThatTheSubnetCannotClearInTimeStepsDown) {
   RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;

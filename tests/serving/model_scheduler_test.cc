@@ -281,23 +281,28 @@ TEST_F(OverloadTest, ABackloggedQueueShedsAHeadTooLateForThePlansBatch) {
   EXPECT_EQ(r.batches[0].queries.size(), 8u);
 }
 
-// A policy that sheds by its own rule (ratefit) is left alone: the same
-// backlog and loss that make INFaaS's head shed above, and the admission
-// bound, do not apply to it.
-TEST_F(OverloadTest, APolicyThatShedsItsOwnOverloadIsLeftAlone) {
-  ModelScheduler& s = Make("ratefit", 1);
-  ASSERT_TRUE(s.policy().ShedsOwnOverload());
-  ASSERT_FALSE(MakePolicy("infaas", profile_, PolicyConfig()).value()->ShedsOwnOverload());
-  for (QueryId id = 2; id <= 2000; ++id) Push(id, Millis(20));
-  EXPECT_TRUE(s.Admit(Millis(20), 0)) << "admission is the policy's";
-  s.Push({5000, 0, -Millis(20), 0}, 0);
-  std::vector<QueryId> expired, cancelled;
-  s.Sweep(0, &expired, &cancelled);
-  ASSERT_EQ(expired, (std::vector<QueryId>{5000}));  // a loss, as above
-  s.Push({1, 0, -Millis(17), Millis(3)}, 0);
-  std::vector<FreeSlot> slots{{0, 1}};
-  ScheduleResult r = s.Schedule(0, &slots, 1);
+// A rate-driven policy (ratefit) picks its subnet from the measured arrival
+// rate, so a probe with a synthetic full queue would read its light-load
+// choice (the most accurate subnet, the fewest queries per second) as its
+// plan and shed under normal load. The probe asks with assume_overload: the
+// plan is ratefit's answer past the peak (the fastest subnet's batch 8),
+// while the real decision at the same moment still runs the accurate subnet.
+TEST_F(OverloadTest, ARateDrivenPolicyIsPlannedAtItsAnswerPastThePeak) {
+  ModelScheduler& s = Make("ratefit", 2);
+  Push(1, Millis(30));
+  const ModelScheduler::Plan plan = s.PlanFor(Millis(30), 0);
+  EXPECT_EQ(plan.take, 8);
+  EXPECT_NEAR(plan.qps, 2 * 8 / ToSeconds(s.EstimatedLatency(0, 8)), 1e-6);
+  std::vector<FreeSlot> slots{{0, 1}, {1, 1}};
+  ScheduleResult r = s.Schedule(0, &slots, 2);
   EXPECT_TRUE(r.shed.empty());
+  ASSERT_EQ(r.batches.size(), 1u);
+  EXPECT_EQ(r.batches[0].subnet_index, 2) << "one arrival in 100 ms: the most accurate subnet";
+  // Admission with the peak plan: 150 queued for 30 ms is within 4x what
+  // batches of 8 at ~5 ms drain on two workers (planned at the accurate
+  // subnet's batch of 8, 18.5 ms, it would be refused).
+  for (QueryId id = 2; id <= 151; ++id) Push(id, Millis(30));
+  EXPECT_TRUE(s.Admit(Millis(30), 0));
 }
 
 TEST_F(OverloadTest, AShortQueueServesALateHeadInASmallBatch) {
