@@ -61,7 +61,9 @@ ABSL_FLAG(bool, shed_overload, true,
 ABSL_FLAG(double, default_slo_ms, 100, "Deadline for queries whose client set none, ms.");
 ABSL_FLAG(int64_t, max_queue, 100000, "Pending queries per model before RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int32_t, heartbeat_ms, 500, "Worker heartbeat interval, ms.");
-ABSL_FLAG(int32_t, missed_heartbeats, 4, "Silent heartbeat intervals that mark a worker dead.");
+ABSL_FLAG(int32_t, missed_heartbeats, 2,
+          "Silent heartbeat intervals that mark a worker dead (a partitioned worker is "
+          "detected within this many intervals plus 10 ms).");
 ABSL_FLAG(std::string, admin_token, "",
           "Bearer token for the Admin service (default: $SUPERSERVE_ADMIN_TOKEN; empty = Admin "
           "disabled).");

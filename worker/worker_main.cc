@@ -48,6 +48,10 @@ ABSL_FLAG(int32_t, reconnect_max_backoff_ms, 2000,
           "Cap on the delay between reconnection attempts, ms (each delay is drawn from "
           "[0.8, 1] of the capped value). Bounds how long after a router restart the fleet is "
           "back.");
+ABSL_FLAG(int32_t, keepalive_ms, 1000,
+          "gRPC keepalive on the router connection: ping after this long without a frame "
+          "from the router, drop the connection (and reconnect) when the ping is not answered "
+          "within as long again. Notices a path that silently stopped forwarding. 0 = off.");
 
 ABSL_FLAG(int32_t, start_delay_ms, 0,
           "Testing: wait this long before starting each batch (a worker delayed on purpose). "
@@ -179,6 +183,7 @@ int main(int argc, char** argv) {
     o.tls_ca_pem = tls_ca_pem;
     o.versions = versions;
     o.start_delay = Millis(std::max(0, absl::GetFlag(FLAGS_start_delay_ms)));
+    o.keepalive = Millis(std::max(0, absl::GetFlag(FLAGS_keepalive_ms)));
     // Emulated instances share one (stateless) executor.
     links.push_back(std::make_unique<RouterLink>(o, executor.get(), models));
   }
