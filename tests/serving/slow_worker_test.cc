@@ -53,7 +53,7 @@ struct RunResult {
 
 // Two workers (0 normal, 1 at `slowdown` x), Poisson arrivals at `qps`,
 // SLO `slo`, for `duration` of simulated time.
-RunResult Run(bool per_worker_speed, double slowdown, double qps, Nanos slo, Nanos duration,
+RunResult RunStraggler(bool per_worker_speed, double slowdown, double qps, Nanos slo, Nanos duration,
               const std::string& policy) {
   SimulatedClock clock(Seconds(1));
   ServingOptions o;
@@ -163,8 +163,8 @@ TEST_P(SlowWorkerTest, AStragglerGetsLighterWorkAndAttainmentHolds) {
   // ~60 % of the two workers' capacity at the fleet's speed; SLO 12 ms:
   // a 3x straggler can run the fast subnet at small batches only.
   const Nanos slo = Millis(12);
-  const RunResult on = Run(true, 3.0, 600, slo, Seconds(4), GetParam());
-  const RunResult off = Run(false, 3.0, 600, slo, Seconds(4), GetParam());
+  const RunResult on = RunStraggler(true, 3.0, 600, slo, Seconds(4), GetParam());
+  const RunResult off = RunStraggler(false, 3.0, 600, slo, Seconds(4), GetParam());
   auto mean_profiled = [](const WorkerStats& s) { return s.profiled_ms / std::max(1, s.batches); };
   std::printf("%s per-worker: attainment %.4f, normal %d batches %.2f q/batch %.2f ms; straggler "
               "%d batches %.2f q/batch %.2f ms\n",
