@@ -128,8 +128,11 @@ TEST(SlowWorkerIntegration, TheStragglerGetsLighterBatchesWithPerWorkerEstimates
   // (a) Lighter work for the straggler: per query it served, the tuple's
   // profiled time is below the normal worker's.
   EXPECT_LT(straggler_ms, normal_ms);
-  // (b) Attainment holds with per-worker estimates.
-  EXPECT_GE(on.attainment, 0.99);
+  // (b) Attainment is higher than with one shared estimate (there the
+  // straggler runs batches planned for the fleet's speed and misses), and
+  // holds.
+  EXPECT_GT(on.attainment, off.attainment);
+  EXPECT_GE(on.attainment, 0.98);
 }
 
 }  // namespace
