@@ -26,6 +26,16 @@ using testing::EmulatedRepo;
 using testing::MakeWorkDir;
 using testing::PoissonTrace;
 
+// The absolute attainment floor is a property of the router as it ships
+// (a real-time 25 ms SLO); under AddressSanitizer the router runs 2-3x
+// slower, so there only the comparisons are checked (as the hostile-input
+// test treats its memory bound).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAbsoluteTimingIsMeaningful = false;
+#else
+constexpr bool kAbsoluteTimingIsMeaningful = true;
+#endif
+
 LabelledRequests Inputs(int n) {
   LabelledRequests in;
   for (int i = 0; i < n; ++i) {
@@ -132,7 +142,7 @@ TEST(SlowWorkerIntegration, TheStragglerGetsLighterBatchesWithPerWorkerEstimates
   // straggler runs batches planned for the fleet's speed and misses), and
   // holds.
   EXPECT_GT(on.attainment, off.attainment);
-  EXPECT_GE(on.attainment, 0.98);
+  if (kAbsoluteTimingIsMeaningful) EXPECT_GE(on.attainment, 0.98);
 }
 
 }  // namespace
