@@ -367,9 +367,15 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
     if (slots_.empty()) break;
     const size_t offered = slots_.size();
     ScheduleOfferLocked(m, now, e, speed);
-    // A straggler that declined (nothing it can serve in time) does not end
-    // the pass: the next workers may.
-    if (speed != 1.0 && !slots_.empty()) continue;
+    if (speed != 1.0) {
+      // A straggler does not make the model wait: a wake-up it asked for
+      // (planned on its slower clock) would keep fleet-speed workers that
+      // free up meanwhile from being asked until then.
+      s.clear_wake();
+      // One that declined (nothing it can serve in time) does not end the
+      // pass: the next workers may.
+      if (!slots_.empty()) continue;
+    }
     // A slot left: the policy is done (unless a worker of another speed waits).
     if (!slots_.empty() || (offered < offer && carry < 0)) break;
     offer = kOffer;

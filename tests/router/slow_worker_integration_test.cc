@@ -4,7 +4,8 @@
 // per-worker latency estimates (the router's default) and without
 // (--per_worker_speed=false). With them the straggler's batches are lighter
 // (smaller batches, faster subnets: less profiled time per batch) than the
-// normal worker's; the numbers of both runs are printed for docs/faults.md.
+// normal worker's, and attainment holds; the numbers of both runs are printed
+// for docs/faults.md.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -138,10 +139,12 @@ TEST(SlowWorkerIntegration, TheStragglerGetsLighterBatchesWithPerWorkerEstimates
   // (a) Lighter work for the straggler: per query it served, the tuple's
   // profiled time is below the normal worker's.
   EXPECT_LT(straggler_ms, normal_ms);
-  // (b) Attainment is higher than with one shared estimate (there the
-  // straggler runs batches planned for the fleet's speed and misses), and
-  // holds.
-  EXPECT_GT(on.attainment, off.attainment);
+  // (b) Attainment at least as high as with one shared estimate, and held.
+  // (Without per-worker estimates the straggler misses whenever the shared
+  // table has not caught up with it: 0.91-1.00 over runs, docs/faults.md;
+  // the strict comparison is asserted on the simulated clock,
+  // tests/serving/slow_worker_test.cc.)
+  EXPECT_GE(on.attainment, off.attainment);
   if (kAbsoluteTimingIsMeaningful) EXPECT_GE(on.attainment, 0.98);
 }
 
