@@ -188,10 +188,12 @@ TEST_P(SlowWorkerTest, AStragglerGetsLighterWorkAndAttainmentHolds) {
   EXPECT_GE(on.attainment, 0.99);
 }
 
-// The straggler with the lower id is offered free slots first; whatever it
-// answers (a wait for a fuller batch planned on its slower clock included)
-// must not keep the normal worker from being asked.
-TEST_P(SlowWorkerTest, AStragglerOfferedFirstDoesNotHoldBackTheNormalWorker) {
+// The straggler with the lower id is offered free slots first (a straggler
+// that declines must not end the pass: the normal worker is asked next).
+// Note: these runs do not exercise the straggler's wake-up requests (the
+// fix for those, ServingCore::ScheduleLocked, was found and checked with
+// the real-process test; docs/faults.md).
+TEST_P(SlowWorkerTest, AStragglerOfferedFirstStillGetsLighterWorkAndAttainmentHolds) {
   const RunResult on = RunStraggler(true, 3.0, 600, Millis(12), Seconds(4), GetParam(), 0);
   const RunResult off = RunStraggler(false, 3.0, 600, Millis(12), Seconds(4), GetParam(), 0);
   std::printf("%s straggler first: attainment per-worker %.4f, shared %.4f\n", GetParam().c_str(),
