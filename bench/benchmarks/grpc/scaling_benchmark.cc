@@ -344,20 +344,22 @@ Point SearchMaxRate(Fleet& fleet, int workers, int routers, double lo, double hi
   return pt;
 }
 
-// The resource that bounds a point, from its cores: "machine" when this
-// benchmark's processes together (routers, workers, load generator) kept
-// (nearly) all of this machine's CPUs busy, or the whole machine was (other
-// users included); "router" when the busiest router used (nearly) a whole
-// core; else "fleet" (the workers' emulated capacity and queueing).
+// What bounds a point. While the curve is linear (efficiency >= 0.9) it is
+// the fleet: the workers' emulated capacity and queueing. Past that, from the
+// cores at its max rate: "machine" when this benchmark's processes together
+// (routers, workers, load generator) kept (nearly) all of this machine's CPUs
+// busy; "router" when the busiest router used (nearly) a whole core;
+// "machine (other processes)" when the machine was busy with other work.
 double OwnCores(const Probe& p) {
   return std::max(0.0, p.router_cores) + std::max(0.0, p.worker_cores) +
          std::max(0.0, p.loadgen_cores);
 }
-std::string Limit(const Probe& p, int cpus) {
+std::string Limit(const Probe& p, double efficiency, int cpus) {
+  if (efficiency >= 0.9) return "fleet";
   if (OwnCores(p) >= 0.85 * cpus) return "machine";
   if (p.busiest_router_cores >= 0.85) return "router";
   if (p.machine_busy_cores >= 0.85 * cpus) return "machine (other processes)";
-  return "fleet";
+  return "unknown";
 }
 
 int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
@@ -422,7 +424,7 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
     const double eff = ideal > 0 ? p.max_qps / ideal : 0;
     if (first_nonlinear == nullptr && p.workers > linear_until) first_nonlinear = &p;
     const Probe& m = p.at_max;
-    const std::string limit = p.max_qps > 0 ? Limit(m, cpus) : "none passed";
+    const std::string limit = p.max_qps > 0 ? Limit(m, eff, cpus) : "none passed";
     JsonWriter row;
     row.Add("workers", p.workers)
         .Add("routers", p.routers)
@@ -483,7 +485,11 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
     out.Add("nonlinear_from_workers", first_nonlinear->workers)
         .Add("nonlinear_router_cpu_us_per_query", first_nonlinear->at_max.router_cpu_us_per_query)
         .Add("nonlinear_limit",
-             first_nonlinear->max_qps > 0 ? Limit(first_nonlinear->at_max, cpus) : "none passed");
+             first_nonlinear->max_qps > 0
+                 ? Limit(first_nonlinear->at_max,
+                         base > 0 ? first_nonlinear->max_qps / (first_nonlinear->workers * base) : 0,
+                         cpus)
+                 : "none passed");
   }
   const std::string json = out.AddArray("points", rows).ToString();
   if (!out_dir.empty()) {
