@@ -141,6 +141,8 @@ struct Probe {
 struct Point {
   int workers = 0;
   int routers = 0;
+  double idle_router_cores = -1;  // with no load: heartbeats, timers
+  double idle_worker_cores = -1;
   double max_qps = 0;  // 0: not even the lowest rate probed passed
   Probe at_max;        // the passing probe at max_qps
   int probes = 0;
@@ -256,6 +258,21 @@ class Fleet {
     p.loadgen_cores = CoresOf(before.loadgen, after.loadgen, wall);
     p.machine_busy_cores = CoresOf(before.machine, after.machine, wall);
     return p;
+  }
+
+  // What the fleet costs with no load (heartbeats, timers, idle streams):
+  // the cores of all routers and of the worker processes over `seconds`.
+  std::pair<double, double> IdleCores(double seconds) {
+    CpuReadings before = Read();
+    const Nanos t0 = RealClock::Get()->Now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    const Nanos wall = RealClock::Get()->Now() - t0;
+    CpuReadings after = Read();
+    double routers = 0;
+    for (size_t r = 0; r < shards_.size(); ++r) {
+      routers += std::max(0.0, CoresOf(before.routers[r], after.routers[r], wall));
+    }
+    return {routers, CoresOf(before.workers, after.workers, wall)};
   }
 
   void Stop() {
@@ -393,17 +410,22 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
     if (!points.empty() && points.back().max_qps > 0) lo = std::min(lo, points.back().max_qps / 2);
     // Warm-up (connections, threads), not counted.
     (void)(*fleet)->Run(lo, std::min(0.5, probe_s), 1, slo);
+    const auto idle = (*fleet)->IdleCores(1.0);
     Point pt = SearchMaxRate(**fleet, n, r, lo, hi, budget, probe_s, slo);
+    pt.idle_router_cores = idle.first;
+    pt.idle_worker_cores = idle.second;
     (*fleet)->Stop();
     const double ideal = points.empty() ? pt.max_qps : n * points.front().max_qps;
     std::fprintf(stderr,
                  "scaling: N=%d workers, %d router(s): max %.1f q/s at >= %.3f attainment "
                  "(ideal %.1f, efficiency %.3f), router %s/query (%s cores), load generator "
-                 "%s/query, %d probes\n",
+                 "%s/query, idle: router %s cores, workers %s cores, %d probes\n",
                  n, r, pt.max_qps, kTargetAttainment, ideal, ideal > 0 ? pt.max_qps / ideal : 0,
                  CpuText(pt.at_max.router_cpu_us_per_query).c_str(),
                  Fmt(pt.at_max.router_cores, "%.2f").c_str(),
-                 CpuText(pt.at_max.loadgen_cpu_us_per_query).c_str(), pt.probes);
+                 CpuText(pt.at_max.loadgen_cpu_us_per_query).c_str(),
+                 Fmt(pt.idle_router_cores, "%.3f").c_str(),
+                 Fmt(pt.idle_worker_cores, "%.3f").c_str(), pt.probes);
     points.push_back(pt);
   }
   const double base = points.front().max_qps;
@@ -417,7 +439,7 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
   std::ostringstream csv;
   csv << "workers,routers,max_qps,ideal_qps,efficiency,slo_attainment,p99_ms,"
          "router_cpu_us_per_query,router_cores,busiest_router_cores,worker_cpu_us_per_query,"
-         "worker_cores,loadgen_cpu_us_per_query,loadgen_cores,machine_busy_cores,other_cores,limit,probes\n";
+         "worker_cores,loadgen_cpu_us_per_query,loadgen_cores,machine_busy_cores,other_cores,idle_router_cores,idle_worker_cores,limit,probes\n";
   const Point* first_nonlinear = nullptr;
   for (const auto& p : points) {
     const double ideal = p.workers * base;
@@ -442,17 +464,20 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
         .Add("loadgen_cores", m.loadgen_cores)
         .Add("machine_busy_cores", m.machine_busy_cores)
         .Add("other_cores", std::max(0.0, m.machine_busy_cores - OwnCores(m)))
+        .Add("idle_router_cores", p.idle_router_cores)
+        .Add("idle_worker_cores", p.idle_worker_cores)
         .Add("limit", limit)
         .Add("probes", p.probes);
     rows.push_back(std::move(row));
     char line[512];
     std::snprintf(line, sizeof(line),
-                  "%d,%d,%.2f,%.2f,%.4f,%.4f,%.2f,%.2f,%.3f,%.3f,%.2f,%.3f,%.2f,%.3f,%.3f,%.3f,%s,%d\n",
+                  "%d,%d,%.2f,%.2f,%.4f,%.4f,%.2f,%.2f,%.3f,%.3f,%.2f,%.3f,%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%d\n",
                   p.workers, p.routers, p.max_qps, ideal, eff, m.summary.slo_attainment,
                   m.summary.p99_ms, m.router_cpu_us_per_query, m.router_cores,
                   m.busiest_router_cores, m.worker_cpu_us_per_query, m.worker_cores,
                   m.loadgen_cpu_us_per_query, m.loadgen_cores, m.machine_busy_cores,
-                  std::max(0.0, m.machine_busy_cores - OwnCores(m)), limit.c_str(), p.probes);
+                  std::max(0.0, m.machine_busy_cores - OwnCores(m)), p.idle_router_cores,
+                  p.idle_worker_cores, limit.c_str(), p.probes);
     csv << line;
     std::printf("N=%4d  max %8.1f q/s  ideal %8.1f  efficiency %.3f  router %s/query (%s "
                 "cores)  load generator %s/query (%s cores)  machine %s cores busy  limit: %s\n",
