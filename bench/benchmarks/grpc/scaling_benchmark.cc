@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -387,11 +388,6 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
   const Nanos slo = Millis(absl::GetFlag(FLAGS_scaling_slo_ms));
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
   auto transport = ParseTransport(absl::GetFlag(FLAGS_scaling_transport));
-  if (!transport.ok() || max_workers < 1 || probe_s <= 0) {
-    std::fprintf(stderr, "scaling: need --max_workers >= 1, --probe_s > 0 and "
-                         "--scaling_transport unary|stream\n");
-    return 2;
-  }
   const double capacity = WorkerCapacityQps(MakeEmulatedProfile(ScalingModel("shard0")));
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   std::vector<Point> points;
@@ -530,6 +526,22 @@ RegisterBenchmark reg_scaling(
     "highest rate at >= 0.999 attainment for 1, 2, 4, ... emulated workers behind one router "
     "(or --routers shards) vs the ideal linear curve, with the router's CPU per query",
     [](const BenchmarkArgs& args) {
+      // Usage errors before anything starts (exit 2, no scratch directory).
+      if (!ParseTransport(absl::GetFlag(FLAGS_scaling_transport)).ok() ||
+          absl::GetFlag(FLAGS_max_workers) < 1 || !(absl::GetFlag(FLAGS_probe_s) > 0) ||
+          absl::GetFlag(FLAGS_probes) < 1 || absl::GetFlag(FLAGS_routers) < 1 ||
+          !(absl::GetFlag(FLAGS_scaling_slo_ms) > 0)) {
+        std::fprintf(stderr, "scaling: need --max_workers >= 1, --probe_s > 0, --probes >= 1, "
+                             "--routers >= 1, --scaling_slo_ms > 0 and --scaling_transport "
+                             "unary|stream\n");
+        return 2;
+      }
+      const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
+      std::error_code ec;
+      if (!out_dir.empty() && !std::filesystem::create_directories(out_dir, ec) && ec) {
+        std::fprintf(stderr, "scaling: --out_dir %s: %s\n", out_dir.c_str(), ec.message().c_str());
+        return 2;
+      }
       return InScratchDir("scaling", [&](const std::string& w) { return MeasureScaling(args, w); });
     });
 
