@@ -406,7 +406,7 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
     if (!points.empty() && points.back().max_qps > 0) lo = std::min(lo, points.back().max_qps / 2);
     // Warm-up (connections, threads), not counted.
     (void)(*fleet)->Run(lo, std::min(0.5, probe_s), 1, slo);
-    const auto idle = (*fleet)->IdleCores(1.0);
+    const auto idle = (*fleet)->IdleCores(std::min(1.0, probe_s / 2));
     Point pt = SearchMaxRate(**fleet, n, r, lo, hi, budget, probe_s, slo);
     pt.idle_router_cores = idle.first;
     pt.idle_worker_cores = idle.second;
