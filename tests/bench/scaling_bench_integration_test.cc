@@ -84,6 +84,9 @@ TEST(ScalingBenchTest, TwoWorkersServeMoreThanOneAndTheJsonSaysSo) {
     EXPECT_GE(Num(pt, "worker_cpu_us_per_query"), 0);
     EXPECT_GE(Num(pt, "router_cores"), 0);
     EXPECT_GE(Num(pt, "machine_busy_cores"), 0);
+    // Batches of the scaling model's sizes (1, 2, 4).
+    EXPECT_GE(Num(pt, "mean_batch"), 1);
+    EXPECT_LE(Num(pt, "mean_batch"), 4);
   }
   // --out_dir got the files the plot script reads.
   std::ifstream csv(dir + "/scaling.csv");

@@ -136,6 +136,7 @@ struct Probe {
   double loadgen_cpu_us_per_query = -1;
   double loadgen_cores = -1;
   double machine_busy_cores = -1;  // every process on the machine, other users included
+  double mean_batch = 0;           // mean batch size over the OK answers
   bool passed() const { return summary.queries > 0 && summary.slo_attainment >= kTargetAttainment; }
 };
 
@@ -238,7 +239,13 @@ class Fleet {
       p.summary.slo_attainment = static_cast<double>(p.summary.ok) / expected;
       p.summary.queries = expected;
     }
-    for (const auto& q : all) p.served += q.code == absl::StatusCode::kOk ? 1 : 0;
+    int64_t batch_sum = 0;
+    for (const auto& q : all) {
+      if (q.code != absl::StatusCode::kOk) continue;
+      ++p.served;
+      batch_sum += q.batch_size;
+    }
+    if (p.served > 0) p.mean_batch = static_cast<double>(batch_sum) / p.served;
     // Routers: the sum, and the busiest one's cores.
     absl::StatusOr<Nanos> rb = Nanos{0}, ra = Nanos{0};
     for (size_t r = 0; r < shards_.size(); ++r) {
@@ -320,10 +327,11 @@ std::string Fmt(double v, const char* format) {
 
 void PrintProbe(int workers, const Probe& p) {
   std::fprintf(stderr,
-               "  N=%d %.1f q/s offered: attainment %.4f, served %.1f q/s, p99 %.1f ms, router "
-               "%s/query (%s cores), load generator %s cores, workers %s cores, machine %s "
-               "cores busy\n",
+               "  N=%d %.1f q/s offered: attainment %.4f, served %.1f q/s, p99 %.1f ms, mean "
+               "batch %.2f, router %s/query (%s cores), load generator %s cores, workers %s "
+               "cores, machine %s cores busy\n",
                workers, p.qps, p.summary.slo_attainment, p.summary.throughput_qps, p.summary.p99_ms,
+               p.mean_batch,
                CpuText(p.router_cpu_us_per_query).c_str(), Fmt(p.router_cores, "%.2f").c_str(),
                Fmt(p.loadgen_cores, "%.2f").c_str(), Fmt(p.worker_cores, "%.2f").c_str(),
                Fmt(p.machine_busy_cores, "%.2f").c_str());
@@ -433,7 +441,7 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
   }
   std::vector<JsonWriter> rows;
   std::ostringstream csv;
-  csv << "workers,routers,max_qps,ideal_qps,efficiency,slo_attainment,p99_ms,"
+  csv << "workers,routers,max_qps,ideal_qps,efficiency,slo_attainment,p99_ms,mean_batch,"
          "router_cpu_us_per_query,router_cores,busiest_router_cores,worker_cpu_us_per_query,"
          "worker_cores,loadgen_cpu_us_per_query,loadgen_cores,machine_busy_cores,other_cores,idle_router_cores,idle_worker_cores,limit,probes\n";
   const Point* first_nonlinear = nullptr;
@@ -451,6 +459,7 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
         .Add("efficiency", eff)
         .Add("slo_attainment", m.summary.slo_attainment)
         .Add("p99_ms", m.summary.p99_ms)
+        .Add("mean_batch", m.mean_batch)
         .Add("router_cpu_us_per_query", m.router_cpu_us_per_query)
         .Add("router_cores", m.router_cores)
         .Add("busiest_router_cores", m.busiest_router_cores)
@@ -467,9 +476,10 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
     rows.push_back(std::move(row));
     char line[512];
     std::snprintf(line, sizeof(line),
-                  "%d,%d,%.2f,%.2f,%.4f,%.4f,%.2f,%.2f,%.3f,%.3f,%.2f,%.3f,%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%s,%d\n",
+                  "%d,%d,%.2f,%.2f,%.4f,%.4f,%.2f,%.3f,%.2f,%.3f,%.3f,%.2f,%.3f,%.2f,%.3f,"
+                  "%.3f,%.3f,%.3f,%.3f,%s,%d\n",
                   p.workers, p.routers, p.max_qps, ideal, eff, m.summary.slo_attainment,
-                  m.summary.p99_ms, m.router_cpu_us_per_query, m.router_cores,
+                  m.summary.p99_ms, m.mean_batch, m.router_cpu_us_per_query, m.router_cores,
                   m.busiest_router_cores, m.worker_cpu_us_per_query, m.worker_cores,
                   m.loadgen_cpu_us_per_query, m.loadgen_cores, m.machine_busy_cores,
                   std::max(0.0, m.machine_busy_cores - OwnCores(m)), p.idle_router_cores,
