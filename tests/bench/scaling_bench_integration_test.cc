@@ -41,11 +41,11 @@ TEST(ScalingBenchTest, TwoWorkersServeMoreThanOneAndTheJsonSaysSo) {
                     "/superserve-scaling-test-XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   // Through sh for stdout (the JSON) and stderr (progress) in separate files.
-  auto p = Subprocess::Start(
-      {"/bin/sh", "-c",
-       "exec '" + BinDir() + "/superserve-bench' scaling --json --max_workers=2 --probe_s=0.5 "
-           "--probes=4 --out_dir='" + dir + "' >'" + dir + "/stdout.txt' 2>'" + dir +
-           "/stderr.txt'"});
+  auto p = Subprocess::Start({"/bin/sh", "-c",
+                              "exec '" + BinDir() +
+                                  "/superserve-bench' scaling --json --max_workers=2 --probe_s=0.5 "
+                                  "--probes=4 --out_dir='" +
+                                  dir + "' >'" + dir + "/stdout.txt' 2>'" + dir + "/stderr.txt'"});
   ASSERT_TRUE(p.ok()) << p.status();
   auto status = p->Wait(Seconds(60));
   ASSERT_TRUE(status.has_value()) << "superserve-bench scaling did not exit";

@@ -150,7 +150,8 @@ struct Point {
   int probes = 0;
 };
 
-double CoresOf(const absl::StatusOr<Nanos>& before, const absl::StatusOr<Nanos>& after, Nanos wall) {
+double CoresOf(const absl::StatusOr<Nanos>& before, const absl::StatusOr<Nanos>& after,
+               Nanos wall) {
   if (!before.ok() || !after.ok() || wall <= 0) return -1;
   return static_cast<double>(*after - *before) / static_cast<double>(wall);
 }
@@ -182,9 +183,9 @@ class Fleet {
       o.worker_flags.push_back("--log_level=warning");
       auto cluster = LocalCluster::Start(o);
       if (!cluster.ok()) {
-        return absl::Status(cluster.status().code(),
-                            absl::StrCat("router ", r, " with ", n, " workers: ",
-                                         cluster.status().message()));
+        return absl::Status(
+            cluster.status().code(),
+            absl::StrCat("router ", r, " with ", n, " workers: ", cluster.status().message()));
       }
       Shard s;
       s.workers = n;
@@ -260,9 +261,11 @@ class Fleet {
     }
     p.router_cpu_us_per_query = CpuPerQuery("scaling (routers)", rb, ra, p.served);
     p.router_cores = CoresOf(rb, ra, wall);
-    p.worker_cpu_us_per_query = CpuPerQuery("scaling (workers)", before.workers, after.workers, p.served);
+    p.worker_cpu_us_per_query =
+        CpuPerQuery("scaling (workers)", before.workers, after.workers, p.served);
     p.worker_cores = CoresOf(before.workers, after.workers, wall);
-    p.loadgen_cpu_us_per_query = CpuPerQuery("scaling (load generator)", before.loadgen, after.loadgen, p.served);
+    p.loadgen_cpu_us_per_query =
+        CpuPerQuery("scaling (load generator)", before.loadgen, after.loadgen, p.served);
     p.loadgen_cores = CoresOf(before.loadgen, after.loadgen, wall);
     p.machine_busy_cores = CoresOf(before.machine, after.machine, wall);
     return p;
@@ -331,10 +334,9 @@ void PrintProbe(int workers, const Probe& p) {
                "batch %.2f, router %s/query (%s cores), load generator %s cores, workers %s "
                "cores, machine %s cores busy\n",
                workers, p.qps, p.summary.slo_attainment, p.summary.throughput_qps, p.summary.p99_ms,
-               p.mean_batch,
-               CpuText(p.router_cpu_us_per_query).c_str(), Fmt(p.router_cores, "%.2f").c_str(),
-               Fmt(p.loadgen_cores, "%.2f").c_str(), Fmt(p.worker_cores, "%.2f").c_str(),
-               Fmt(p.machine_busy_cores, "%.2f").c_str());
+               p.mean_batch, CpuText(p.router_cpu_us_per_query).c_str(),
+               Fmt(p.router_cores, "%.2f").c_str(), Fmt(p.loadgen_cores, "%.2f").c_str(),
+               Fmt(p.worker_cores, "%.2f").c_str(), Fmt(p.machine_busy_cores, "%.2f").c_str());
 }
 
 // The highest rate in [lo, hi] that passes, by geometric bisection with at
@@ -443,7 +445,8 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
   std::ostringstream csv;
   csv << "workers,routers,max_qps,ideal_qps,efficiency,slo_attainment,p99_ms,mean_batch,"
          "router_cpu_us_per_query,router_cores,busiest_router_cores,worker_cpu_us_per_query,"
-         "worker_cores,loadgen_cpu_us_per_query,loadgen_cores,machine_busy_cores,other_cores,idle_router_cores,idle_worker_cores,limit,probes\n";
+         "worker_cores,loadgen_cpu_us_per_query,loadgen_cores,machine_busy_cores,other_cores,idle_"
+         "router_cores,idle_worker_cores,limit,probes\n";
   const Point* first_nonlinear = nullptr;
   for (const auto& p : points) {
     const double ideal = p.workers * base;
@@ -485,12 +488,13 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
                   std::max(0.0, m.machine_busy_cores - OwnCores(m)), p.idle_router_cores,
                   p.idle_worker_cores, limit.c_str(), p.probes);
     csv << line;
-    std::printf("N=%4d  max %8.1f q/s  ideal %8.1f  efficiency %.3f  router %s/query (%s "
-                "cores)  load generator %s/query (%s cores)  machine %s cores busy  limit: %s\n",
-                p.workers, p.max_qps, ideal, eff, CpuText(m.router_cpu_us_per_query).c_str(),
-                Fmt(m.router_cores, "%.2f").c_str(), CpuText(m.loadgen_cpu_us_per_query).c_str(),
-                Fmt(m.loadgen_cores, "%.2f").c_str(), Fmt(m.machine_busy_cores, "%.2f").c_str(),
-                limit.c_str());
+    std::printf(
+        "N=%4d  max %8.1f q/s  ideal %8.1f  efficiency %.3f  router %s/query (%s "
+        "cores)  load generator %s/query (%s cores)  machine %s cores busy  limit: %s\n",
+        p.workers, p.max_qps, ideal, eff, CpuText(m.router_cpu_us_per_query).c_str(),
+        Fmt(m.router_cores, "%.2f").c_str(), CpuText(m.loadgen_cpu_us_per_query).c_str(),
+        Fmt(m.loadgen_cores, "%.2f").c_str(), Fmt(m.machine_busy_cores, "%.2f").c_str(),
+        limit.c_str());
   }
   const Point& last = points.back();
   JsonWriter out;
@@ -515,12 +519,13 @@ int MeasureScaling(const BenchmarkArgs& args, const std::string& work) {
     // Where the curve leaves linear, and what one query cost the router there.
     out.Add("nonlinear_from_workers", first_nonlinear->workers)
         .Add("nonlinear_router_cpu_us_per_query", first_nonlinear->at_max.router_cpu_us_per_query)
-        .Add("nonlinear_limit",
-             first_nonlinear->max_qps > 0
-                 ? Limit(first_nonlinear->at_max,
-                         base > 0 ? first_nonlinear->max_qps / (first_nonlinear->workers * base) : 0,
-                         cpus)
-                 : "none passed");
+        .Add(
+            "nonlinear_limit",
+            first_nonlinear->max_qps > 0
+                ? Limit(first_nonlinear->at_max,
+                        base > 0 ? first_nonlinear->max_qps / (first_nonlinear->workers * base) : 0,
+                        cpus)
+                : "none passed");
   }
   const std::string json = out.AddArray("points", rows).ToString();
   if (!out_dir.empty()) {
@@ -541,9 +546,10 @@ RegisterBenchmark reg_scaling(
           absl::GetFlag(FLAGS_max_workers) < 1 || !(absl::GetFlag(FLAGS_probe_s) > 0) ||
           absl::GetFlag(FLAGS_probes) < 1 || absl::GetFlag(FLAGS_routers) < 1 ||
           !(absl::GetFlag(FLAGS_scaling_slo_ms) > 0)) {
-        std::fprintf(stderr, "scaling: need --max_workers >= 1, --probe_s > 0, --probes >= 1, "
-                             "--routers >= 1, --scaling_slo_ms > 0 and --scaling_transport "
-                             "unary|stream\n");
+        std::fprintf(stderr,
+                     "scaling: need --max_workers >= 1, --probe_s > 0, --probes >= 1, "
+                     "--routers >= 1, --scaling_slo_ms > 0 and --scaling_transport "
+                     "unary|stream\n");
         return 2;
       }
       const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
