@@ -20,8 +20,7 @@ void ClipperShadow::Dispatch(Nanos start, Nanos overhead) {
   // The fixed-subnet policy's rule (policies/greedy_policies.cc): drop the
   // heads no tuple can save, then the largest batch of this subnet that fits
   // the head's slack, cut to what is queued.
-  while (!deadlines_.empty() &&
-         deadlines_.front() < start + overhead + table_->min_latency()) {
+  while (!deadlines_.empty() && deadlines_.front() < start + overhead + table_->min_latency()) {
     deadlines_.pop_front();
     held_since_ = std::max(held_since_, start);
   }

@@ -14,8 +14,8 @@ void ShadowFitPolicy::OnArrival(const Query& q, Nanos now) {
 
 int ShadowFitPolicy::UpperRank(const SchedulingContext& ctx, Nanos slo, int rate_rank) {
   const Nanos now = ctx.now;
-  const int workers = std::max<int>(
-      1, std::max<int>(ctx.live_workers, static_cast<int>(ctx.free_workers.size())));
+  const int workers =
+      std::max<int>(1, std::max<int>(ctx.live_workers, static_cast<int>(ctx.free_workers.size())));
   if (shadows_.empty()) {
     const int s = table_.num_subnets();
     const int n = std::max(1, std::min(s, options_.shadows));
@@ -33,8 +33,8 @@ int ShadowFitPolicy::UpperRank(const SchedulingContext& ctx, Nanos slo, int rate
   return std::max(vouched, rate_rank);
 }
 
-bool ShadowFitPolicy::BacklogVetted(const SchedulingContext& ctx, int rank,
-                                    const QueueView& view, double clearing) {
+bool ShadowFitPolicy::BacklogVetted(const SchedulingContext& ctx, int rank, const QueueView& view,
+                                    double clearing) {
   if (clearing > options_.vouched_backlog_factor * static_cast<double>(view.slack)) return false;
   for (const ClipperShadow& s : shadows_) {
     if (s.rank() == rank) return ctx.now - s.held_since() >= hold_;
