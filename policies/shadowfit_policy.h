@@ -40,6 +40,9 @@ struct ShadowFitOptions {
 class ShadowFitPolicy : public RateFitPolicy {
  public:
   ShadowFitPolicy(const ModelProfile& profile, ShadowFitOptions options);
+  // The shadows point into this policy's latency table.
+  ShadowFitPolicy(const ShadowFitPolicy&) = delete;
+  ShadowFitPolicy& operator=(const ShadowFitPolicy&) = delete;
 
   void OnArrival(const Query& q, Nanos now) override;
 
