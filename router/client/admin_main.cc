@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/init.h"
+#include "common/model_repository.h"
 #include "common/secret.h"
 #include "grpcpp/grpcpp.h"
 #include "router/client/inference_client.h"
@@ -40,7 +41,9 @@ constexpr const char* kUsage =
     "                         read); then wait (--wait_ready_s) until a worker serves it\n"
     "  unregister NAME        remove a model (its queued queries are answered first)\n"
     "  list                   one line per registered model\n"
-    "  status NAME            one model's details; fails when it is not registered\n\n"
+    "  status NAME            one model's details; fails when it is not registered\n"
+    "  validate PACKAGE_DIR   check a package locally, as the router would (no router, no\n"
+    "                         token needed)\n\n"
     "The admin token comes from --admin_token_file, else the environment variable\n"
     "SUPERSERVE_ADMIN_TOKEN.\n"
     "Exit codes: 0 done; 1 the router refused (bad package, unknown model: the message names\n"
@@ -128,10 +131,25 @@ int Run(const std::vector<std::string>& args) {
     return kUsageError;
   }
   const std::string command = args[1];
-  const bool takes_arg = command == "register" || command == "unregister" || command == "status";
+  const bool takes_arg = command == "register" || command == "unregister" ||
+                        command == "status" || command == "validate";
   if ((command != "list" && !takes_arg) || args.size() != (takes_arg ? 3u : 2u)) {
     std::fprintf(stderr, "superserve-admin: bad command line\n\n%s\n", kUsage);
     return kUsageError;
+  }
+  if (command == "validate") {
+    // The router's own loader (LoadModelDirectory): same checks, same messages.
+    auto entry = LoadModelDirectory(args[2]);
+    if (!entry.ok()) {
+      std::fprintf(stderr, "superserve-admin: validate: %s\n",
+                   std::string(entry.status().message()).c_str());
+      return kRefused;
+    }
+    std::printf("valid: %s (%s, %s, %zu subnets%s)\n", entry->name.c_str(),
+                entry->manifest.has_value() ? "package with manifest" : "older layout, no manifest",
+                entry->profile.family.c_str(), entry->profile.subnets.size(),
+                entry->profile.is_dynamic ? ", dynamic" : "");
+    return kOk;
   }
   std::string token;
   if (const std::string f = absl::GetFlag(FLAGS_admin_token_file); !f.empty()) {

@@ -176,5 +176,33 @@ TEST_F(AdminCli, RegisteredPackageAnswersOnceAWorkerServesItThenUnregisters) {
   EXPECT_EQ(client.Infer(req, Millis(1000)).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// validate runs the router's loader locally: no router, no token.
+TEST(AdminCliValidate, ChecksAPackageWithoutARouter) {
+  const std::string work = MakeWorkDir();
+  auto run = [&](const std::string& dir) {
+    CliResult r;
+    const std::string log = work + "/validate.log";
+    auto p = Subprocess::Start({BinDir() + "/superserve-admin", "validate", dir}, log);
+    EXPECT_TRUE(p.ok());
+    if (!p.ok()) return r;
+    auto st = p->Wait(Seconds(30));
+    if (st.has_value() && WIFEXITED(*st)) r.exit_code = WEXITSTATUS(*st);
+    r.output = ReadAll(log);
+    return r;
+  };
+  auto good = run(testing::SourceDir() + "/models/dynamic/fmnist-exit");
+  EXPECT_EQ(good.exit_code, 0) << good.output;
+  EXPECT_THAT(good.output, HasSubstr("valid: fmnist-exit (package with manifest, early_exit"));
+  fs::create_directories(work + "/emu");
+  std::ofstream(work + "/emu/profile.json") << ReadAll(EmulatedRepo() + "/emu/profile.json");
+  std::ofstream(work + "/emu/manifest.json")
+      << absl::StrReplaceAll(ReadAll(EmulatedRepo() + "/emu/manifest.json"),
+                             {{"\"default_slo_ms\": 50", "\"default_slo_ms\": 0"}});
+  auto bad = run(work + "/emu");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("manifest.json: field default_slo_ms"));
+  fs::remove_all(work);
+}
+
 }  // namespace
 }  // namespace superserve
