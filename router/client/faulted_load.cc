@@ -79,37 +79,41 @@ absl::StatusOr<FaultedLoadResult> RunFaultedLoad(LocalCluster& cluster,
   const Clock* clock = RealClock::Get();
   const Nanos start = clock->Now();
 
-  std::thread faults([&] {
-    for (const Fault& f : options.faults) {
-      const Nanos wait = start + f.at - clock->Now();
-      if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
-      auto applied = injector.Apply(f, start);
-      if (!applied.ok()) {
-        std::fprintf(stderr, "faulted load: %s at %.1f s skipped: %s\n", FaultKindName(f.kind),
-                     ToSeconds(f.at), std::string(applied.status().message()).c_str());
-        continue;
+  // Queries go out from a thread of their own; faults are applied from the
+  // caller's thread: the processes a fault starts (replacement workers, the
+  // restarted router) die with the thread that started them
+  // (PR_SET_PDEATHSIG, common/subprocess.h), so that thread must outlive
+  // the run.
+  std::thread sender([&] {
+    std::mt19937_64 rng(options.seed);
+    std::bernoulli_distribution use_stream(options.stream_share);
+    for (size_t i = 0; i < options.arrivals.size(); ++i) {
+      const Nanos target = start + options.arrivals[i];
+      const Nanos now = clock->Now();
+      if (target - now > Micros(100)) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(target - now - Micros(50)));
       }
-      if (f.kind == FaultKind::kRestartRouterDrain || f.kind == FaultKind::kRestartRouterKill) {
-        clients.Replace();
-      }
-      result.faults.push_back(*std::move(applied));
+      const Transport t = use_stream(rng) ? Transport::kStream : Transport::kUnary;
+      const uint64_t id = ledger.Send(clock->Now() - start, options.slo, t);
+      clients.Get(t)->InferAsync(inputs.requests[i % inputs.requests.size()], options.slo,
+                                 [&ledger, id](InferenceClient::Result r) { ledger.Answer(id, r); });
     }
   });
-
-  std::mt19937_64 rng(options.seed);
-  std::bernoulli_distribution use_stream(options.stream_share);
-  for (size_t i = 0; i < options.arrivals.size(); ++i) {
-    const Nanos target = start + options.arrivals[i];
-    const Nanos now = clock->Now();
-    if (target - now > Micros(100)) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(target - now - Micros(50)));
+  for (const Fault& f : options.faults) {
+    const Nanos wait = start + f.at - clock->Now();
+    if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    auto applied = injector.Apply(f, start);
+    if (!applied.ok()) {
+      std::fprintf(stderr, "faulted load: %s at %.1f s skipped: %s\n", FaultKindName(f.kind),
+                   ToSeconds(f.at), std::string(applied.status().message()).c_str());
+      continue;
     }
-    const Transport t = use_stream(rng) ? Transport::kStream : Transport::kUnary;
-    const uint64_t id = ledger.Send(clock->Now() - start, options.slo, t);
-    clients.Get(t)->InferAsync(inputs.requests[i % inputs.requests.size()], options.slo,
-                               [&ledger, id](InferenceClient::Result r) { ledger.Answer(id, r); });
+    if (f.kind == FaultKind::kRestartRouterDrain || f.kind == FaultKind::kRestartRouterKill) {
+      clients.Replace();
+    }
+    result.faults.push_back(*std::move(applied));
   }
-  faults.join();
+  sender.join();
   ledger.WaitAllAnswered(options.slo + options.drain);
   injector.ReleaseHung();
   result.stray_answers = clients.StrayAnswers();
@@ -121,7 +125,11 @@ absl::StatusOr<FaultedLoadResult> RunFaultedLoad(LocalCluster& cluster,
   const Nanos give_up = clock->Now() + Seconds(5);
   while (true) {
     auto totals = cluster.ScrapeRouterTotals();
-    if (totals.ok()) result.router_final = *totals;
+    if (totals.ok()) {
+      result.router_final = *totals;
+    } else {
+      result.router_final_error = std::string(totals.status().message());
+    }
     if ((totals.ok() && totals->pending == 0) || clock->Now() > give_up) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

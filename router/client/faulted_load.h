@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,10 +40,12 @@ struct FaultedLoadResult {
   // The last router's totals once the load is over and nothing is pending
   // (pending > 0 if it never got there within a few seconds).
   std::optional<RouterTotals> router_final;
+  std::string router_final_error;  // why router_final is missing
   Nanos elapsed = 0;
 };
 
-// Runs the load and the plan (on a thread of its own), waits for every
+// Runs the load (on a thread of its own) and the plan (on the caller's
+// thread, which must outlive the cluster's processes), waits for every
 // answer, then ReleaseHung. A fault that cannot be applied (no healthy
 // worker left) is skipped with a line on stderr. After a router restart the
 // clients are replaced (a fresh channel and stream; an InferStream does not
