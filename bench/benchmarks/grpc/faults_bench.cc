@@ -57,6 +57,8 @@ ABSL_FLAG(std::string, restart_signal, "term",
           "faults: the restart variant stops the router with SIGTERM (term: it drains) or "
           "SIGKILL (kill).");
 ABSL_FLAG(uint64_t, faults_seed, 11, "faults: seed of the arrivals and the victims.");
+ABSL_FLAG(bool, faults_plot, true,
+          "faults: draw the PNG with scripts/plot-faults.py (python3-matplotlib).");
 
 #ifndef SUPERSERVE_BENCH_SOURCE_DIR
 #define SUPERSERVE_BENCH_SOURCE_DIR ""
@@ -251,7 +253,7 @@ class FaultsBench {
       return 1;
     }
     const std::string png = out_dir + "/faults_timeline.png";
-    const bool plotted = Plot(out_dir, png);
+    const bool plotted = absl::GetFlag(FLAGS_faults_plot) && Plot(out_dir, png);
     const double elapsed = ToSeconds(RealClock::Get()->Now() - start);
     const double base = results.front().run.counts.slo_attainment();
     if (args.json) {
