@@ -58,7 +58,8 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::Run(
     logits[h % classes] = 1.f;
     out.push_back(MakeFloatTensor({classes}, logits));
   }
-  std::this_thread::sleep_for(std::chrono::nanoseconds(*latency));
+  std::this_thread::sleep_for(
+      std::chrono::nanoseconds(static_cast<Nanos>(slowdown_ * static_cast<double>(*latency))));
   return out;
 }
 

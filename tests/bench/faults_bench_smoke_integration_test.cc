@@ -35,7 +35,7 @@ TEST(FaultsBenchSmoke, ShortRunKeepsExactlyOnceAndWritesTheTimeline) {
   const std::string log = dir + "/bench.txt";
   auto p = Subprocess::Start({BinDir() + "/superserve-bench", "faults", "--json",
                               "--duration_s=2", "--kill_every_s=0.7", "--workers=2",
-                              "--probe_s=1.5", "--variants=none,sigkill", "--faults_plot=false", "--out_dir=" + dir},
+                              "--faults_probe_s=1.5", "--variants=none,sigkill", "--faults_plot=false", "--out_dir=" + dir},
                              log);
   ASSERT_TRUE(p.ok());
   auto st = p->Wait(Seconds(60));

@@ -22,6 +22,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -42,15 +43,16 @@ ABSL_FLAG(double, duration_s, 60, "faults: seconds of load per variant.");
 ABSL_FLAG(double, kill_every_s, 12,
           "faults: sigkill/sigstop variants fault one worker this often until half remain.");
 ABSL_FLAG(int32_t, workers, 8, "faults: emulated workers, one process each.");
-ABSL_FLAG(std::string, out_dir, "faults-report",
-          "faults: where the timeline CSV, the fault events CSV and the PNG go.");
 ABSL_FLAG(double, load_fraction, 0.45,
           "faults: offered load as a fraction of the measured capacity (at 0.5 the last "
           "kill_every_s of the sigkill / sigstop variants run at 100 % of what is left).");
 ABSL_FLAG(double, faults_scale, 4.0,
           "faults: the emulated profile's latencies (fastest subnet 2.8 .. 16.5 ms at batch "
           "1..16) times this; larger means fewer queries per second for the same load.");
-ABSL_FLAG(double, probe_s, 4, "faults: seconds of the capacity probe (> 1).");
+ABSL_FLAG(double, faults_probe_s, 4, "faults: seconds of the capacity probe (> 1).");
+// Shared with `scaling` (defined in scaling_benchmark.cc): here, where the
+// timeline CSVs and the PNG go; empty: faults-report.
+ABSL_DECLARE_FLAG(std::string, out_dir);
 ABSL_FLAG(std::string, variants, "none,sigkill,sigstop,restart",
           "faults: variants to run, in order (the first is the baseline of the ratios).");
 ABSL_FLAG(std::string, restart_signal, "term",
@@ -138,10 +140,10 @@ class FaultsBench {
     const double scale = absl::GetFlag(FLAGS_faults_scale);
     const std::string restart_signal = absl::GetFlag(FLAGS_restart_signal);
     if (!(duration_s > 0) || !(kill_every_s > 0) || workers_ < 2 || !(load_fraction > 0) ||
-        !(absl::GetFlag(FLAGS_probe_s) > 1) ||
+        !(absl::GetFlag(FLAGS_faults_probe_s) > 1) ||
         !(scale > 0) || (restart_signal != "term" && restart_signal != "kill")) {
       std::fprintf(stderr, "faults: need --duration_s > 0, --kill_every_s > 0, --workers >= 2, "
-                           "--load_fraction > 0, --probe_s > 1, --faults_scale > 0, --restart_signal "
+                           "--load_fraction > 0, --faults_probe_s > 1, --faults_scale > 0, --restart_signal "
                            "term|kill\n");
       return 2;
     }
@@ -157,7 +159,8 @@ class FaultsBench {
       std::fprintf(stderr, "faults: --variants is empty\n");
       return 2;
     }
-    const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
+    const std::string out_dir =
+        absl::GetFlag(FLAGS_out_dir).empty() ? "faults-report" : absl::GetFlag(FLAGS_out_dir);
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (ec) {
@@ -339,7 +342,7 @@ class FaultsBench {
     if (!cluster.ok()) return cluster.status();
     InferenceClient client((*cluster)->router_address(), Transport::kStream);
     client.WaitForConnected(Seconds(5));
-    const double probe_s = absl::GetFlag(FLAGS_probe_s);
+    const double probe_s = absl::GetFlag(FLAGS_faults_probe_s);
     std::vector<TraceArrival> trace;
     for (Nanos t : GammaArrivals(offered, 1, static_cast<Nanos>(probe_s * 1e9), 5)) {
       TraceArrival a;
