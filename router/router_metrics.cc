@@ -5,13 +5,16 @@
 #include "absl/strings/str_cat.h"
 #include "planner/workers_needed.h"
 #include "policies/arrival_rate.h"
+#include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "serving/serving_core.h"
 
 namespace superserve {
 
@@ -36,7 +39,50 @@ struct RouterMetrics::ModelMetrics {
   prometheus::Gauge* workers_needed = nullptr;
 };
 
-RouterMetrics::RouterMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+// The serving core's accepted / answered / pending, read at scrape time from
+// one Stats() snapshot (taken under the core's lock), so the three agree.
+class RouterMetrics::ServingTotals final : public prometheus::Collectable {
+ public:
+  void Set(std::function<ServingStats()> stats) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_ = std::move(stats);
+  }
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stats_) return {};
+    const ServingStats s = stats_();
+    auto family = [](const char* name, const char* help, prometheus::MetricType type,
+                     int64_t value) {
+      prometheus::MetricFamily f;
+      f.name = name;
+      f.help = help;
+      f.type = type;
+      prometheus::ClientMetric m;
+      if (type == prometheus::MetricType::Counter) {
+        m.counter.value = static_cast<double>(value);
+      } else {
+        m.gauge.value = static_cast<double>(value);
+      }
+      f.metric.push_back(m);
+      return f;
+    };
+    return {family("superserve_queries_accepted_total", "Queries that entered a queue",
+                   prometheus::MetricType::Counter, s.accepted),
+            family("superserve_queries_answered_total",
+                   "Terminal answers of accepted queries (one per accepted query)",
+                   prometheus::MetricType::Counter, s.answered),
+            family("superserve_queries_pending", "Accepted queries not answered yet",
+                   prometheus::MetricType::Gauge, s.pending)};
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::function<ServingStats()> stats_;
+};
+
+RouterMetrics::RouterMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      totals_(std::make_shared<ServingTotals>()) {
   using prometheus::BuildCounter;
   using prometheus::BuildGauge;
   using prometheus::BuildHistogram;
@@ -99,6 +145,7 @@ absl::StatusOr<int> RouterMetrics::Serve(const std::string& address) {
     return absl::UnavailableError(absl::StrCat("metrics endpoint ", address, ": ", e.what()));
   }
   exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(totals_);
   auto ports = exposer_->GetListeningPorts();
   if (ports.empty()) return absl::UnavailableError("metrics endpoint: no listening port");
   return ports.front();
@@ -233,9 +280,15 @@ void RouterMetrics::SetWorkerBusyFraction(const std::string& worker, double frac
 
 void RouterMetrics::SetWorkersAlive(int64_t n) { workers_alive_->Set(static_cast<double>(n)); }
 
+void RouterMetrics::ExportServingTotals(std::function<ServingStats()> stats) {
+  totals_->Set(std::move(stats));
+}
+
 std::string RouterMetrics::Scrape() const {
   prometheus::TextSerializer s;
-  return s.Serialize(registry_->Collect());
+  auto families = registry_->Collect();
+  for (auto& f : totals_->Collect()) families.push_back(std::move(f));
+  return s.Serialize(families);
 }
 
 }  // namespace superserve

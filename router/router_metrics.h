@@ -2,6 +2,7 @@
 #define SUPERSERVE_ROUTER_ROUTER_METRICS_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,6 +26,7 @@ class Family;
 
 namespace superserve {
 
+struct ServingStats;
 
 // The router's Prometheus metrics (prometheus-cpp), served as text on
 // http://ADDR/metrics. Metric handles are cached per model / worker so the
@@ -42,6 +44,12 @@ namespace superserve {
 //   superserve_workers_alive                       registered live workers
 //   superserve_workers_needed{model}               workers the measured arrival rate
 //                                                  needs (autoscaling advice, below)
+//   superserve_queries_accepted_total              queries that entered a queue
+//   superserve_queries_answered_total              terminal answers of accepted queries
+//   superserve_queries_pending                     accepted, not answered yet
+//     (the last three from one snapshot of the serving core per scrape, so
+//     accepted == answered + pending in every scrape: the router's side of
+//     the exactly-once count, docs/faults.md)
 class RouterMetrics final : public ServingObserver {
  public:
   // Autoscaling advice (docs/planning.md): per model with a profile, the
@@ -92,6 +100,10 @@ class RouterMetrics final : public ServingObserver {
   // is off, the model has no profile, or the objective cannot be met.
   int32_t RefreshWorkersNeeded(const std::string& model);
 
+  // Exports the serving core's totals (the three families above) from
+  // `stats` on every scrape; nullptr stops (before the core goes away).
+  void ExportServingTotals(std::function<ServingStats()> stats);
+
   // Text exposition of everything (what /metrics serves); for tests.
   std::string Scrape() const;
 
@@ -103,7 +115,9 @@ class RouterMetrics final : public ServingObserver {
   void OnAnswerForAdvice(ModelMetrics& m, Nanos now);
   int32_t RefreshWorkersNeeded(ModelMetrics& m, Nanos now, bool force);
 
+  class ServingTotals;
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<ServingTotals> totals_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   prometheus::Family<prometheus::Counter>* queries_;
   prometheus::Family<prometheus::Gauge>* attainment_;

@@ -23,7 +23,11 @@ namespace superserve {
 
 RouterServer::RouterServer(RouterServerOptions options) : options_(std::move(options)) {}
 
-RouterServer::~RouterServer() { Shutdown(); }
+RouterServer::~RouterServer() {
+  Shutdown();
+  // The metrics endpoint outlives the dispatcher (members go in reverse).
+  if (metrics_ != nullptr) metrics_->ExportServingTotals(nullptr);
+}
 
 namespace {
 
@@ -89,6 +93,7 @@ absl::Status RouterServer::Start() {
   if (!client_creds.ok()) return client_creds.status();
   metrics_ = std::make_unique<RouterMetrics>();
   dispatcher_ = std::make_unique<Dispatcher>(options_.dispatcher, RealClock::Get(), metrics_.get());
+  metrics_->ExportServingTotals([d = dispatcher_.get()] { return d->Stats(); });
   // Autoscaling advice at the objective of queries without a deadline.
   RouterMetrics::WorkersNeededOptions advice;
   advice.objective = options_.default_slo;

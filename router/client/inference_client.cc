@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -135,7 +136,10 @@ class InferenceClient::Stream final
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = calls_.find(a.tag());
-        if (it == calls_.end()) continue;  // not ours (a router bug): nothing to answer
+        if (it == calls_.end()) {  // answered before, or never sent: a router bug
+          ++stray_answers_;
+          continue;
+        }
         call = std::move(it->second);
         calls_.erase(it);
       }
@@ -148,6 +152,8 @@ class InferenceClient::Stream final
     in_.Clear();
     StartRead(&in_);
   }
+
+  int64_t stray_answers() const { return stray_answers_.load(); }
 
   void OnDone(const grpc::Status& s) override {
     absl::flat_hash_map<uint64_t, Call> left;
@@ -217,6 +223,7 @@ class InferenceClient::Stream final
   std::vector<Nanos> queued_deadlines_;  // per queued query
   std::vector<size_t> queued_bytes_;     // per queued query, its wire size (about)
   uint64_t next_tag_ = 0;
+  std::atomic<int64_t> stray_answers_{0};
   bool writing_ = false;
   bool closing_ = false;
   bool writes_done_sent_ = false;
@@ -334,6 +341,10 @@ absl::StatusOr<v1::InferResponse> InferenceClient::Infer(const v1::InferRequest&
     return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
   }
   return response;
+}
+
+int64_t InferenceClient::stray_answers() const {
+  return stream_ != nullptr ? stream_->stray_answers() : 0;
 }
 
 bool InferenceClient::WaitForConnected(Nanos timeout) {

@@ -85,6 +85,11 @@ class InferenceClient {
   // Waits until the channel is connected or `timeout` passes.
   bool WaitForConnected(Nanos timeout);
 
+  // Transport::kStream: answers that arrived for a query already answered
+  // (or never sent). They reach no callback; a router that answered a query
+  // twice shows here (docs/faults.md counts them as duplicates).
+  int64_t stray_answers() const;
+
  private:
   struct InFlight;  // InferAsync calls whose callback has not returned yet
   class Stream;     // the InferStream of Transport::kStream

@@ -8,6 +8,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <signal.h>
+
 #include <random>
 #include <thread>
 
@@ -40,43 +42,14 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   c->token_ = absl::StrCat("local-", rd(), "-", rd());
   const std::string admin_token_file = absl::StrCat(options.work_dir, "/admin.token");
   if (auto s = WriteSecret(admin_token_file, c->token_); !s.ok()) return s;
-  const std::string port_file = absl::StrCat(options.work_dir, "/router.ports");
-  ::unlink(port_file.c_str());
-  std::vector<std::string> argv = {absl::StrCat(options.bin_dir, "/superserve-router"),
-                                   "--listen=127.0.0.1:0",
-                                   "--worker_listen=127.0.0.1:0",
-                                   "--metrics_listen=127.0.0.1:0",
-                                   absl::StrCat("--model_repo=", options.model_repo),
-                                   absl::StrCat("--admin_token_file=", admin_token_file),
-                                   absl::StrCat("--port_file=", port_file)};
   if (options.fleet_token) {
     c->fleet_token_file_ = absl::StrCat(options.work_dir, "/fleet.token");
     if (auto s = WriteSecret(c->fleet_token_file_, absl::StrCat("fleet-", rd(), "-", rd(), "-", rd()));
         !s.ok()) {
       return s;
     }
-    argv.push_back(absl::StrCat("--fleet_token_file=", c->fleet_token_file_));
   }
-  if (!options.policy.empty()) argv.push_back(absl::StrCat("--policy=", options.policy));
-  argv.insert(argv.end(), options.router_flags.begin(), options.router_flags.end());
-  auto router = Subprocess::Start(argv, absl::StrCat(options.work_dir, "/router.log"));
-  if (!router.ok()) return router.status();
-  c->router_ = *std::move(router);
-  auto ports = WaitForFile(port_file, options.startup_timeout, &c->router_);
-  if (!ports.ok()) {
-    return absl::Status(ports.status().code(),
-                        absl::StrCat("router did not start (see ", options.work_dir,
-                                     "/router.log): ", ports.status().message()));
-  }
-  for (absl::string_view line : absl::StrSplit(*ports, '\n', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, '=');
-    int v = 0;
-    if (!absl::SimpleAtoi(kv.second, &v)) continue;
-    if (kv.first == "grpc") c->port_ = v;
-    if (kv.first == "worker") c->worker_port_ = v;
-    if (kv.first == "metrics") c->metrics_port_ = v;
-  }
-  if (c->port_ == 0 || c->worker_port_ == 0) return absl::InternalError(absl::StrCat("bad port file: ", *ports));
+  if (auto s = c->StartRouter(); !s.ok()) return s;
   for (int i = 0; i < options.workers; ++i) {
     if (auto w = c->AddWorker(); !w.ok()) return w.status();
   }
@@ -88,6 +61,69 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     }
   }
   return c;
+}
+
+absl::Status LocalCluster::StartRouter() {
+  const LocalClusterOptions& options = options_;
+  // The first router picks free ports; a restarted one binds the same three
+  // again, so that workers (which keep dialling) and clients find it.
+  const std::string suffix = router_starts_ == 0 ? "" : absl::StrCat(".", router_starts_);
+  const std::string port_file = absl::StrCat(options.work_dir, "/router", suffix, ".ports");
+  ::unlink(port_file.c_str());
+  std::vector<std::string> argv = {
+      absl::StrCat(options.bin_dir, "/superserve-router"),
+      absl::StrCat("--listen=127.0.0.1:", port_),
+      absl::StrCat("--worker_listen=127.0.0.1:", worker_port_),
+      absl::StrCat("--metrics_listen=127.0.0.1:", metrics_port_),
+      absl::StrCat("--model_repo=", options.model_repo),
+      absl::StrCat("--admin_token_file=", options.work_dir, "/admin.token"),
+      absl::StrCat("--port_file=", port_file)};
+  if (!fleet_token_file_.empty()) {
+    argv.push_back(absl::StrCat("--fleet_token_file=", fleet_token_file_));
+  }
+  if (!options.policy.empty()) argv.push_back(absl::StrCat("--policy=", options.policy));
+  argv.insert(argv.end(), options.router_flags.begin(), options.router_flags.end());
+  const std::string log = router_log(router_starts_);
+  ++router_starts_;
+  auto router = Subprocess::Start(argv, log);
+  if (!router.ok()) return router.status();
+  router_ = *std::move(router);
+  auto ports = WaitForFile(port_file, options.startup_timeout, &router_);
+  if (!ports.ok()) {
+    return absl::Status(ports.status().code(),
+                        absl::StrCat("router did not start (see ", log,
+                                     "): ", ports.status().message()));
+  }
+  for (absl::string_view line : absl::StrSplit(*ports, '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, '=');
+    int v = 0;
+    if (!absl::SimpleAtoi(kv.second, &v)) continue;
+    if (kv.first == "grpc") port_ = v;
+    if (kv.first == "worker") worker_port_ = v;
+    if (kv.first == "metrics") metrics_port_ = v;
+  }
+  if (port_ == 0 || worker_port_ == 0) {
+    return absl::InternalError(absl::StrCat("bad port file: ", *ports));
+  }
+  return absl::OkStatus();
+}
+
+std::string LocalCluster::router_log(int generation) const {
+  return generation == 0 ? absl::StrCat(options_.work_dir, "/router.log")
+                         : absl::StrCat(options_.work_dir, "/router.", generation, ".log");
+}
+
+absl::StatusOr<int> LocalCluster::RestartRouter(int signal, Nanos down) {
+  router_.Kill(signal);
+  auto status = router_.Wait(Seconds(30));
+  if (!status.has_value()) {
+    router_.Kill(SIGKILL);
+    status = router_.Wait(Seconds(5));
+    if (!status.has_value()) return absl::InternalError("the router did not exit");
+  }
+  if (down > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(down));
+  if (auto s = StartRouter(); !s.ok()) return s;
+  return *status;
 }
 
 LocalCluster::~LocalCluster() { Stop(); }
@@ -173,6 +209,57 @@ void LocalCluster::Stop() {
   // Workers first: they would otherwise see the router vanish and log errors.
   for (auto& w : workers_) w.Stop(Seconds(3));
   router_.Stop(Seconds(5));
+}
+
+absl::StatusOr<double> MetricValue(absl::string_view text, absl::string_view series) {
+  size_t at = 0;
+  while ((at = text.find(series, at)) != absl::string_view::npos) {
+    const bool line_start = at == 0 || text[at - 1] == '\n';
+    const size_t value_at = at + series.size();
+    if (line_start && value_at < text.size() && text[value_at] == ' ') {
+      const size_t end = text.find('\n', value_at);
+      double v = 0;
+      if (absl::SimpleAtod(text.substr(value_at + 1, end == absl::string_view::npos
+                                                         ? absl::string_view::npos
+                                                         : end - value_at - 1),
+                           &v)) {
+        return v;
+      }
+    }
+    at = value_at;
+  }
+  return absl::NotFoundError(absl::StrCat("no series ", series));
+}
+
+absl::StatusOr<RouterTotals> LocalCluster::ScrapeRouterTotals() {
+  auto text = ScrapeMetrics();
+  if (!text.ok()) return text.status();
+  RouterTotals t;
+  for (auto [name, field] : {std::pair<const char*, int64_t*>{"superserve_queries_accepted_total",
+                                                              &t.accepted},
+                             {"superserve_queries_answered_total", &t.answered},
+                             {"superserve_queries_pending", &t.pending}}) {
+    auto v = MetricValue(*text, name);
+    if (!v.ok()) return v.status();
+    *field = static_cast<int64_t>(*v);
+  }
+  return t;
+}
+
+absl::StatusOr<RouterTotals> RouterExitTotals(absl::string_view log) {
+  // router_main.cc's last line: "router: accepted A, answered B, ...".
+  const size_t at = log.rfind("router: accepted ");
+  if (at == absl::string_view::npos) return absl::NotFoundError("no exit totals in the router log");
+  std::vector<absl::string_view> words =
+      absl::StrSplit(log.substr(at, log.find('\n', at) - at), absl::ByAnyChar(" ,"),
+                     absl::SkipEmpty());
+  RouterTotals t;
+  if (words.size() < 5 || !absl::SimpleAtoi(words[2], &t.accepted) ||
+      !absl::SimpleAtoi(words[4], &t.answered)) {
+    return absl::DataLossError("unreadable router exit totals");
+  }
+  t.pending = t.accepted - t.answered;
+  return t;
 }
 
 absl::StatusOr<std::string> HttpGetLocal(int port, const std::string& path) {

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/subprocess.h"
 #include "common/time.h"
 
@@ -63,11 +64,23 @@ class LocalCluster {
   absl::StatusOr<std::vector<std::pair<std::string, int>>> WorkersPerModel();
   // Fetches http://127.0.0.1:<metrics_port>/metrics.
   absl::StatusOr<std::string> ScrapeMetrics();
+  // The router's accepted / answered / pending from its metrics.
+  absl::StatusOr<struct RouterTotals> ScrapeRouterTotals();
+
+  // Sends the router `signal` (SIGTERM: it drains and exits; SIGKILL), waits
+  // for its exit, stays down `down`, then starts a new router on the same
+  // three ports (the workers reconnect by themselves). Returns the old
+  // router's wait status. Router n's log is router_log(n) (0: router.log).
+  absl::StatusOr<int> RestartRouter(int signal, Nanos down = 0);
+  std::string router_log(int generation) const;
+  int router_generation() const { return router_starts_ - 1; }
   void Stop();
 
  private:
   LocalCluster() = default;
+  absl::Status StartRouter();
   LocalClusterOptions options_;
+  int router_starts_ = 0;
   Subprocess router_;
   std::vector<Subprocess> workers_;
   int port_ = 0;
@@ -76,6 +89,23 @@ class LocalCluster {
   std::string token_;
   std::string fleet_token_file_;
 };
+
+// The router's side of the exactly-once count: every accepted query is
+// answered once, so accepted == answered + pending at any moment and
+// answered == accepted once it has exited.
+struct RouterTotals {
+  int64_t accepted = 0;
+  int64_t answered = 0;
+  int64_t pending = 0;
+};
+
+// The totals a router logged when it exited (after a drain or SIGTERM; a
+// SIGKILLed router logs none: NOT_FOUND).
+absl::StatusOr<RouterTotals> RouterExitTotals(absl::string_view log);
+
+// The value of the Prometheus series `series` (name and labels, exactly as
+// exposed) in a text exposition.
+absl::StatusOr<double> MetricValue(absl::string_view text, absl::string_view series);
 
 // Fetches an http://127.0.0.1:PORT/PATH text page (plain HTTP/1.0 GET).
 absl::StatusOr<std::string> HttpGetLocal(int port, const std::string& path);

@@ -49,7 +49,8 @@ ABSL_FLAG(int32_t, routers, 1,
           "scaling: routers the fleet is sharded across (each its own model and workers).");
 ABSL_FLAG(std::string, out_dir, "",
           "scaling: folder for scaling.json and scaling.csv (scripts/plot-scaling reads them); "
-          "empty: none written.");
+          "empty: none written. faults: folder for its timeline CSVs and PNG; empty: "
+          "faults-report.");
 ABSL_FLAG(double, scaling_slo_ms, 250, "scaling: query SLO, ms.");
 ABSL_FLAG(std::string, scaling_transport, "stream",
           "scaling: client transport (stream: one InferStream per router; unary: one Infer "
