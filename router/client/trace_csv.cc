@@ -28,7 +28,7 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
         absl::string_view c = absl::StripAsciiWhitespace(cols[i]);
         if (c == "arrival_us") arrival_col = i;
         if (c == "slo_us" || c == "deadline_us") slo_col = i;
-        if (c == "application") app_col = i;
+        if (c == "application" || c == "app") app_col = i;
         if (c == "model") model_col = i;
       }
       if (arrival_col < 0) {
