@@ -74,7 +74,7 @@ absl::StatusOr<ModelDigest> DigestModelDirectory(const std::string& directory) {
        it.increment(ec)) {
     if (!it->is_regular_file()) continue;
     std::string rel = fs::relative(it->path(), dir, ec).generic_string();
-    if (rel != "profile.json") files.push_back(std::move(rel));
+    if (rel != "profile.json" && rel != "manifest.json") files.push_back(std::move(rel));
   }
   if (ec) return absl::InternalError(absl::StrCat("listing ", directory, ": ", ec.message()));
   if (files.empty()) return d;

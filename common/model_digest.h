@@ -11,10 +11,11 @@ namespace superserve {
 // version of a model (docs/security.md). Hex SHA-256 digests of a model
 // directory's files:
 //   profile     <dir>/profile.json, its bytes
-//   checkpoint  every other regular file under <dir> (recursively), in order
-//               of relative path, each as "path\0size\0bytes"; empty when the
-//               directory holds nothing but the profile (a router's copy
-//               usually does)
+//   checkpoint  every other regular file under <dir> (recursively) but
+//               manifest.json, in order of relative path, each as
+//               "path\0size\0bytes"; empty when the directory holds nothing
+//               but the profile and the manifest (a router's copy usually
+//               does; the manifest is checked against the profile instead)
 struct ModelDigest {
   std::string profile;
   std::string checkpoint;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -10,15 +12,61 @@ namespace superserve {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+absl::Status InPackage(const std::string& directory, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat("model package ", directory, ": ", s.message()));
+}
+
+absl::StatusOr<std::string> ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path.filename().string(), ": cannot read"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
 absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
   fs::path dir(directory);
-  auto profile = ModelProfile::LoadFile((dir / "profile.json").string());
-  if (!profile.ok()) return profile.status();
   ModelEntry e;
   e.name = dir.filename().string();
   if (e.name.empty()) e.name = dir.parent_path().filename().string();
   e.directory = dir.string();
-  if (profile->model != e.name) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("model package ", directory, ": not a directory"));
+  }
+  if (fs::exists(dir / "manifest.json", ec)) {
+    auto json = ReadFile(dir / "manifest.json");
+    if (!json.ok()) return InPackage(directory, json.status());
+    auto manifest = ModelManifest::FromJson(*json);
+    if (!manifest.ok()) return InPackage(directory, manifest.status());
+    if (manifest->name != e.name) {
+      return InPackage(directory, absl::InvalidArgumentError(absl::StrCat(
+                                      "manifest.json: field name: \"", manifest->name,
+                                      "\" differs from the package directory's name \"",
+                                      e.name, "\"")));
+    }
+    e.manifest = *std::move(manifest);
+  }
+  if (!fs::exists(dir / "profile.json", ec)) {
+    return InPackage(directory, absl::InvalidArgumentError(
+                                    "profile.json: missing (required; workers do not measure "
+                                    "a profile yet)"));
+  }
+  auto profile = ModelProfile::LoadFile((dir / "profile.json").string());
+  if (!profile.ok()) {
+    return InPackage(directory,
+                     absl::Status(profile.status().code(),
+                                  absl::StrCat("profile.json: ", profile.status().message())));
+  }
+  if (e.manifest.has_value()) {
+    if (auto s = CheckManifestAgainstPackage(*e.manifest, *profile, e.directory); !s.ok()) {
+      return InPackage(directory, s);
+    }
+  } else if (profile->model != e.name) {
     return absl::InvalidArgumentError(absl::StrCat("model directory ", directory,
                                                    ": profile.json names model \"",
                                                    profile->model, "\", expected \"", e.name,
@@ -35,7 +83,10 @@ absl::StatusOr<std::vector<ModelEntry>> LoadModelRepository(const std::string& r
   }
   std::vector<ModelEntry> out;
   for (const auto& d : fs::directory_iterator(repo, ec)) {
-    if (!d.is_directory() || !fs::exists(d.path() / "profile.json")) continue;
+    if (!d.is_directory() ||
+        (!fs::exists(d.path() / "profile.json") && !fs::exists(d.path() / "manifest.json"))) {
+      continue;
+    }
     auto e = LoadModelDirectory(d.path().string());
     if (!e.ok()) return e.status();
     out.push_back(*std::move(e));

@@ -26,6 +26,13 @@ struct SchedulingContext {
   // policy driven by the queue alone can ignore it. Such an answer must not
   // change the policy's state.
   bool assume_overload = false;
+  // How many times slower than the policy's latency estimates the offered
+  // free workers run (the serving core measures it per worker and offers
+  // workers of one speed at a time; 1 = as the fleet). A profile-driven
+  // policy sizes its batch for the slack divided by this (ProfiledPolicy),
+  // so a straggler gets smaller or faster work, or none, instead of its
+  // measurements dragging every worker's estimates.
+  double worker_speed = 1.0;
 };
 
 // Answers "what next?" for one model. A policy is constructed with the

@@ -11,6 +11,7 @@
 #include "policies/greedy_policies.h"
 #include "policies/symphony_policy.h"
 #include "policies/ratefit_policy.h"
+#include "policies/shadowfit_policy.h"
 
 namespace superserve {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 const std::vector<std::string>& BuiltinNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
       "ratefit", "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+",
-      "infaas", "symphony"};
+      "infaas", "symphony", "shadowfit"};
   return *names;
 }
 
@@ -50,6 +51,12 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeBuiltin(const std::string& name,
     o.base = base;
     o.rate_window = config.slackfit.rate_window;
     return std::make_unique<RateFitPolicy>(profile, o);
+  }
+  if (name == "shadowfit") {
+    ShadowFitOptions o;
+    o.ratefit.base = base;
+    o.ratefit.rate_window = config.slackfit.rate_window;
+    return std::make_unique<ShadowFitPolicy>(profile, o);
   }
   if (name == "maxbatch") return std::make_unique<MaxBatchPolicy>(profile, base);
   if (name == "symphony") {

@@ -33,6 +33,14 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
   view.pending = static_cast<int64_t>(q.size()) - view.drop;
   if (view.pending == 0 || ctx.free_workers.empty()) return Decision::Idle(view.drop);
   view.slack = next_deadline - ctx.now - overhead_;
+  if (ctx.worker_speed != 1.0) {
+    // A slower (or faster) worker: the slack in the fleet's time, which the
+    // latency table is in. If the head is out of its reach it takes nothing
+    // (a worker at the fleet's speed may still serve it; the drop above
+    // stays the fleet's).
+    view.slack = static_cast<Nanos>(static_cast<double>(view.slack) / ctx.worker_speed);
+    if (view.slack < FastestLatency()) return Decision::Idle(view.drop);
+  }
   Choice c = Choose(ctx, view);
   if (c.wake_at > 0) return Decision::WakeAt(c.wake_at, view.drop);
   if (c.rank < 0) return Decision::Idle(view.drop);

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 namespace superserve {
 
 RateFitPolicy::RateFitPolicy(const ModelProfile& profile, RateFitOptions options)
-    : ProfiledPolicy("ratefit", profile, options.base),
+    : RateFitPolicy("ratefit", profile, options) {}
+
+RateFitPolicy::RateFitPolicy(std::string name, const ModelProfile& profile,
+                             RateFitOptions options)
+    : ProfiledPolicy(std::move(name), profile, options.base),
       options_(options),
       arrivals_(options.rate_window),
       long_arrivals_(options.drop_rate_window) {}
@@ -101,6 +106,7 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   }
   int r = HighestRankWithCapacity(need);
   if (r < 0) r = fastest_rank_;  // nothing keeps up: the highest throughput
+  if (!ctx.assume_overload) r = UpperRank(ctx, slo, r);
   // The backlog: the queued queries must all be served within the head's
   // slack by the workers at this subnet's batch (the rate says nothing about
   // a queue that has already formed). The highest rank <= r that clears it,
@@ -110,8 +116,10 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     if (bi < 0) return false;
     const int64_t b = table_.batch_size(bi);
     const int64_t rounds = ((view.pending + b - 1) / b + workers - 1) / workers;
-    return static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, bi)) <=
-           options_.backlog_factor * static_cast<double>(view.slack);
+    const double clearing =
+        static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, bi));
+    return clearing <= options_.backlog_factor * static_cast<double>(view.slack) ||
+           BacklogVetted(ctx, rank, view, clearing);
   };
   if (!clears(r)) {
     // Bisection over the frontier below r (frontier_ is ascending in rank).

@@ -1,6 +1,7 @@
 #ifndef SUPERSERVE_POLICIES_RATEFIT_POLICY_H_
 #define SUPERSERVE_POLICIES_RATEFIT_POLICY_H_
 
+#include <string>
 #include <vector>
 
 #include "common/model_profile.h"
@@ -55,6 +56,20 @@ class RateFitPolicy : public ProfiledPolicy {
   void OnArrival(const Query& q, Nanos now) override;
 
  protected:
+  // For policies that refine the rate's choice (ShadowFitPolicy).
+  RateFitPolicy(std::string name, const ModelProfile& profile, RateFitOptions options);
+  // The rank to start the backlog check from, given the rate's choice
+  // `rate_rank` for queries of this `slo` (not asked for the overload plan).
+  virtual int UpperRank(const SchedulingContext& ctx, Nanos slo, int rate_rank) {
+    return rate_rank;
+  }
+  // Whether `rank` may serve a queue that fails the backlog check all the
+  // same: `clearing` is the time its rounds of batches take to serve the
+  // queue (`view` after the fit margin). Default: no.
+  virtual bool BacklogVetted(const SchedulingContext& ctx, int rank, const QueueView& view,
+                             double clearing) {
+    return false;
+  }
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
   // Heads whose slack is below the latency of the smallest batch with which
   // the fastest subnet keeps up with the rate over drop_rate_window (as of

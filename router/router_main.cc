@@ -59,6 +59,10 @@ ABSL_FLAG(std::vector<std::string>, model_policy, {},
           "Per-model policy overrides, comma-separated MODEL=POLICY (e.g. "
           "fmnist-exit=clockwork); the rest get --policy or --dynamic_policy.");
 ABSL_FLAG(int32_t, lookahead, 1, "Batches a worker may hold at once (k-batch lookahead).");
+ABSL_FLAG(bool, per_worker_speed, true,
+          "Per-worker latency estimates: a worker measured slower than the fleet (a straggler) "
+          "is given batches planned for its speed, and its measurements do not raise the "
+          "fleet's estimates (docs/faults.md). false: one estimate for all workers.");
 ABSL_FLAG(bool, shed_overload, true,
           "Past the peak, shed what cannot be served in time: answer DEADLINE_EXCEEDED on "
           "arrival when the queue ahead leaves no time at the achievable batch throughput, and "
@@ -67,7 +71,9 @@ ABSL_FLAG(bool, shed_overload, true,
 ABSL_FLAG(double, default_slo_ms, 100, "Deadline for queries whose client set none, ms.");
 ABSL_FLAG(int64_t, max_queue, 100000, "Pending queries per model before RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int32_t, heartbeat_ms, 500, "Worker heartbeat interval, ms.");
-ABSL_FLAG(int32_t, missed_heartbeats, 4, "Silent heartbeat intervals that mark a worker dead.");
+ABSL_FLAG(int32_t, missed_heartbeats, 2,
+          "Silent heartbeat intervals that mark a worker dead (a partitioned worker is "
+          "detected within this many intervals plus 10 ms).");
 ABSL_FLAG(std::string, admin_token, "",
           "Bearer token for the Admin service (default: $SUPERSERVE_ADMIN_TOKEN; empty = Admin "
           "disabled).");
@@ -149,6 +155,7 @@ int main(int argc, char** argv) {
   o.dispatcher.serving.heartbeat_interval = Millis(absl::GetFlag(FLAGS_heartbeat_ms));
   o.dispatcher.serving.missed_heartbeats = absl::GetFlag(FLAGS_missed_heartbeats);
   o.dispatcher.serving.overload.shed = absl::GetFlag(FLAGS_shed_overload);
+  o.dispatcher.serving.per_worker_speed = absl::GetFlag(FLAGS_per_worker_speed);
   if (o.model_repo.empty()) {
     std::fprintf(stderr, "superserve-router: --model-repo is required\n");
     return 2;

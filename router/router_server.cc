@@ -142,6 +142,20 @@ absl::Status RouterServer::Start() {
     // Batches carry many queries' tensors.
     builder.SetMaxReceiveMessageSize(std::max(options_.max_message_bytes, 64 << 20));
     builder.SetMaxSendMessageSize(std::max(options_.max_message_bytes, 64 << 20));
+    // Keepalive both ways on the worker link (docs/faults.md, partitioned
+    // worker): the router pings a silent connection so that a dead path
+    // ends its stream (heartbeats already mark the worker dead within
+    // --missed_heartbeats intervals; this frees the connection), and it
+    // accepts the workers' own pings (--keepalive_ms, 1 s by default) rather
+    // than answering them GOAWAY "too many pings".
+    const Nanos hb = options_.dispatcher.serving.heartbeat_interval;
+    const int keepalive_ms =
+        static_cast<int>(std::max<Nanos>(Seconds(1), 2 * hb) / kNanosPerMilli);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 100);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
     builder.RegisterService(worker_link_.get());
     worker_server_ = builder.BuildAndStart();
     if (worker_server_ == nullptr || worker_port_ == 0) {

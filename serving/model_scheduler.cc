@@ -196,7 +196,7 @@ void ModelScheduler::Push(const Query& q, Nanos now) {
 }
 
 ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
-                                        int32_t live_workers) {
+                                        int32_t live_workers, double worker_speed) {
   ScheduleResult r;
   // The wake-up reflects the policy's latest answer: one that dispatched,
   // or stopped for want of slots, has none pending.
@@ -208,7 +208,9 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
     if (queue_.empty()) break;
     free_ids_.clear();
     for (const FreeSlot& s : *slots) free_ids_.push_back(s.worker);
-    Decision d = policy_->Decide(SchedulingContext{queue_, now, free_ids_, live_workers});
+    SchedulingContext ctx{queue_, now, free_ids_, live_workers};
+    ctx.worker_speed = worker_speed;
+    Decision d = policy_->Decide(ctx);
     if (d.drop < 0 || d.drop > static_cast<int32_t>(queue_.size())) {
       r.invalid = absl::StrCat("policy ", std::string(policy_->name()), " dropped ", d.drop, " of ",
                                queue_.size(), " queued queries");
@@ -275,7 +277,10 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
     // order) minus the estimated latency of the chosen tuple. A decision
     // its own estimate already calls late gets `now`: start at once or not
     // at all.
-    const Nanos last_start = b.queries.front().deadline - EstimatedLatency(d.subnet_index, d.batch_size);
+    const Nanos last_start =
+        b.queries.front().deadline -
+        static_cast<Nanos>(worker_speed *
+                           static_cast<double>(EstimatedLatency(d.subnet_index, d.batch_size)));
     b.latest = std::max(now, d.latest > 0 ? std::min(d.latest, last_start) : last_start);
     if (--slot->slots <= 0) slots->erase(slot);
     r.batches.push_back(std::move(b));

@@ -148,8 +148,11 @@ class ModelScheduler {
   // Asks the policy until it idles, waits or no slot is left, applying each
   // Decision in DESIGN.md's order: drop `drop` from the head, then take
   // `take` for `worker`. `slots` is consumed as batches are taken.
-  // `live_workers` is what the policy sees as SchedulingContext::live_workers.
-  ScheduleResult Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t live_workers);
+  // `live_workers` and `worker_speed` (the slots' workers' speed relative
+  // to the fleet: the action window scales with it) are what the policy
+  // sees in its SchedulingContext.
+  ScheduleResult Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t live_workers,
+                          double worker_speed = 1.0);
   // The wake-up the policy asked for in its latest answer (0 = none);
   // Schedule sets it.
   Nanos wake_at() const { return wake_at_; }

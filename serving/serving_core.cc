@@ -341,21 +341,49 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
   const bool serves_all = static_cast<int32_t>(ws.size()) == workers_.alive();
   size_t word = 0;
   uint64_t bits = free_bits_.empty() ? 0 : free_bits_[0];
+  // Workers of one speed are offered together (the policy sees one
+  // SchedulingContext::worker_speed); one of another speed waits in `carry`
+  // for the next offer.
+  int32_t carry = -1;
   while (!s.empty()) {
     slots_.clear();
+    double speed = 1.0;
     while (slots_.size() < offer) {
-      while (bits == 0 && ++word < free_bits_.size()) bits = free_bits_[word];
-      if (bits == 0) break;
-      const int32_t w = static_cast<int32_t>(word * 64 + __builtin_ctzll(bits));
-      bits &= bits - 1;
-      if (w == except) continue;
-      if (!serves_all && !std::binary_search(ws.begin(), ws.end(), w)) continue;
-      if (int32_t n = workers_.FreeSlots(w, options_.lookahead); n > 0) slots_.push_back({w, n});
+      int32_t w = carry;
+      carry = -1;
+      if (w < 0) {
+        while (bits == 0 && ++word < free_bits_.size()) bits = free_bits_[word];
+        if (bits == 0) break;
+        w = static_cast<int32_t>(word * 64 + __builtin_ctzll(bits));
+        bits &= bits - 1;
+        if (w == except) continue;
+        if (!serves_all && !std::binary_search(ws.begin(), ws.end(), w)) continue;
+      }
+      const int32_t n = workers_.FreeSlots(w, options_.lookahead);
+      if (n <= 0) continue;
+      const double ws_speed = SpeedLocked(w);
+      if (slots_.empty()) {
+        speed = ws_speed;
+      } else if (ws_speed != speed) {
+        carry = w;
+        break;
+      }
+      slots_.push_back({w, n});
     }
     if (slots_.empty()) break;
     const size_t offered = slots_.size();
-    ScheduleOfferLocked(m, now, e);
-    if (!slots_.empty() || offered < offer) break;  // a slot left: the policy is done
+    ScheduleOfferLocked(m, now, e, speed);
+    if (speed != 1.0) {
+      // A straggler does not make the model wait: a wake-up it asked for
+      // (planned on its slower clock) would keep fleet-speed workers that
+      // free up meanwhile from being asked until then.
+      s.clear_wake();
+      // One that declined (nothing it can serve in time) does not end the
+      // pass: the next workers may.
+      if (!slots_.empty()) continue;
+    }
+    // A slot left: the policy is done (unless a worker of another speed waits).
+    if (!slots_.empty() || (offered < offer && carry < 0)) break;
     offer = kOffer;
   }
   if (s.wake_at() > 0 && s.wake_at() != m->wake_listed) {
@@ -368,9 +396,39 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
   }
 }
 
-void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e) {
+double ServingCore::SpeedLocked(int32_t worker) const {
+  if (!options_.per_worker_speed) return 1.0;
+  const WorkerRecord* w = workers_.Get(worker);
+  return w != nullptr ? w->relative_speed : 1.0;
+}
+
+void ServingCore::RecordSpeedLocked(WorkerRecord* w, const ServedModel& m, const InflightBatch& b,
+                                    Nanos exec) {
+  if (b.subnet_index < 0 || b.subnet_index >= static_cast<int32_t>(m.profile.subnets.size())) {
+    return;  // a dynamic model: no profiled latency per batch
+  }
+  const int bi = m.profile.BatchIndex(b.batch_size);
+  const auto& lat = m.profile.subnets[b.subnet_index].latency;
+  if (bi < 0 || bi >= static_cast<int>(lat.size())) return;
+  w->speed.Record(exec, lat[bi]);
+  // The fleet's reference moves slowly: re-derive every worker's relative
+  // speed every few batches (O(workers)), not on every one.
+  constexpr int64_t kSpeedRefreshEvery = 16;
+  if (++speed_records_ % kSpeedRefreshEvery != 0 && w->speed.samples() > 4) return;
+  speed_scratch_.clear();
+  for (const WorkerRecord& r : workers_.records()) {
+    if (r.alive && r.speed.samples() >= 4) speed_scratch_.push_back(r.speed.factor());
+  }
+  const double fleet = LowerMedian(speed_scratch_);
+  for (WorkerRecord& r : workers_.records()) {
+    if (r.alive) r.relative_speed = RelativeSpeed(r.speed.factor(), fleet);
+  }
+}
+
+void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, double worker_speed) {
   ModelScheduler& s = m->scheduler;
-  ScheduleResult r = s.Schedule(now, &slots_, static_cast<int32_t>(s.workers().size()));
+  ScheduleResult r =
+      s.Schedule(now, &slots_, static_cast<int32_t>(s.workers().size()), worker_speed);
   for (QueryId id : r.dropped) {
     FailLocked(id, absl::DeadlineExceededError("dropped: deadline cannot be met"),
                QueryOutcome::kDeadlineExceeded, now, e);
@@ -580,11 +638,18 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     // A refused batch did not run: its round trip measured the worker's
     // delay, not the dispatch overhead, so the policy is not told.
     if (m != nullptr && !refused) {
+      // Per-worker speed (docs/faults.md): the policy's shared estimates get
+      // the exec time this batch would have taken on a fleet-speed worker.
+      double speed = 1.0;
+      if (options_.per_worker_speed && outcome.status.ok()) {
+        RecordSpeedLocked(w, *m, *b, outcome.exec);
+        speed = w->relative_speed;
+      }
       CompletionTelemetry t;
       t.worker = worker;
       t.subnet_index = b->subnet_index;
       t.batch_size = b->batch_size;
-      t.exec = outcome.exec;
+      t.exec = static_cast<Nanos>(static_cast<double>(outcome.exec) / speed);
       t.overhead = std::max<Nanos>(0, now - b->sent_at - outcome.exec - outcome.worker_queue);
       t.now = now;
       t.queries = std::move(outcome.query_times);

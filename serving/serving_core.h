@@ -34,10 +34,14 @@ struct ServingOptions {
   // Live queued queries per model beyond which arrivals get
   // RESOURCE_EXHAUSTED (expired and cancelled ones do not count).
   size_t max_queue = 100000;
-  // Workers heartbeat this often; `missed_heartbeats` silent intervals mark a
-  // worker dead. 0 = no heartbeat check (the simulator's emulated workers).
+  // Workers heartbeat this often; a worker silent (no heartbeat, no result)
+  // for more than `missed_heartbeats` intervals is marked dead. 2 is the
+  // least that tolerates one late heartbeat, and bounds the detection of a
+  // partitioned worker (a connection that silently stops forwarding, no RST)
+  // by 2 intervals plus one tick (docs/faults.md). 0 = no heartbeat check
+  // (the simulator's emulated workers).
   Nanos heartbeat_interval = Millis(500);
-  int32_t missed_heartbeats = 4;
+  int32_t missed_heartbeats = 2;
   // A batch not answered by its latest query deadline plus this marks its
   // worker dead (hung), whatever its heartbeats say.
   Nanos batch_grace = Seconds(1);
@@ -53,6 +57,12 @@ struct ServingOptions {
   // Overload shedding (admission and head shedding), applied to every
   // model's scheduler whatever its policy (serving/model_scheduler.h).
   OverloadOptions overload;
+  // Per-worker latency estimates (docs/faults.md, slow worker): each
+  // worker's measured exec / profiled latency, relative to the fleet's, scales
+  // the slack its policy plans with, and its telemetry is divided by it
+  // before it reaches the policy's shared estimates. false: one estimate for
+  // every worker (a straggler's batches raise everyone's).
+  bool per_worker_speed = true;
   // Log models and workers coming and going (INFO/WARNING); the simulator
   // turns it off.
   bool log_lifecycle = true;
@@ -198,7 +208,14 @@ class ServingCore {
   void ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t except = -1)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One round of ScheduleLocked: the model's policy over the slots in slots_.
-  void ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, double worker_speed = 1.0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The worker's speed relative to the fleet (1 with per_worker_speed off).
+  double SpeedLocked(int32_t worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a completed batch's exec against its profiled latency and, every
+  // few batches, re-derives every live worker's relative speed.
+  void RecordSpeedLocked(WorkerRecord* w, const ServedModel& m, const InflightBatch& b, Nanos exec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The list of models with queued queries: every push enters its model
   // (idempotent); models whose queue emptied leave it lazily, when a pass
   // meets them, or when removed.
@@ -264,6 +281,8 @@ class ServingCore {
   // tick interval: Ticks asked for by policy wake-ups come far more often.
   Nanos next_housekeeping_ ABSL_GUARDED_BY(mu_) = 0;
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
+  int64_t speed_records_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<double> speed_scratch_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -28,6 +28,11 @@ WorkerRecord* WorkerPool::Get(int32_t id) {
   return &workers_[id];
 }
 
+const WorkerRecord* WorkerPool::Get(int32_t id) const {
+  if (id < 0 || id >= static_cast<int32_t>(workers_.size())) return nullptr;
+  return &workers_[id];
+}
+
 WorkerRecord* WorkerPool::GetAlive(int32_t id) {
   WorkerRecord* w = Get(id);
   return w != nullptr && w->alive ? w : nullptr;

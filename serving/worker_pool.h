@@ -12,6 +12,7 @@
 #include "policies/query.h"
 #include "serving/model_registry.h"
 #include "serving/worker_channel.h"
+#include "serving/worker_speed.h"
 
 namespace superserve {
 
@@ -40,6 +41,10 @@ struct WorkerRecord {
   Nanos busy = 0;  // summed execution time since busy_since
   Nanos busy_since = 0;
   std::map<uint64_t, InflightBatch> inflight;  // by batch id
+  // Per-worker latency estimates (a straggler, docs/faults.md): measured
+  // exec / profiled latency, and that over the fleet's (1 = as the fleet).
+  WorkerSpeed speed;
+  double relative_speed = 1.0;
 };
 
 // The workers that registered: liveness (heartbeats, per-batch deadlines)
@@ -52,6 +57,7 @@ class WorkerPool {
               std::shared_ptr<WorkerChannel> channel, Nanos now);
   // Any worker ever registered (alive or not); nullptr for an unknown id.
   WorkerRecord* Get(int32_t id);
+  const WorkerRecord* Get(int32_t id) const;
   WorkerRecord* GetAlive(int32_t id);
   int32_t alive() const { return alive_; }
 

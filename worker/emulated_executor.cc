@@ -81,7 +81,8 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::RunWithExits(
     (*exits)[i].at = Micros(d.c0_us + d.c1 * k * l);
   }
   std::vector<HostTensor> out = FakeLogits(model, inputs);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(Micros(d.c0_us + d.c1 * k * max_l)));
+  std::this_thread::sleep_for(
+      std::chrono::nanoseconds(Micros(slowdown_ * (d.c0_us + d.c1 * k * max_l))));
   return out;
 }
 
@@ -95,7 +96,8 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::Run(
   auto latency = EmulatedLatency(model, control.subnet_id, inputs.size());
   if (!latency.ok()) return latency.status();
   std::vector<HostTensor> out = FakeLogits(model, inputs);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(*latency));
+  std::this_thread::sleep_for(
+      std::chrono::nanoseconds(static_cast<Nanos>(slowdown_ * static_cast<double>(*latency))));
   return out;
 }
 

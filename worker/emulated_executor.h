@@ -23,7 +23,10 @@ namespace superserve {
 // c0 + c1·k·l as the moment it left; its exit is not known (-1).
 class EmulatedExecutor final : public Executor {
  public:
-  explicit EmulatedExecutor(uint64_t seed = 1) : rng_(seed) {}
+  // `slowdown` multiplies every sleep: a straggler at 3x its profile
+  // (docs/faults.md, slow worker). `seed` seeds dynamic models' draws.
+  explicit EmulatedExecutor(double slowdown = 1.0, uint64_t seed = 1)
+      : slowdown_(slowdown), rng_(seed) {}
   std::string_view kind() const override { return "emulated"; }
   absl::Status Load(const ModelEntry& model) override;
   absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
@@ -34,7 +37,8 @@ class EmulatedExecutor final : public Executor {
       absl::Span<const v1::Tensor* const> inputs, absl::Span<const std::string* const> applications,
       std::vector<QueryExit>* exits) override;
 
-  // The latency Run sleeps for; an error for an unknown model/subnet.
+  // The profiled latency (Run sleeps for slowdown x this); an error for an
+  // unknown model/subnet.
   absl::StatusOr<Nanos> EmulatedLatency(const std::string& model, int32_t subnet_id,
                                         size_t batch) const;
 
@@ -47,6 +51,7 @@ class EmulatedExecutor final : public Executor {
   std::vector<HostTensor> FakeLogits(const std::string& model,
                                      absl::Span<const v1::Tensor* const> inputs);
 
+  double slowdown_ = 1.0;
   std::map<std::string, ModelProfile> profiles_;
   std::map<std::string, DynamicModel> dynamic_;
   std::mt19937_64 rng_;

@@ -172,6 +172,15 @@ RouterLink::SessionEnd RouterLink::RunSession(
   // (1 s growing to 120 s by default) carries over from the last session;
   // Run()'s backoff is the only one.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  if (options_.keepalive > 0) {
+    // Notices a dead path (see RouterLinkOptions::keepalive). The router's
+    // worker server permits pings this frequent (router/router_server.cc).
+    const int ms = static_cast<int>(std::max<Nanos>(1, options_.keepalive / kNanosPerMilli));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!options_.tls_ca_pem.empty()) {
     grpc::SslCredentialsOptions ssl;

@@ -50,6 +50,13 @@ struct RouterLinkOptions {
   std::string tls_ca_pem;
   // Sent in RegisterWorker: the versions of `models` (common/model_digest.h).
   std::vector<v1::ModelVersion> versions;
+  // gRPC keepalive: with no frame from the router for this long, ping it,
+  // and close the connection when the ping is not answered within as long
+  // again. A path that silently stops forwarding (partition, no RST) then
+  // ends the stream within about 2x this, and the link reconnects, instead
+  // of waiting on TCP's retransmission timeout (minutes). <= 0 = gRPC's
+  // default (no keepalive).
+  Nanos keepalive = Seconds(1);
   // Tests and benchmarks: wait this long before starting each batch (a
   // worker delayed on purpose). The router's action windows then make the
   // worker refuse the batches it starts too late.

@@ -24,7 +24,12 @@ class TorchExecutor final : public Executor {
   std::string_view kind() const override { return "torch"; }
 
   absl::Status Load(const ModelEntry& model) override {
-    auto path = FindCheckpoint(model.directory);
+    // A package's manifest names its checkpoint (validated to exist when the
+    // package was loaded); the older layout is searched.
+    auto path = model.manifest.has_value() && !model.manifest->checkpoint.empty()
+                    ? absl::StatusOr<std::string>(
+                          (fs::path(model.directory) / model.manifest->checkpoint).string())
+                    : FindCheckpoint(model.directory);
     if (!path.ok()) return path.status();
     if (model.profile.family == kEarlyExitFamily) {
       auto host = EarlyExitHost::Load(model, *path);

@@ -48,6 +48,13 @@ ABSL_FLAG(int32_t, reconnect_max_backoff_ms, 2000,
           "Cap on the delay between reconnection attempts, ms (each delay is drawn from "
           "[0.8, 1] of the capped value). Bounds how long after a router restart the fleet is "
           "back.");
+ABSL_FLAG(double, slowdown, 1.0,
+          "Testing, with --emulate: every batch takes this many times its profiled latency "
+          "(a straggler; docs/faults.md).");
+ABSL_FLAG(int32_t, keepalive_ms, 1000,
+          "gRPC keepalive on the router connection: ping after this long without a frame "
+          "from the router, drop the connection (and reconnect) when the ping is not answered "
+          "within as long again. Notices a path that silently stopped forwarding. 0 = off.");
 
 ABSL_FLAG(int32_t, start_delay_ms, 0,
           "Testing: wait this long before starting each batch (a worker delayed on purpose). "
@@ -110,7 +117,12 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<Executor> executor;
   if (emulate) {
-    executor = std::make_unique<EmulatedExecutor>();
+    const double slowdown = absl::GetFlag(FLAGS_slowdown);
+    if (!(slowdown > 0)) {
+      std::fprintf(stderr, "superserve-worker: --slowdown must be > 0\n");
+      return 2;
+    }
+    executor = std::make_unique<EmulatedExecutor>(slowdown);
   } else {
     auto e = MakeTorchExecutor(absl::GetFlag(FLAGS_threads));
     if (!e.ok()) {
@@ -179,6 +191,7 @@ int main(int argc, char** argv) {
     o.tls_ca_pem = tls_ca_pem;
     o.versions = versions;
     o.start_delay = Millis(std::max(0, absl::GetFlag(FLAGS_start_delay_ms)));
+    o.keepalive = Millis(std::max(0, absl::GetFlag(FLAGS_keepalive_ms)));
     // Emulated instances share one (stateless) executor.
     links.push_back(std::make_unique<RouterLink>(o, executor.get(), models));
   }

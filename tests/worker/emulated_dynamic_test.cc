@@ -31,7 +31,7 @@ ModelEntry DynamicEntry() {
 }
 
 TEST(EmulatedDynamicTest, DrawsEachQueryFromItsApplicationAndSleepsTheSlowest) {
-  EmulatedExecutor ex(/*seed=*/7);
+  EmulatedExecutor ex(/*slowdown=*/1.0, /*seed=*/7);
   ASSERT_TRUE(ex.Load(DynamicEntry()).ok());
   v1::Tensor x;
   EncodeTensor(MakeFloatTensor({2}, std::vector<float>{1, 2}), &x);
@@ -63,7 +63,7 @@ TEST(EmulatedDynamicTest, DrawsEachQueryFromItsApplicationAndSleepsTheSlowest) {
   EXPECT_GE(took, slowest);
 
   // Seeded: a second executor with the same seed draws the same times.
-  EmulatedExecutor again(/*seed=*/7);
+  EmulatedExecutor again(/*slowdown=*/1.0, /*seed=*/7);
   ASSERT_TRUE(again.Load(DynamicEntry()).ok());
   std::vector<QueryExit> exits2;
   ASSERT_TRUE(again.RunWithExits("dyn", ControlTuple(), in, apps, &exits2).ok());

@@ -26,16 +26,15 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/benchmark_registry.h"
+#include "bench/benchmarks/grpc/emulated_fleet.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
 #include "common/model_profile.h"
@@ -63,72 +62,6 @@ ABSL_FLAG(std::string, throughput_transports, "unary,stream",
 
 namespace superserve::bench {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string SelfDir() {
-  std::error_code ec;
-  return fs::read_symlink("/proc/self/exe", ec).parent_path().string();
-}
-
-// Runs `run(dir)` in a fresh scratch directory (model repository, process
-// logs, port files) and removes it afterwards, unless the run failed: then
-// the logs stay for the error message that points at them.
-int InScratchDir(const char* benchmark, const std::function<int(const std::string&)>& run) {
-  std::string dir = (fs::temp_directory_path() / "superserve-bench-XXXXXX").string();
-  if (mkdtemp(dir.data()) == nullptr) {
-    std::fprintf(stderr, "%s: cannot create a scratch directory under %s\n", benchmark,
-                 fs::temp_directory_path().c_str());
-    return 1;
-  }
-  const int rc = run(dir);
-  if (rc == 0) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  } else {
-    std::fprintf(stderr, "%s: logs kept in %s\n", benchmark, dir.c_str());
-  }
-  return rc;
-}
-
-// A model repository with one emulated model whose subnets' latencies are
-// `scale` times the given microseconds (batch sizes 1..64).
-std::string WriteEmulatedRepo(const std::string& dir, double scale) {
-  ModelProfile p;
-  p.model = "bench";
-  p.family = "emulated";
-  p.batch_sizes = {1, 2, 4, 8, 16, 32, 64};
-  p.input_shape = {1, 28, 28};
-  p.num_classes = 10;
-  p.measured_on = "synthetic (benchmark)";
-  const double acc[] = {80, 85, 88, 90};
-  const double base_us[] = {1000, 1500, 2000, 3000};
-  const double batch_factor[] = {1, 1.1, 1.3, 1.7, 2.5, 4, 7};
-  for (int i = 0; i < 4; ++i) {
-    SubnetProfile s;
-    s.id = i;
-    s.accuracy = acc[i];
-    s.control.subnet_id = i;
-    for (double f : batch_factor) s.latency.push_back(Micros(base_us[i] * f * scale));
-    p.subnets.push_back(s);
-  }
-  fs::create_directories(dir + "/bench");
-  (void)p.SaveFile(dir + "/bench/profile.json");
-  return dir;
-}
-
-LabelledRequests BenchInputs(int n) {
-  LabelledRequests in;
-  for (int i = 0; i < n; ++i) {
-    std::vector<float> v(28 * 28, static_cast<float>(i) / n);
-    auto req = std::make_shared<v1::InferRequest>();
-    req->set_model("bench");
-    EncodeTensor(MakeFloatTensor({1, 28, 28}, v), req->mutable_input());
-    in.requests.push_back(std::move(req));
-    in.labels.push_back(i % 10);
-  }
-  return in;
-}
 
 std::vector<std::string> RouterCpuFlags() {
   const std::string cpus = absl::GetFlag(FLAGS_router_cpus);
@@ -237,7 +170,12 @@ class DirectLink final : public v1::WorkerLink::CallbackService {
 int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
   // Tiny emulated latencies (subnet 0 at batch 1: 20 us) so that execution
   // noise does not hide the router's share.
-  const std::string repo = WriteEmulatedRepo(work + "/repo", 0.02);
+  auto written = WriteEmulatedRepo(work + "/repo", RouterBenchModel(0.02));
+  if (!written.ok()) {
+    std::fprintf(stderr, "router-overhead: %s\n", std::string(written.status().message()).c_str());
+    return 1;
+  }
+  const std::string repo = *written;
   LocalClusterOptions o;
   o.bin_dir = SelfDir();
   o.model_repo = repo;
@@ -469,27 +407,6 @@ struct Trial {
   double router_cpu_us_per_query = -1;  // < 0: not measured (see the trial's line)
 };
 
-// The router's CPU time per query served over one trial; < 0 (and a line on
-// stderr) when the router's CPU time cannot be read or nothing was served.
-double CpuPerQuery(const absl::StatusOr<Nanos>& before, const absl::StatusOr<Nanos>& after,
-                   int64_t served) {
-  if (!before.ok() || !after.ok()) {
-    const absl::Status& s = before.ok() ? after.status() : before.status();
-    std::fprintf(stderr, "router-throughput: router CPU time: %s\n",
-                 std::string(s.message()).c_str());
-    return -1;
-  }
-  if (served <= 0) return -1;
-  return ToMicros(*after - *before) / static_cast<double>(served);
-}
-
-std::string CpuText(double us_per_query) {
-  if (us_per_query < 0) return "n/a";
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f us", us_per_query);
-  return text;
-}
-
 int MeasureRouterThroughput(const BenchmarkArgs& args,
                             const std::vector<std::pair<std::string, Transport>>& transports,
                             const std::string& work);
@@ -513,7 +430,12 @@ int RunRouterThroughput(const BenchmarkArgs& args) {
 int MeasureRouterThroughput(const BenchmarkArgs& args,
                             const std::vector<std::pair<std::string, Transport>>& transports,
                             const std::string& work) {
-  const std::string repo = WriteEmulatedRepo(work + "/repo", 1.0);
+  auto written = WriteEmulatedRepo(work + "/repo", RouterBenchModel(1.0));
+  if (!written.ok()) {
+    std::fprintf(stderr, "router-throughput: %s\n", std::string(written.status().message()).c_str());
+    return 1;
+  }
+  const std::string repo = *written;
   const int workers = absl::GetFlag(FLAGS_throughput_workers);
   LocalClusterOptions o;
   o.bin_dir = SelfDir();
@@ -537,14 +459,7 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
   // The highest rate (within 10 %) this client sustains at >= 0.999.
   auto find_max = [&](const std::string& name, InferenceClient& client) {
     auto run = [&](double qps) {
-      std::mt19937_64 rng(static_cast<uint64_t>(qps));
-      std::exponential_distribution<double> gap(qps);
-      std::vector<TraceArrival> trace(static_cast<size_t>(qps * trial_s));
-      double t = 0;
-      for (auto& a : trace) {
-        t += gap(rng);
-        a.arrival = static_cast<Nanos>(t * 1e9);
-      }
+      const std::vector<TraceArrival> trace = PoissonTrace(qps, trial_s, static_cast<uint64_t>(qps));
       ReplayOptions ro;
       ro.default_slo = slo;
       ro.progress = false;
@@ -559,7 +474,7 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
         tr.summary = Summarize(*records);
         for (const auto& r : *records) tr.served += r.code == absl::StatusCode::kOk ? 1 : 0;
       }
-      tr.router_cpu_us_per_query = CpuPerQuery(cpu_before, cpu_after, tr.served);
+      tr.router_cpu_us_per_query = CpuPerQuery("router-throughput", cpu_before, cpu_after, tr.served);
       std::printf(
           "  %s, %.0f qps offered: attainment %.4f, served %.0f qps, p50 %.2f ms, p99 "
           "%.2f ms, router CPU %s/query\n",

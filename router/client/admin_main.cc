@@ -1,0 +1,264 @@
+// superserve-admin: registers, unregisters and lists models on a running
+// router through its Admin service (docs/packages.md). Exit codes are meant
+// for scripts; see kUsage.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/init.h"
+#include "common/model_repository.h"
+#include "common/secret.h"
+#include "grpcpp/grpcpp.h"
+#include "router/client/inference_client.h"
+#include "superserve/v1/admin.grpc.pb.h"
+
+ABSL_FLAG(std::string, router, "127.0.0.1:8500", "Router address host:port (its client port).");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA to verify the router's TLS certificate (docs/security.md); empty = plaintext.");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "File holding the Admin bearer token; else env SUPERSERVE_ADMIN_TOKEN.");
+ABSL_FLAG(std::string, name, "",
+          "register: the model's name (optional; must equal the package's name).");
+ABSL_FLAG(double, wait_ready_s, 30,
+          "register: wait at most this long for >= 1 worker serving the model, printing "
+          "progress; 0 = do not wait.");
+ABSL_FLAG(double, timeout_s, 10, "Deadline of each Admin call, seconds.");
+
+namespace superserve {
+namespace {
+
+constexpr const char* kUsage =
+    "superserve-admin [--router HOST:PORT] [--admin_token_file F] [--tls_ca_file CA] COMMAND\n\n"
+    "Commands:\n"
+    "  register PACKAGE_DIR   validate and register a model package (a directory in the\n"
+    "                         router's model repository, or an absolute path the router can\n"
+    "                         read); then wait (--wait_ready_s) until a worker serves it\n"
+    "  unregister NAME        remove a model (its queued queries are answered first)\n"
+    "  list                   one line per registered model\n"
+    "  status NAME            one model's details; fails when it is not registered\n"
+    "  validate PACKAGE_DIR   check a package locally, as the router would (no router, no\n"
+    "                         token needed)\n\n"
+    "The admin token comes from --admin_token_file, else the environment variable\n"
+    "SUPERSERVE_ADMIN_TOKEN.\n"
+    "Exit codes: 0 done; 1 the router refused (bad package, unknown model: the message names\n"
+    "the problem and the field); 2 usage error; 3 not authorised (missing or wrong token);\n"
+    "4 router unreachable or call timed out; 5 registered, but no worker served the model\n"
+    "within --wait_ready_s.";
+
+enum Exit { kOk = 0, kRefused = 1, kUsageError = 2, kNotAuthorised = 3, kUnreachable = 4,
+            kNotReady = 5 };
+
+int ExitFor(const grpc::Status& s) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::OK:
+      return kOk;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return kNotAuthorised;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return kUnreachable;
+    default:
+      return kRefused;
+  }
+}
+
+int Fail(const char* what, const grpc::Status& s) {
+  std::fprintf(stderr, "superserve-admin: %s failed: %s: %s\n", what,
+               s.error_code() == grpc::StatusCode::UNAUTHENTICATED     ? "UNAUTHENTICATED"
+               : s.error_code() == grpc::StatusCode::PERMISSION_DENIED ? "PERMISSION_DENIED"
+               : s.error_code() == grpc::StatusCode::UNAVAILABLE       ? "UNAVAILABLE"
+               : s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ? "DEADLINE_EXCEEDED"
+               : s.error_code() == grpc::StatusCode::NOT_FOUND         ? "NOT_FOUND"
+               : s.error_code() == grpc::StatusCode::ALREADY_EXISTS    ? "ALREADY_EXISTS"
+               : s.error_code() == grpc::StatusCode::INVALID_ARGUMENT  ? "INVALID_ARGUMENT"
+                                                                       : "ERROR",
+               s.error_message().c_str());
+  return ExitFor(s);
+}
+
+std::string Describe(const v1::ModelInfo& m) {
+  return absl::StrCat(m.name(), "  family=", m.family(), " subnets=", m.num_subnets(),
+                      " accuracy=", m.min_accuracy(), "..", m.max_accuracy(),
+                      "% batch_sizes=[", absl::StrJoin(m.batch_sizes(), ","), "] workers=",
+                      m.workers());
+}
+
+class Admin {
+ public:
+  Admin(std::shared_ptr<grpc::Channel> channel, std::string token, double timeout_s)
+      : stub_(v1::Admin::NewStub(std::move(channel))),
+        token_(std::move(token)),
+        timeout_s_(timeout_s) {}
+
+  template <typename Req, typename Resp, typename Call>
+  grpc::Status Do(Call call, const Req& req, Resp* resp) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token_);
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+    return ((*stub_).*call)(&ctx, req, resp);
+  }
+
+  grpc::Status Find(const std::string& name, v1::ModelInfo* out, bool* found) {
+    v1::ListModelsResponse resp;
+    auto s = Do(&v1::Admin::Stub::ListModels, v1::ListModelsRequest(), &resp);
+    *found = false;
+    for (const auto& m : resp.models()) {
+      if (m.name() == name) {
+        *out = m;
+        *found = true;
+      }
+    }
+    return s;
+  }
+
+ private:
+  std::unique_ptr<v1::Admin::Stub> stub_;
+  const std::string token_;
+  const double timeout_s_;
+};
+
+int Run(const std::vector<std::string>& args) {
+  if (args.size() < 2) {
+    std::fprintf(stderr, "%s\n", kUsage);
+    return kUsageError;
+  }
+  const std::string command = args[1];
+  const bool takes_arg = command == "register" || command == "unregister" ||
+                        command == "status" || command == "validate";
+  if ((command != "list" && !takes_arg) || args.size() != (takes_arg ? 3u : 2u)) {
+    std::fprintf(stderr, "superserve-admin: bad command line\n\n%s\n", kUsage);
+    return kUsageError;
+  }
+  if (command == "validate") {
+    // The router's own loader (LoadModelDirectory): same checks, same messages.
+    auto entry = LoadModelDirectory(args[2]);
+    if (!entry.ok()) {
+      std::fprintf(stderr, "superserve-admin: validate: %s\n",
+                   std::string(entry.status().message()).c_str());
+      return kRefused;
+    }
+    std::printf("valid: %s (%s, %s, %zu subnets%s)\n", entry->name.c_str(),
+                entry->manifest.has_value() ? "package with manifest" : "older layout, no manifest",
+                entry->profile.family.c_str(), entry->profile.subnets.size(),
+                entry->profile.is_dynamic ? ", dynamic" : "");
+    return kOk;
+  }
+  std::string token;
+  if (const std::string f = absl::GetFlag(FLAGS_admin_token_file); !f.empty()) {
+    auto t = ReadSecretFile(f);
+    if (!t.ok()) {
+      std::fprintf(stderr, "superserve-admin: %s\n", std::string(t.status().message()).c_str());
+      return kUsageError;
+    }
+    token = *std::move(t);
+  } else if (const char* env = std::getenv("SUPERSERVE_ADMIN_TOKEN"); env != nullptr) {
+    token = env;
+  }
+  if (token.empty()) {
+    std::fprintf(stderr,
+                 "superserve-admin: no admin token (--admin_token_file or "
+                 "SUPERSERVE_ADMIN_TOKEN)\n");
+    return kUsageError;
+  }
+  auto credentials = MakeChannelCredentials({absl::GetFlag(FLAGS_tls_ca_file), "", ""});
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "superserve-admin: %s\n",
+                 std::string(credentials.status().message()).c_str());
+    return kUsageError;
+  }
+  Admin admin(grpc::CreateChannel(absl::GetFlag(FLAGS_router), *credentials), token,
+              absl::GetFlag(FLAGS_timeout_s));
+
+  if (command == "list") {
+    v1::ListModelsResponse resp;
+    auto s = admin.Do(&v1::Admin::Stub::ListModels, v1::ListModelsRequest(), &resp);
+    if (!s.ok()) return Fail("list", s);
+    for (const auto& m : resp.models()) std::printf("%s\n", Describe(m).c_str());
+    return kOk;
+  }
+  const std::string arg = args[2];
+  if (command == "status") {
+    v1::ModelInfo info;
+    bool found = false;
+    auto s = admin.Find(arg, &info, &found);
+    if (!s.ok()) return Fail("status", s);
+    if (!found) {
+      std::fprintf(stderr, "superserve-admin: status: model \"%s\" is not registered\n",
+                   arg.c_str());
+      return kRefused;
+    }
+    std::printf("%s\n", Describe(info).c_str());
+    return kOk;
+  }
+  if (command == "unregister") {
+    v1::UnregisterModelRequest req;
+    req.set_name(arg);
+    v1::UnregisterModelResponse resp;
+    auto s = admin.Do(&v1::Admin::Stub::UnregisterModel, req, &resp);
+    if (!s.ok()) return Fail("unregister", s);
+    std::printf("unregistered %s\n", arg.c_str());
+    return kOk;
+  }
+  // register
+  v1::RegisterModelRequest req;
+  req.set_path(arg);
+  req.set_name(absl::GetFlag(FLAGS_name));
+  v1::RegisterModelResponse resp;
+  auto s = admin.Do(&v1::Admin::Stub::RegisterModel, req, &resp);
+  if (!s.ok()) return Fail("register", s);
+  const std::string name = resp.model().name();
+  std::printf("registered %s\n", Describe(resp.model()).c_str());
+  std::fflush(stdout);
+  const double wait_s = absl::GetFlag(FLAGS_wait_ready_s);
+  if (wait_s <= 0) return kOk;
+  const auto start = std::chrono::steady_clock::now();
+  int32_t workers = resp.model().workers();
+  double last_print = -1;
+  for (;;) {
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (workers >= 1) {
+      std::printf("ready: %s served by %d worker(s) after %.1f s\n", name.c_str(), workers,
+                  waited);
+      return kOk;
+    }
+    if (waited >= wait_s) {
+      std::fprintf(stderr,
+                   "superserve-admin: %s is registered but no worker serves it after %.1f s "
+                   "(start a worker whose repository holds the package)\n",
+                   name.c_str(), waited);
+      return kNotReady;
+    }
+    if (waited - last_print >= 1) {
+      std::printf("waiting for a worker to serve %s ... %.0f s\n", name.c_str(), waited);
+      std::fflush(stdout);
+      last_print = waited;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    v1::ModelInfo info;
+    bool found = false;
+    auto st = admin.Find(name, &info, &found);
+    if (!st.ok()) return Fail("status", st);
+    if (!found) {
+      std::fprintf(stderr, "superserve-admin: %s was unregistered while waiting\n",
+                   name.c_str());
+      return kRefused;
+    }
+    workers = info.workers();
+  }
+}
+
+}  // namespace
+}  // namespace superserve
+
+int main(int argc, char** argv) {
+  return superserve::Run(superserve::InitMain(argc, argv, superserve::kUsage));
+}

@@ -1,0 +1,51 @@
+#ifndef SUPERSERVE_SERVING_WORKER_SPEED_H_
+#define SUPERSERVE_SERVING_WORKER_SPEED_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "common/time.h"
+
+namespace superserve {
+
+// How much slower (> 1) or faster (< 1) one worker runs than its model's
+// profile says: an exponentially weighted mean, in log space, of
+// measured execution time / profiled latency of each batch it ran. A sample
+// is clipped to within [1/clip, clip] times the current estimate, so one
+// stall (a 1 ms emulated batch measured 90 ms on shared cores) moves the
+// estimate by a bounded step, while a worker that really slowed down is
+// followed within a few batches (x clip per batch at most).
+class WorkerSpeed {
+ public:
+  struct Options {
+    double weight = 0.25;    // of each new sample
+    double clip = 2.0;       // per-sample bound, relative to the estimate
+    int32_t min_samples = 4;  // factor() is 1 below this
+  };
+  WorkerSpeed() : WorkerSpeed(Options()) {}
+  explicit WorkerSpeed(Options options) : options_(options) {}
+
+  // One batch: `measured` execution time of what the profile puts at
+  // `profiled`. Non-positive values are ignored.
+  void Record(Nanos measured, Nanos profiled);
+  // The estimate (1 until min_samples batches were recorded).
+  double factor() const;
+  int64_t samples() const { return samples_; }
+
+ private:
+  Options options_;
+  double log_factor_ = 0;
+  int64_t samples_ = 0;
+};
+
+// A worker's speed relative to the fleet's: its factor over the lower
+// median of the factors of `fleet` (the live workers with enough samples),
+// snapped to exactly 1 within [1/deadband, deadband] so that ordinary noise
+// leaves every worker on the shared estimates. The lower median: with one
+// straggler among two workers the normal one is the reference.
+double LowerMedian(std::vector<double> factors);
+double RelativeSpeed(double factor, double fleet_median, double deadband = 1.25);
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_SERVING_WORKER_SPEED_H_

@@ -1,0 +1,247 @@
+// Model packages (docs/packages.md): manifest parsing and validation, the
+// manifest against the profile and the files, the bundled packages, and the
+// older layout without a manifest. Every malformed package must be rejected
+// with a message naming the file and the field.
+#include "common/model_package.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "absl/strings/str_replace.h"
+#include "common/model_repository.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace superserve {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const std::string kSource = SUPERSERVE_TEST_SOURCE_DIR;
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Write(const fs::path& p, const std::string& content) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << content;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "superserve-package-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A valid package "emu": the emulated test profile (4 subnets, input
+// [1, 28, 28], 10 classes) plus a manifest and a checkpoint file.
+constexpr const char* kManifest = R"({
+  "name": "emu",
+  "version": 1,
+  "kind": "supernet",
+  "family": "emulated",
+  "architecture": {"subnets": 4},
+  "input": {"dtype": "float32", "shape": [1, 28, 28]},
+  "classes": ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"],
+  "default_slo_ms": 50,
+  "checkpoint": "weights.pt"
+})";
+
+std::string EmuProfile() {
+  return ReadAll(kSource + "/tests/router/testdata/emulated_repo/emu/profile.json");
+}
+
+struct Package {
+  std::string dir_name = "emu";
+  std::string manifest = kManifest;
+  std::string profile = EmuProfile();
+  bool with_profile = true;
+  bool with_checkpoint = true;
+};
+
+std::string WritePackage(const TempDir& tmp, const Package& p) {
+  const fs::path dir = fs::path(tmp.path()) / p.dir_name;
+  Write(dir / "manifest.json", p.manifest);
+  if (p.with_profile) Write(dir / "profile.json", p.profile);
+  if (p.with_checkpoint) Write(dir / "weights.pt", "not really torch");
+  return dir.string();
+}
+
+std::string Replace(const std::string& s, const std::string& from, const std::string& to) {
+  std::string out = absl::StrReplaceAll(s, {{from, to}});
+  EXPECT_NE(out, s) << "the test's edit \"" << from << "\" matched nothing";
+  return out;
+}
+
+TEST(ModelPackage, ValidPackageLoadsWithItsManifest) {
+  TempDir tmp;
+  auto e = LoadModelDirectory(WritePackage(tmp, Package{}));
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(e->manifest.has_value());
+  EXPECT_EQ(e->name, "emu");
+  EXPECT_EQ(e->manifest->version, 1u);
+  EXPECT_EQ(e->manifest->kind, ModelManifest::Kind::kSupernet);
+  EXPECT_EQ(e->manifest->input_dtype, "float32");
+  EXPECT_EQ(e->manifest->input_shape, (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ(e->manifest->classes.size(), 10u);
+  EXPECT_EQ(e->manifest->checkpoint, "weights.pt");
+  EXPECT_DOUBLE_EQ(e->manifest->default_slo_ms, 50);
+  EXPECT_THAT(e->manifest->architecture_json, HasSubstr("\"subnets\":4"));
+  EXPECT_EQ(e->profile.subnets.size(), 4u);
+}
+
+TEST(ModelPackage, CamelCaseJsonNamesAreAccepted) {
+  auto m = ModelManifest::FromJson(Replace(kManifest, "default_slo_ms", "defaultSloMs"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(m->default_slo_ms, 50);
+}
+
+TEST(ModelPackage, OlderLayoutWithoutManifestStillLoads) {
+  TempDir tmp;
+  Write(fs::path(tmp.path()) / "emu" / "profile.json", EmuProfile());
+  auto e = LoadModelDirectory(tmp.path() + "/emu");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_FALSE(e->manifest.has_value());
+  EXPECT_EQ(e->profile.model, "emu");
+}
+
+// The bundled models are packages: their manifests agree with their profiles.
+TEST(ModelPackage, BundledModelsArePackages) {
+  for (const char* dir : {"/models/fmnist", "/models/dynamic/fmnist-exit",
+                          "/tests/router/testdata/emulated_repo/emu"}) {
+    auto e = LoadModelDirectory(kSource + dir);
+    ASSERT_TRUE(e.ok()) << dir << ": " << e.status();
+    ASSERT_TRUE(e->manifest.has_value()) << dir;
+    EXPECT_EQ(e->manifest->name, e->profile.model) << dir;
+  }
+  auto exit = LoadModelDirectory(kSource + "/models/dynamic/fmnist-exit");
+  ASSERT_TRUE(exit.ok());
+  EXPECT_EQ(exit->manifest->kind, ModelManifest::Kind::kDynamic);
+}
+
+// The repository scan finds a package by its manifest, and reports one
+// without a profile instead of skipping it.
+TEST(ModelPackage, RepositoryReportsAPackageWithoutProfile) {
+  TempDir tmp;
+  Package p;
+  p.with_profile = false;
+  WritePackage(tmp, p);
+  auto all = LoadModelRepository(tmp.path());
+  ASSERT_FALSE(all.ok());
+  EXPECT_THAT(all.status().message(), HasSubstr("profile.json: missing"));
+}
+
+struct Malformed {
+  std::string kind;
+  std::function<void(Package*)> edit;
+  std::vector<std::string> expect;  // substrings of the error: the field and the problem
+};
+
+// At least ten kinds of broken package, each named in its error.
+TEST(ModelPackage, MalformedPackagesAreRejectedNamingTheField) {
+  const std::vector<Malformed> cases = {
+      {"not JSON", [](Package* p) { p->manifest = "{\"name\": \"emu\","; },
+       {"manifest.json", "not a valid manifest"}},
+      {"unknown field (typo)",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"family\"", "\"famly\""); },
+       {"manifest.json", "famly"}},
+      {"wrong JSON type",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"version\": 1", "\"version\": \"one\""); },
+       {"manifest.json", "version"}},
+      {"name missing",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"name\": \"emu\",", ""); },
+       {"field name", "missing"}},
+      {"name with a slash",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"name\": \"emu\"", "\"name\": \"a/b\""); },
+       {"field name", "a/b"}},
+      {"name differs from the directory",
+       [](Package* p) { p->dir_name = "other"; },
+       {"field name", "directory", "other"}},
+      {"version 0",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"version\": 1", "\"version\": 0"); },
+       {"field version", "0"}},
+      {"unknown kind",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"supernet\"", "\"hypernet\""); },
+       {"field kind", "hypernet"}},
+      {"family missing",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"family\": \"emulated\",", ""); },
+       {"field family", "missing"}},
+      {"input missing",
+       [](Package* p) {
+         p->manifest = Replace(
+             p->manifest, "\"input\": {\"dtype\": \"float32\", \"shape\": [1, 28, 28]},", "");
+       },
+       {"field input", "missing"}},
+      {"unknown dtype",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"float32\"", "\"float8\""); },
+       {"field input.dtype", "float8"}},
+      {"shape entry 0",
+       [](Package* p) { p->manifest = Replace(p->manifest, "[1, 28, 28]", "[1, 0, 28]"); },
+       {"field input.shape[1]", ">= 1"}},
+      {"shape differs from the profile",
+       [](Package* p) { p->manifest = Replace(p->manifest, "[1, 28, 28]", "[3, 28, 28]"); },
+       {"field input.shape", "[3, 28, 28]", "[1, 28, 28]"}},
+      {"duplicate class label",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"c9\"", "\"c8\""); },
+       {"field classes[9]", "c8", "twice"}},
+      {"class count differs from the profile",
+       [](Package* p) { p->manifest = Replace(p->manifest, ", \"c9\"", ""); },
+       {"field classes", "9 labels", "10 classes"}},
+      {"default SLO not positive",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"default_slo_ms\": 50", "\"default_slo_ms\": -5"); },
+       {"field default_slo_ms", "> 0"}},
+      {"checkpoint escapes the package",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"weights.pt\"", "\"../weights.pt\""); },
+       {"field checkpoint", "inside the package"}},
+      {"checkpoint file missing", [](Package* p) { p->with_checkpoint = false; },
+       {"field checkpoint", "weights.pt", "no such file"}},
+      {"family differs from the profile",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"emulated\"", "\"ofa_resnet\""); },
+       {"field family", "ofa_resnet", "emulated"}},
+      {"dynamic kind, profile without histograms",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"supernet\"", "\"dynamic\""); },
+       {"field kind", "dynamic"}},
+      {"static kind, profile with four subnets",
+       [](Package* p) { p->manifest = Replace(p->manifest, "\"supernet\"", "\"static\""); },
+       {"field kind", "4 subnets"}},
+      {"profile missing", [](Package* p) { p->with_profile = false; },
+       {"profile.json", "missing"}},
+      {"profile breaks a profile rule (accuracy above 100 %)",
+       [](Package* p) { p->profile = Replace(p->profile, "\"accuracy\": 90.0", "\"accuracy\": 190.0"); },
+       {"profile.json", "accuracy"}},
+      {"profile names another model",
+       [](Package* p) { p->profile = Replace(p->profile, "\"model\": \"emu\"", "\"model\": \"emv\""); },
+       {"field name", "emv"}},
+  };
+  ASSERT_GE(cases.size(), 10u);
+  for (const auto& c : cases) {
+    TempDir tmp;
+    Package p;
+    c.edit(&p);
+    const std::string dir = WritePackage(tmp, p);
+    auto e = LoadModelDirectory(dir);
+    ASSERT_FALSE(e.ok()) << c.kind << ": accepted";
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << c.kind;
+    const std::string msg(e.status().message());
+    EXPECT_THAT(msg, HasSubstr("model package " + dir)) << c.kind;
+    for (const auto& want : c.expect) EXPECT_THAT(msg, HasSubstr(want)) << c.kind;
+  }
+}
+
+}  // namespace
+}  // namespace superserve

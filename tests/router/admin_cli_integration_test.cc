@@ -1,0 +1,208 @@
+// superserve-admin against a real router and emulated workers: exit codes,
+// a malformed package refused naming its field, a package registered at run
+// time answering once a worker serves it, unregister.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_replace.h"
+#include "common/tensor_codec.h"
+#include "router/client/inference_client.h"
+#include "router/client/local_cluster.h"
+#include "tests/router/engine_test_util.h"
+
+namespace superserve {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::BinDir;
+using testing::EmulatedRepo;
+using testing::MakeWorkDir;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+
+class AdminCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    work_ = MakeWorkDir();
+    repo_ = work_ + "/repo";
+    fs::create_directories(repo_);
+    fs::copy(EmulatedRepo() + "/emu", repo_ + "/emu");
+    LocalClusterOptions o;
+    o.bin_dir = BinDir();
+    o.model_repo = repo_;
+    o.work_dir = work_;
+    o.workers = 1;
+    o.emulate = true;
+    auto c = LocalCluster::Start(o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = *std::move(c);
+    token_file_ = work_ + "/cli.token";
+    std::ofstream(token_file_) << cluster_->admin_token() << "\n";
+  }
+  void TearDown() override {
+    cluster_.reset();
+    fs::remove_all(work_);
+  }
+
+  CliResult Run(std::vector<std::string> args, bool with_token_file = true) {
+    std::vector<std::string> argv = {BinDir() + "/superserve-admin",
+                                     "--router=" + cluster_->router_address()};
+    if (with_token_file) argv.push_back("--admin_token_file=" + token_file_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string log = work_ + "/cli-" + std::to_string(runs_++) + ".log";
+    CliResult r;
+    auto p = Subprocess::Start(argv, log);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return r;
+    auto st = p->Wait(Seconds(30));
+    EXPECT_TRUE(st.has_value());
+    if (st.has_value() && WIFEXITED(*st)) r.exit_code = WEXITSTATUS(*st);
+    r.output = ReadAll(log);
+    return r;
+  }
+
+  // A copy of emu named `name`, its manifest edited by `edits`.
+  void WritePackage(const std::string& name,
+                    const std::vector<std::pair<std::string, std::string>>& edits = {}) {
+    const std::string dir = repo_ + "/" + name;
+    fs::create_directories(dir);
+    std::string profile = ReadAll(EmulatedRepo() + "/emu/profile.json");
+    std::string manifest = ReadAll(EmulatedRepo() + "/emu/manifest.json");
+    profile = absl::StrReplaceAll(profile, {{"\"model\": \"emu\"", "\"model\": \"" + name + "\""}});
+    manifest = absl::StrReplaceAll(manifest, {{"\"name\": \"emu\"", "\"name\": \"" + name + "\""}});
+    manifest = absl::StrReplaceAll(manifest, edits);
+    std::ofstream(dir + "/profile.json") << profile;
+    std::ofstream(dir + "/manifest.json") << manifest;
+  }
+
+  std::string work_, repo_, token_file_;
+  std::unique_ptr<LocalCluster> cluster_;
+  int runs_ = 0;
+};
+
+TEST_F(AdminCli, ExitCodesForUsageTokensAndUnknownModels) {
+  auto list = Run({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_THAT(list.output, HasSubstr("emu  family=emulated subnets=4"));
+  EXPECT_THAT(list.output, HasSubstr("workers=1"));
+
+  std::ofstream(work_ + "/wrong.token") << "not-the-token";
+  auto wrong = Run({"--admin_token_file=" + work_ + "/wrong.token", "list"}, false);
+  EXPECT_EQ(wrong.exit_code, 3) << wrong.output;
+  EXPECT_THAT(wrong.output, HasSubstr("PERMISSION_DENIED"));
+
+  unsetenv("SUPERSERVE_ADMIN_TOKEN");
+  auto none = Run({"list"}, false);
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  // The environment variable is the other way to pass the token.
+  setenv("SUPERSERVE_ADMIN_TOKEN", cluster_->admin_token().c_str(), 1);
+  auto env = Run({"status", "emu"}, false);
+  unsetenv("SUPERSERVE_ADMIN_TOKEN");
+  EXPECT_EQ(env.exit_code, 0) << env.output;
+  EXPECT_THAT(env.output, HasSubstr("emu  family=emulated"));
+
+  EXPECT_EQ(Run({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(Run({"status"}).exit_code, 2);
+  auto unknown = Run({"status", "nope"});
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("not registered"));
+}
+
+TEST_F(AdminCli, MalformedPackageIsRefusedNamingTheField) {
+  WritePackage("bad", {{"\"supernet\"", "\"hypernet\""}});
+  auto r = Run({"register", "bad"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(r.output, HasSubstr("manifest.json: field kind"));
+  EXPECT_THAT(r.output, HasSubstr("hypernet"));
+  auto list = Run({"list"});
+  EXPECT_THAT(list.output, ::testing::Not(HasSubstr("bad")));
+}
+
+TEST_F(AdminCli, RegisteredPackageAnswersOnceAWorkerServesItThenUnregisters) {
+  WritePackage("emu2");
+  // No worker holds emu2 yet: registered, but not ready within the wait.
+  auto r = Run({"register", "emu2", "--wait_ready_s=1"});
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("registered emu2"));
+  EXPECT_THAT(r.output, HasSubstr("no worker serves it"));
+
+  auto w = cluster_->AddWorker({"--models=emu2"});
+  ASSERT_TRUE(w.ok()) << w.status();
+  CliResult status;
+  for (int i = 0; i < 100; ++i) {
+    status = Run({"status", "emu2"});
+    if (status.output.find("workers=1") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  ASSERT_THAT(status.output, HasSubstr("workers=1"));
+
+  InferenceClient client(cluster_->router_address());
+  v1::InferRequest req;
+  req.set_model("emu2");
+  EncodeTensor(MakeFloatTensor({1, 28, 28}, std::vector<float>(28 * 28, 0.5f)),
+               req.mutable_input());
+  auto answer = client.Infer(req, Millis(1000));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  ASSERT_GE(answer->output().shape_size(), 1);
+  EXPECT_EQ(answer->output().shape(answer->output().shape_size() - 1), 10);  // num_classes
+
+  auto un = Run({"unregister", "emu2"});
+  EXPECT_EQ(un.exit_code, 0) << un.output;
+  EXPECT_EQ(Run({"status", "emu2"}).exit_code, 1);
+  // The other model kept serving.
+  req.set_model("emu");
+  EXPECT_TRUE(client.Infer(req, Millis(1000)).ok());
+  EXPECT_EQ(client.Infer(req, Millis(1000)).status().code(), absl::StatusCode::kOk);
+  req.set_model("emu2");
+  EXPECT_EQ(client.Infer(req, Millis(1000)).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// validate runs the router's loader locally: no router, no token.
+TEST(AdminCliValidate, ChecksAPackageWithoutARouter) {
+  const std::string work = MakeWorkDir();
+  auto run = [&](const std::string& dir) {
+    CliResult r;
+    const std::string log = work + "/validate.log";
+    auto p = Subprocess::Start({BinDir() + "/superserve-admin", "validate", dir}, log);
+    EXPECT_TRUE(p.ok());
+    if (!p.ok()) return r;
+    auto st = p->Wait(Seconds(30));
+    if (st.has_value() && WIFEXITED(*st)) r.exit_code = WEXITSTATUS(*st);
+    r.output = ReadAll(log);
+    return r;
+  };
+  auto good = run(testing::SourceDir() + "/models/dynamic/fmnist-exit");
+  EXPECT_EQ(good.exit_code, 0) << good.output;
+  EXPECT_THAT(good.output, HasSubstr("valid: fmnist-exit (package with manifest, early_exit"));
+  fs::create_directories(work + "/emu");
+  std::ofstream(work + "/emu/profile.json") << ReadAll(EmulatedRepo() + "/emu/profile.json");
+  std::ofstream(work + "/emu/manifest.json")
+      << absl::StrReplaceAll(ReadAll(EmulatedRepo() + "/emu/manifest.json"),
+                             {{"\"default_slo_ms\": 50", "\"default_slo_ms\": 0"}});
+  auto bad = run(work + "/emu");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("manifest.json: field default_slo_ms"));
+  fs::remove_all(work);
+}
+
+}  // namespace
+}  // namespace superserve
