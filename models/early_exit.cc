@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 
@@ -149,6 +150,7 @@ absl::StatusOr<ExitOutputs> EarlyExitNet::Run(const float* input, int64_t n, int
     out.logits.assign(static_cast<size_t>(n * c.num_classes), 0.f);
     out.exit_taken.assign(static_cast<size_t>(n), -1);
     int64_t remaining = n;
+    const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i <= last && remaining > 0; ++i) {
       // The whole batch runs each stage (padding semantics): samples that
       // already left ride along; only the ones still in read this exit.
@@ -167,6 +169,10 @@ absl::StatusOr<ExitOutputs> EarlyExitNet::Run(const float* input, int64_t n, int
         }
       }
       out.stages_run = i + 1;
+      out.exit_reached_ns.push_back(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+              .count());
     }
     return out;
   } catch (const std::exception& e) {

@@ -44,6 +44,9 @@ struct ExitOutputs {
   std::vector<float> logits;         // n x num_classes, each at its exit
   std::vector<int32_t> exit_taken;   // per sample, 0-based exit index
   int32_t stages_run = 0;            // stages the batch executed (= max exit + 1)
+  // Per executed stage, ns from the start of Run until that stage's exit had
+  // been decided (the time a sample leaving there was done).
+  std::vector<int64_t> exit_reached_ns;
 };
 
 class EarlyExitNet {

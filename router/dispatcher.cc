@@ -58,11 +58,11 @@ bool Dispatcher::Drain(Nanos timeout) {
 }
 
 absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest* digest) {
-  if (profile.subnets.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model \"", profile.model, "\": the router serves supernets; no subnets"));
+  if (profile.subnets.empty() && !profile.is_dynamic) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model \"", profile.model, "\": neither a supernet (no subnets) nor dynamic"));
   }
-  auto policy = MakePolicy(options_.policy, profile, options_.policy_config);
+  auto policy = MakePolicy(PolicyNameFor(profile), profile, options_.policy_config);
   if (!policy.ok()) return policy.status();
   if (auto s = core_.AddModel(profile, *std::move(policy)); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(digests_mu_);
@@ -72,6 +72,13 @@ absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest
     digests_.erase(profile.model);
   }
   return absl::OkStatus();
+}
+
+std::string Dispatcher::PolicyNameFor(const ModelProfile& profile) const {
+  if (auto it = options_.model_policies.find(profile.model); it != options_.model_policies.end()) {
+    return it->second;
+  }
+  return profile.is_dynamic ? options_.dynamic_policy : options_.policy;
 }
 
 absl::Status Dispatcher::RemoveModel(const std::string& name) {
@@ -137,6 +144,7 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
   QueryRequest r;
   r.model = req.model();
   r.application = req.application();
+  input->application = req.application();
   r.deadline = deadline;
   r.payload = std::move(input);
   // `req` and `tensor` stay valid through the call: the core answers only

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -27,6 +28,11 @@ namespace superserve {
 
 struct DispatcherOptions {
   std::string policy = PolicySpec().name;  // the default policy
+  // The policy of dynamic models (a profile with a `dynamic` block): one of
+  // DynamicPolicyNames().
+  std::string dynamic_policy = "orloj";
+  // Per-model overrides of the two above (model name -> policy name).
+  std::map<std::string, std::string> model_policies;
   PolicyConfig policy_config;
   ServingOptions serving;
   // Run a thread that calls the core's Tick (wake-ups, sweeps, liveness).
@@ -56,6 +62,9 @@ class Dispatcher {
   // registers the model with other digests is refused (RegisterWorker).
   absl::Status AddModel(const ModelProfile& profile, const ModelDigest* digest = nullptr);
   absl::Status RemoveModel(const std::string& name);
+  // The policy a model gets: its --model_policy override, else the dynamic
+  // policy for a dynamic model, else the default policy.
+  std::string PolicyNameFor(const ModelProfile& profile) const;
   std::vector<v1::ModelInfo> ListModels() const;
   // The same with the input shape and classes (the Open Inference Protocol's
   // metadata).

@@ -33,6 +33,7 @@ std::unique_ptr<v1::RouterMessage> GrpcWorkerChannel::Encode(const BatchPlan& b)
     q->set_query_id(b.queries[i]);
     if (const auto* input = static_cast<const TensorPayload*>(b.inputs[i].get())) {
       *q->mutable_input() = input->tensor;
+      if (!input->application.empty()) q->set_application(input->application);
     }
   }
   return message;
@@ -63,6 +64,15 @@ BatchOutcome DecodeBatchResult(v1::BatchResult* result) {
   }
   o.outputs.reserve(result->results_size());
   for (v1::QueryResult& r : *result->mutable_results()) {
+    // Dynamic models: the query's own time and exit feed the policy's
+    // per-application distributions (the core fills in the application).
+    if (r.exit() > 0 || r.own_us() > 0) {
+      QueryTelemetry t;
+      t.id = r.query_id();
+      t.exec = ReportedMicros(r.own_us());
+      t.exit = r.exit() > 0 ? r.exit() - 1 : -1;
+      o.query_times.push_back(t);
+    }
     auto out = std::make_shared<TensorPayload>();
     out->tensor.Swap(r.mutable_output());
     o.outputs.emplace_back(r.query_id(), std::move(out));

@@ -6,6 +6,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/init.h"
 #include "common/logging.h"
 #include "common/secret.h"
@@ -52,6 +53,11 @@ ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:0",
 ABSL_FLAG(std::string, model_repo, "", "Model repository: serves every <dir>/<model>/profile.json.");
 // The policy flags (--policy, --buckets, --drop_below_first_bucket, ...) are
 // policies/policy_flags.h's, shared with superserve-sim and superserve-repro.
+ABSL_FLAG(std::string, dynamic_policy, "orloj",
+          "Policy of dynamic models (profiles with a `dynamic` block): orloj, clockwork, nexus.");
+ABSL_FLAG(std::vector<std::string>, model_policy, {},
+          "Per-model policy overrides, comma-separated MODEL=POLICY (e.g. "
+          "fmnist-exit=clockwork); the rest get --policy or --dynamic_policy.");
 ABSL_FLAG(int32_t, lookahead, 1, "Batches a worker may hold at once (k-batch lookahead).");
 ABSL_FLAG(bool, per_worker_speed, true,
           "Per-worker latency estimates: a worker measured slower than the fleet (a straggler) "
@@ -135,6 +141,15 @@ int main(int argc, char** argv) {
   }
   o.dispatcher.policy = policy.name;
   o.dispatcher.policy_config = policy.config;
+  o.dispatcher.dynamic_policy = absl::GetFlag(FLAGS_dynamic_policy);
+  for (const std::string& item : absl::GetFlag(FLAGS_model_policy)) {
+    std::vector<std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty() || kv[1].empty()) {
+      SS_LOG(ERROR) << "router: --model_policy entry \"" << item << "\" is not MODEL=POLICY";
+      return 2;
+    }
+    o.dispatcher.model_policies[kv[0]] = kv[1];
+  }
   o.dispatcher.serving.lookahead = std::max(1, absl::GetFlag(FLAGS_lookahead));
   o.dispatcher.serving.max_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_queue));
   o.dispatcher.serving.heartbeat_interval = Millis(absl::GetFlag(FLAGS_heartbeat_ms));

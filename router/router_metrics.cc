@@ -1,5 +1,6 @@
 #include "router/router_metrics.h"
 
+#include <atomic>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,13 @@
 namespace superserve {
 
 constexpr int kNumOutcomes = 7;
+
+struct RouterMetrics::ApplicationMetrics {
+  prometheus::Counter* by_outcome[kNumOutcomes];
+  prometheus::Gauge* attainment;
+  std::atomic<int64_t> ok{0};
+  std::atomic<int64_t> terminal{0};
+};
 
 struct RouterMetrics::ModelMetrics {
   prometheus::Counter* by_outcome[kNumOutcomes];
@@ -115,6 +123,15 @@ RouterMetrics::RouterMetrics()
                   .Help("Batches a worker refused because their action window had closed "
                         "(their queries were re-queued or answered DEADLINE_EXCEEDED)")
                   .Register(*registry_);
+  app_queries_ = &BuildCounter()
+                      .Name("superserve_application_queries_total")
+                      .Help("Queries by final status per application tag (dynamic models)")
+                      .Register(*registry_);
+  app_attainment_ = &BuildGauge()
+                         .Name("superserve_application_slo_attainment")
+                         .Help("Fraction of the application's answered queries that met their "
+                               "deadline")
+                         .Register(*registry_);
   queue_depth_ = &BuildGauge()
                       .Name("superserve_queue_depth")
                       .Help("Pending queries in the model's EDF queue")
@@ -178,6 +195,22 @@ RouterMetrics::ModelMetrics& RouterMetrics::Model(const std::string& model) {
   return *slot;
 }
 
+RouterMetrics::ApplicationMetrics& RouterMetrics::Application(const std::string& model,
+                                                              const std::string& application) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = applications_[absl::StrCat(model, "\n", application)];
+  if (!slot) {
+    slot = std::make_unique<ApplicationMetrics>();
+    for (int i = 0; i < kNumOutcomes; ++i) {
+      slot->by_outcome[i] = &app_queries_->Add({{"model", model},
+                                                {"application", application},
+                                                {"status", QueryOutcomeName(QueryOutcome(i))}});
+    }
+    slot->attainment = &app_attainment_->Add({{"model", model}, {"application", application}});
+  }
+  return *slot;
+}
+
 void RouterMetrics::OnBatchRefused(const std::string& model, const std::string& worker) {
   Model(model).refused->Increment();
 }
@@ -214,6 +247,14 @@ void RouterMetrics::Record(ModelMetrics& m, const std::string& model, QueryOutco
 void RouterMetrics::OnQueryDone(const QueryDone& d) {
   ModelMetrics& m = Model(*d.model);
   Record(m, *d.model, d.outcome, d.latency, d.accuracy, d.subnet_id);
+  if (d.application != nullptr) {
+    // The core caps distinct tags (--max_applications), so this map is bounded.
+    ApplicationMetrics& a = Application(*d.model, *d.application);
+    a.by_outcome[static_cast<int>(d.outcome)]->Increment();
+    const int64_t ok = d.outcome == QueryOutcome::kOk ? a.ok.fetch_add(1) + 1 : a.ok.load();
+    const int64_t all = a.terminal.fetch_add(1) + 1;
+    a.attainment->Set(static_cast<double>(ok) / static_cast<double>(all));
+  }
   if (advice_clock_.load(std::memory_order_acquire) != nullptr) OnAnswerForAdvice(m, d.now);
 }
 

@@ -42,6 +42,10 @@ struct ServingStats;
 //   superserve_batches_refused_total{model}        batches refused: action window closed
 //   superserve_worker_busy_fraction{worker}        executing share of the last interval
 //   superserve_workers_alive                       registered live workers
+//   superserve_application_queries_total{model,application,status}
+//                                                  queries by final status per application tag
+//   superserve_application_slo_attainment{model,application}
+//                                                  ok / all terminal answers per application
 //   superserve_workers_needed{model}               workers the measured arrival rate
 //                                                  needs (autoscaling advice, below)
 //   superserve_queries_accepted_total              queries that entered a queue
@@ -109,7 +113,9 @@ class RouterMetrics final : public ServingObserver {
 
  private:
   struct ModelMetrics;
+  struct ApplicationMetrics;
   ModelMetrics& Model(const std::string& model);
+  ApplicationMetrics& Application(const std::string& model, const std::string& application);
   void Record(ModelMetrics& m, const std::string& model, QueryOutcome outcome, Nanos latency,
               double accuracy, int32_t subnet_id);
   void OnAnswerForAdvice(ModelMetrics& m, Nanos now);
@@ -130,11 +136,15 @@ class RouterMetrics final : public ServingObserver {
   prometheus::Family<prometheus::Gauge>* busy_;
   prometheus::Gauge* workers_alive_;
   prometheus::Family<prometheus::Gauge>* workers_needed_;
+  prometheus::Family<prometheus::Counter>* app_queries_;
+  prometheus::Family<prometheus::Gauge>* app_attainment_;
   WorkersNeededOptions advice_;
   std::atomic<const Clock*> advice_clock_{nullptr};
 
   std::mutex mu_;  // guards the caches below (not the metric values)
   std::unordered_map<std::string, std::unique_ptr<ModelMetrics>> models_;
+  // Keyed by model + '\n' + application.
+  std::unordered_map<std::string, std::unique_ptr<ApplicationMetrics>> applications_;
 };
 
 }  // namespace superserve

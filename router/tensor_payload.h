@@ -1,6 +1,8 @@
 #ifndef SUPERSERVE_ROUTER_TENSOR_PAYLOAD_H_
 #define SUPERSERVE_ROUTER_TENSOR_PAYLOAD_H_
 
+#include <string>
+
 #include "serving/query_handle.h"
 #include "superserve/v1/tensor.pb.h"
 
@@ -10,6 +12,9 @@ namespace superserve {
 // to a worker, its output on the way back. Shared, never copied by the core.
 struct TensorPayload final : public QueryPayload {
   v1::Tensor tensor;
+  // The query's application tag, forwarded to the worker with its input
+  // (dynamic models; empty otherwise).
+  std::string application;
 };
 
 }  // namespace superserve

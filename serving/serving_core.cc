@@ -249,6 +249,7 @@ int32_t ServingCore::ApplicationIdLocked(absl::string_view application) {
   if (it != applications_.end()) return it->second;
   const int32_t id = static_cast<int32_t>(applications_.size());
   applications_.emplace(std::string(application), id);
+  application_names_.push_back(std::make_shared<const std::string>(std::string(application)));
   const std::string_view name(application.data(), application.size());
   models_.ForEach([&](ServedModel* m) { m->scheduler.NameApplication(id, name); });
   return id;
@@ -282,6 +283,11 @@ void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outc
   if (answer.status.ok()) {
     done.accuracy = answer.accuracy;
     done.subnet_id = answer.subnet_id;
+  }
+  if (p.query.application >= 0 &&
+      static_cast<size_t>(p.query.application) < application_names_.size() &&
+      !application_names_[p.query.application]->empty()) {
+    done.application = application_names_[p.query.application];
   }
   e->done.emplace_back(m != nullptr ? m->name : unknown_model_, done);
   e->answers.emplace_back(p.handle, std::move(answer));

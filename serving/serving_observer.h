@@ -2,6 +2,7 @@
 #define SUPERSERVE_SERVING_SERVING_OBSERVER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/time.h"
@@ -29,6 +30,9 @@ struct QueryDone {
   Nanos latency = 0;   // arrival to answer
   double accuracy = 0; // served subnet's accuracy (ok and late), percent
   int32_t subnet_id = -1;
+  // The query's application tag (dynamic models' per-application metrics);
+  // null when it had none or was rejected on arrival.
+  std::shared_ptr<const std::string> application;
 };
 
 // What the core did, for metrics, reports and tests. Called outside the

@@ -21,9 +21,10 @@ namespace {
 // the worker process (std::terminate).
 absl::StatusOr<std::vector<HostTensor>> RunCatchingExceptions(
     Executor* executor, const std::string& model, const ControlTuple& control,
-    absl::Span<const v1::Tensor* const> inputs) {
+    absl::Span<const v1::Tensor* const> inputs, absl::Span<const std::string* const> applications,
+    std::vector<QueryExit>* exits) {
   try {
-    return executor->Run(model, control, inputs);
+    return executor->RunWithExits(model, control, inputs, applications, exits);
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat(std::string(executor->kind()), " executor threw: ", e.what()));
@@ -69,7 +70,9 @@ void RunBatch(const v1::Batch& batch, Nanos received, absl::Span<const ModelEntr
     return;
   }
   std::vector<const v1::Tensor*> inputs;
+  std::vector<const std::string*> applications;
   inputs.reserve(batch.queries_size());
+  applications.reserve(batch.queries_size());
   for (const auto& q : batch.queries()) {
     if (auto s = CheckWireTensor(q.input(), DType::kFloat32, model->profile.input_shape); !s.ok()) {
       fail(absl::StatusCode::kInvalidArgument,
@@ -77,9 +80,11 @@ void RunBatch(const v1::Batch& batch, Nanos received, absl::Span<const ModelEntr
       return;
     }
     inputs.push_back(&q.input());
+    applications.push_back(&q.application());
   }
-  auto outputs =
-      RunCatchingExceptions(executor, model->name, ControlTupleFromProto(batch.control()), inputs);
+  std::vector<QueryExit> exits;
+  auto outputs = RunCatchingExceptions(executor, model->name, ControlTupleFromProto(batch.control()),
+                                       inputs, applications, &exits);
   Nanos end = RealClock::Get()->Now();
   result->set_exec_us((end - start) / kNanosPerMicro);
   if (!outputs.ok()) {
@@ -95,6 +100,12 @@ void RunBatch(const v1::Batch& batch, Nanos received, absl::Span<const ModelEntr
     v1::QueryResult* r = result->add_results();
     r->set_query_id(batch.queries(i).query_id());
     EncodeTensor((*outputs)[i], r->mutable_output());
+    if (static_cast<size_t>(i) < exits.size()) {
+      const QueryExit& e = exits[i];
+      r->set_exit(e.exit + 1);  // 1-based on the wire, 0 = unknown
+      r->set_exit_us(e.at / kNanosPerMicro);
+      r->set_own_us(e.own / kNanosPerMicro);
+    }
   }
 }
 

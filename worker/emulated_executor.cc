@@ -1,5 +1,6 @@
 #include "worker/emulated_executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -9,6 +10,30 @@
 namespace superserve {
 
 absl::Status EmulatedExecutor::Load(const ModelEntry& model) {
+  if (model.profile.is_dynamic) {
+    DynamicModel d;
+    d.c0_us = model.profile.dynamic.batch_overhead_us;
+    d.c1 = model.profile.dynamic.per_request_factor;
+    std::vector<EmpiricalDistribution> parts;
+    std::vector<double> weights;
+    for (const auto& h : model.profile.dynamic.applications) {
+      auto dist = EmpiricalDistribution::FromProfile(h);
+      if (!dist.ok()) return dist.status();
+      parts.push_back(*dist);
+      double w = 0;
+      for (double c : h.counts) w += c;
+      weights.push_back(w);
+      d.applications.emplace(h.application, *std::move(dist));
+    }
+    if (parts.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic model ", model.name, " has no application histograms"));
+    }
+    auto mix = EmpiricalDistribution::Mixture(parts, weights);
+    if (!mix.ok()) return mix.status();
+    d.mix = *std::move(mix);
+    dynamic_[model.name] = std::move(d);
+  }
   profiles_[model.name] = model.profile;
   return absl::OkStatus();
 }
@@ -32,11 +57,52 @@ absl::StatusOr<Nanos> EmulatedExecutor::EmulatedLatency(const std::string& model
   return p.subnets[s].latency[b];
 }
 
+absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::RunWithExits(
+    const std::string& model, const ControlTuple& control,
+    absl::Span<const v1::Tensor* const> inputs, absl::Span<const std::string* const> applications,
+    std::vector<QueryExit>* exits) {
+  exits->clear();
+  auto it = dynamic_.find(model);
+  if (it == dynamic_.end()) return Run(model, control, inputs);
+  const DynamicModel& d = it->second;
+  const double k = static_cast<double>(inputs.size());
+  double max_l = 0;
+  exits->resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const EmpiricalDistribution* dist = &d.mix;
+    if (i < applications.size() && applications[i] != nullptr) {
+      if (auto a = d.applications.find(*applications[i]); a != d.applications.end()) {
+        dist = &a->second;
+      }
+    }
+    const double l = std::max(0.0, dist->Sample(rng_));
+    max_l = std::max(max_l, l);
+    (*exits)[i].own = Micros(l);
+    (*exits)[i].at = Micros(d.c0_us + d.c1 * k * l);
+  }
+  std::vector<HostTensor> out = FakeLogits(model, inputs);
+  std::this_thread::sleep_for(
+      std::chrono::nanoseconds(Micros(slowdown_ * (d.c0_us + d.c1 * k * max_l))));
+  return out;
+}
+
 absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::Run(
     const std::string& model, const ControlTuple& control,
     absl::Span<const v1::Tensor* const> inputs) {
+  if (dynamic_.count(model) > 0) {
+    std::vector<QueryExit> ignored;
+    return RunWithExits(model, control, inputs, {}, &ignored);
+  }
   auto latency = EmulatedLatency(model, control.subnet_id, inputs.size());
   if (!latency.ok()) return latency.status();
+  std::vector<HostTensor> out = FakeLogits(model, inputs);
+  std::this_thread::sleep_for(
+      std::chrono::nanoseconds(static_cast<Nanos>(slowdown_ * static_cast<double>(*latency))));
+  return out;
+}
+
+std::vector<HostTensor> EmulatedExecutor::FakeLogits(const std::string& model,
+                                                     absl::Span<const v1::Tensor* const> inputs) {
   const int32_t classes = std::max(1, profiles_[model].num_classes);
   std::vector<HostTensor> out;
   out.reserve(inputs.size());
@@ -58,8 +124,6 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::Run(
     logits[h % classes] = 1.f;
     out.push_back(MakeFloatTensor({classes}, logits));
   }
-  std::this_thread::sleep_for(
-      std::chrono::nanoseconds(static_cast<Nanos>(slowdown_ * static_cast<double>(*latency))));
   return out;
 }
 

@@ -2,8 +2,10 @@
 #define SUPERSERVE_WORKER_EMULATED_EXECUTOR_H_
 
 #include <map>
+#include <random>
 #include <string>
 
+#include "common/empirical_distribution.h"
 #include "worker/executor.h"
 
 namespace superserve {
@@ -12,16 +14,28 @@ namespace superserve {
 // profiled batch size >= the batch, and returns deterministic fake logits (a
 // one-hot over num_classes picked by a hash of the input bytes). Lets one box
 // host many workers for router scale and fault benchmarks.
+//
+// Dynamic models (a profile with a `dynamic` block) are emulated as the
+// simulator does: each query's own time l is drawn (seeded) from its
+// application's histogram (an application the profile does not name: from
+// the applications' mixture, weighted by their counts), and the batch sleeps
+// c0 + c1·k·max(l). Each query reports l as its own time and
+// c0 + c1·k·l as the moment it left; its exit is not known (-1).
 class EmulatedExecutor final : public Executor {
  public:
   // `slowdown` multiplies every sleep: a straggler at 3x its profile
-  // (docs/faults.md, slow worker).
-  explicit EmulatedExecutor(double slowdown = 1.0) : slowdown_(slowdown) {}
+  // (docs/faults.md, slow worker). `seed` seeds dynamic models' draws.
+  explicit EmulatedExecutor(double slowdown = 1.0, uint64_t seed = 1)
+      : slowdown_(slowdown), rng_(seed) {}
   std::string_view kind() const override { return "emulated"; }
   absl::Status Load(const ModelEntry& model) override;
   absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
                                               const ControlTuple& control,
                                               absl::Span<const v1::Tensor* const> inputs) override;
+  absl::StatusOr<std::vector<HostTensor>> RunWithExits(
+      const std::string& model, const ControlTuple& control,
+      absl::Span<const v1::Tensor* const> inputs, absl::Span<const std::string* const> applications,
+      std::vector<QueryExit>* exits) override;
 
   // The profiled latency (Run sleeps for slowdown x this); an error for an
   // unknown model/subnet.
@@ -29,8 +43,18 @@ class EmulatedExecutor final : public Executor {
                                         size_t batch) const;
 
  private:
+  struct DynamicModel {
+    double c0_us = 0, c1 = 1;
+    std::map<std::string, EmpiricalDistribution, std::less<>> applications;
+    EmpiricalDistribution mix = EmpiricalDistribution::Constant(0);
+  };
+  std::vector<HostTensor> FakeLogits(const std::string& model,
+                                     absl::Span<const v1::Tensor* const> inputs);
+
   double slowdown_ = 1.0;
   std::map<std::string, ModelProfile> profiles_;
+  std::map<std::string, DynamicModel> dynamic_;
+  std::mt19937_64 rng_;
 };
 
 }  // namespace superserve

@@ -11,6 +11,7 @@
 #include "common/control_tuple.h"
 #include "common/model_repository.h"
 #include "common/tensor_codec.h"
+#include "common/time.h"
 
 namespace superserve {
 
@@ -22,6 +23,13 @@ class Tensor;
 // Fig. 7 steps 4-5). Implementations: TorchExecutor (the real supernet) and
 // EmulatedExecutor (sleeps the profiled latency; for scale benchmarks). The
 // worker calls Load once per model, then Run from one thread at a time.
+// Where one query of a dynamic model's batch left (early exit).
+struct QueryExit {
+  int32_t exit = -1;  // 0-based exit index; -1 = not known (emulated)
+  Nanos at = 0;       // batch start to the moment its exit was reached
+  Nanos own = 0;      // its own execution time, in the profile's units
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -33,6 +41,18 @@ class Executor {
   virtual absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
                                                       const ControlTuple& control,
                                                       absl::Span<const v1::Tensor* const> inputs) = 0;
+
+  // Run, for dynamic models also reporting where each query left: `exits`
+  // gets one entry per input (parallel to the outputs), or stays empty for a
+  // static model. `applications` (parallel to inputs) are the queries'
+  // application tags. The default runs Run and reports nothing.
+  virtual absl::StatusOr<std::vector<HostTensor>> RunWithExits(
+      const std::string& model, const ControlTuple& control,
+      absl::Span<const v1::Tensor* const> inputs, absl::Span<const std::string* const> applications,
+      std::vector<QueryExit>* exits) {
+    exits->clear();
+    return Run(model, control, inputs);
+  }
 };
 
 }  // namespace superserve

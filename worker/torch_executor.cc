@@ -8,12 +8,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "models/ofa_resnet.h"
+#include "worker/early_exit_host.h"
 #include "superserve/v1/tensor.pb.h"
 
 namespace superserve {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The profile family of models/early_exit.h's networks.
+constexpr char kEarlyExitFamily[] = "early_exit";
 
 class TorchExecutor final : public Executor {
  public:
@@ -27,6 +31,12 @@ class TorchExecutor final : public Executor {
                           (fs::path(model.directory) / model.manifest->checkpoint).string())
                     : FindCheckpoint(model.directory);
     if (!path.ok()) return path.status();
+    if (model.profile.family == kEarlyExitFamily) {
+      auto host = EarlyExitHost::Load(model, *path);
+      if (!host.ok()) return host.status();
+      early_exit_[model.name] = *std::move(host);
+      return absl::OkStatus();
+    }
     auto net = models::OfaResNet::Load(*path);
     if (!net.ok()) return net.status();
     (*net)->Eval();
@@ -65,9 +75,29 @@ class TorchExecutor final : public Executor {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<std::vector<HostTensor>> RunWithExits(
+      const std::string& model, const ControlTuple& control,
+      absl::Span<const v1::Tensor* const> inputs, absl::Span<const std::string* const> applications,
+      std::vector<QueryExit>* exits) override {
+    exits->clear();
+    if (auto d = early_exit_.find(model); d != early_exit_.end()) {
+      try {
+        c10::InferenceMode guard;
+        return d->second->Run(inputs, exits);
+      } catch (const c10::Error& e) {
+        return absl::InternalError(absl::StrCat("torch: ", e.what_without_backtrace()));
+      }
+    }
+    return Run(model, control, inputs);
+  }
+
   absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
                                               const ControlTuple& control,
                                               absl::Span<const v1::Tensor* const> inputs) override {
+    if (early_exit_.count(model) > 0) {
+      std::vector<QueryExit> ignored;
+      return RunWithExits(model, control, inputs, {}, &ignored);
+    }
     auto it = models_.find(model);
     if (it == models_.end()) return absl::NotFoundError(absl::StrCat("model ", model, " not loaded"));
     Loaded& m = it->second;
@@ -134,6 +164,8 @@ class TorchExecutor final : public Executor {
     return n;  // beyond the profile: run as is
   }
   std::map<std::string, Loaded> models_;
+  // Dynamic models (family "early_exit"), each on its own host.
+  std::map<std::string, std::unique_ptr<EarlyExitHost>> early_exit_;
 };
 
 }  // namespace

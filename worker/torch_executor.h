@@ -12,7 +12,10 @@ namespace superserve {
 // The real executor: loads each model's supernet once (models/ OfaResNet,
 // the checkpoint found by FindCheckpoint) and, per batch, actuates the
 // requested subnet in place (SubNetAct) and runs it with LibTorch on the CPU
-// with `intra_op_threads` threads. Torch stays inside the .cc file.
+// with `intra_op_threads` threads. A model of the family "early_exit"
+// (models/early_exit.h, a dynamic DNN) runs on an EarlyExitHost instead
+// (worker/early_exit_host.h) and reports each query's exit (RunWithExits).
+// Torch stays inside the .cc file.
 absl::StatusOr<std::unique_ptr<Executor>> MakeTorchExecutor(int intra_op_threads);
 
 // The supernet checkpoint of a model directory: supernet.pt, else

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <condition_variable>
 #include <thread>
@@ -44,6 +45,39 @@ absl::StatusOr<LabelledRequests> MakeImageRequests(const LabeledImages& images,
   return out;
 }
 
+absl::StatusOr<LabelledRequests> MakeApplicationRequests(const LabeledImages& images,
+                                                         const std::string& model,
+                                                         const std::vector<int64_t>& shape,
+                                                         const ImageApplication& app,
+                                                         int64_t limit) {
+  int64_t elements = 1;
+  for (int64_t d : shape) elements *= d;
+  if (elements != images.images.item_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("input shape ", ShapeString(shape), " holds ",
+                                                   elements, " values; images have ",
+                                                   images.images.item_size()));
+  }
+  std::vector<int64_t> picked = ApplicationImages(app, images.labels.data);
+  if (limit > 0 && static_cast<int64_t>(picked.size()) > limit) picked.resize(limit);
+  if (picked.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("application ", app.name, " has no images"));
+  }
+  LabelledRequests out;
+  std::vector<float> values(elements);
+  for (int64_t i : picked) {
+    ApplicationInput(app, i,
+                     absl::MakeConstSpan(images.images.data.data() + i * elements, elements),
+                     values.data());
+    auto req = std::make_shared<v1::InferRequest>();
+    req->set_model(model);
+    req->set_application(app.name);
+    EncodeTensor(MakeFloatTensor(shape, values), req->mutable_input());
+    out.requests.push_back(std::move(req));
+    out.labels.push_back(images.labels.data[i]);
+  }
+  return out;
+}
+
 int32_t ArgMax(const v1::Tensor& t) {
   if (t.dtype() != v1::DTYPE_FLOAT32 || t.data().size() < 4) return -1;
   const float* v = reinterpret_cast<const float*>(t.data().data());
@@ -66,9 +100,25 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
                                                      const std::vector<TraceArrival>& trace,
                                                      const LabelledRequests& inputs,
                                                      const ReplayOptions& options) {
-  if (inputs.requests.empty()) return absl::InvalidArgumentError("replay: no inputs");
+  return ReplayTrace(
+      client, trace, [&inputs](const TraceArrival&) { return &inputs; }, options);
+}
+
+absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
+                                                     const std::vector<TraceArrival>& trace,
+                                                     const InputsForRow& inputs_for,
+                                                     const ReplayOptions& options) {
   size_t n = trace.size();
   if (options.max_queries > 0) n = std::min(n, static_cast<size_t>(options.max_queries));
+  std::vector<const LabelledRequests*> row_inputs(n);
+  for (size_t i = 0; i < n; ++i) {
+    row_inputs[i] = inputs_for(trace[i]);
+    if (row_inputs[i] == nullptr || row_inputs[i]->requests.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("replay: no inputs for row ", i, " (model \"",
+                                                     trace[i].model, "\", application \"",
+                                                     trace[i].application, "\")"));
+    }
+  }
   std::vector<QueryRecord> records(n);
   std::atomic<size_t> done{0};
   std::mutex mu;
@@ -95,10 +145,14 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
     r.slo = a.slo > 0 ? a.slo : options.default_slo;
     max_slo = std::max(max_slo, r.slo);
     r.sent = clock->Now() - start;
+    const LabelledRequests& inputs = *row_inputs[i];
     size_t input = i % inputs.requests.size();
     r.label = inputs.labels[input];
+    r.input = static_cast<int64_t>(input);
+    r.model = a.model;
+    r.application = a.application;
     std::shared_ptr<const v1::InferRequest> req = inputs.requests[input];
-    if (!a.application.empty()) {
+    if (!a.application.empty() && req->application() != a.application) {
       auto copy = std::make_shared<v1::InferRequest>(*req);
       copy->set_application(a.application);
       req = std::move(copy);
@@ -171,6 +225,32 @@ ReplaySummary Summarize(const std::vector<QueryRecord>& records) {
   return s;
 }
 
+std::vector<std::string> SummarizeGroupsJson(const std::vector<QueryRecord>& records) {
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, std::vector<QueryRecord>> groups;
+  for (const auto& r : records) {
+    auto key = std::make_pair(r.model, r.application);
+    auto [it, added] = groups.try_emplace(key);
+    if (added) order.push_back(key);
+    it->second.push_back(r);
+  }
+  std::vector<std::string> out;
+  for (const auto& key : order) {
+    ReplaySummary s = Summarize(groups[key]);
+    out.push_back(JsonWriter()
+                      .Add("model", key.first)
+                      .Add("application", key.second)
+                      .Add("queries", s.queries)
+                      .Add("ok", s.ok)
+                      .Add("slo_attainment", s.slo_attainment)
+                      .Add("measured_accuracy", s.measured_accuracy)
+                      .Add("p50_ms", s.p50_ms)
+                      .Add("p99_ms", s.p99_ms)
+                      .ToString());
+  }
+  return out;
+}
+
 std::string ReplaySummary::ToJson() const {
   return JsonWriter()
       .Add("queries", queries)
@@ -188,13 +268,14 @@ absl::Status WriteRecordsCsv(const std::string& path, const std::vector<QueryRec
   std::ofstream out(path);
   if (!out) return absl::UnavailableError(absl::StrCat(path, ": cannot write"));
   out << "sent_us,slo_us,latency_us,status,in_slo,subnet,accuracy,batch_size,queue_us,exec_us,"
-         "label,predicted,correct,worker\n";
+         "label,predicted,correct,worker,model,application\n";
   for (const auto& r : records) {
     out << r.sent / kNanosPerMicro << ',' << r.slo / kNanosPerMicro << ','
         << r.latency / kNanosPerMicro << ',' << absl::StatusCodeToString(r.code) << ','
         << (r.in_slo ? 1 : 0) << ',' << r.subnet_id << ',' << r.accuracy << ',' << r.batch_size
         << ',' << r.queue_us << ',' << r.exec_us << ',' << r.label << ',' << r.predicted << ','
-        << (r.predicted >= 0 && r.predicted == r.label ? 1 : 0) << ',' << r.worker << '\n';
+        << (r.predicted >= 0 && r.predicted == r.label ? 1 : 0) << ',' << r.worker << ','
+        << r.model << ',' << r.application << '\n';
   }
   return out ? absl::OkStatus() : absl::DataLossError(absl::StrCat(path, ": write failed"));
 }

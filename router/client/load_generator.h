@@ -2,6 +2,7 @@
 #define SUPERSERVE_ROUTER_CLIENT_LOAD_GENERATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/idx_reader.h"
+#include "common/image_applications.h"
 #include "common/time.h"
 #include "router/client/inference_client.h"
 #include "router/client/trace_csv.h"
@@ -30,6 +32,20 @@ absl::StatusOr<LabelledRequests> MakeImageRequests(const LabeledImages& images,
                                                    const std::string& model,
                                                    const std::vector<int64_t>& shape, float mean,
                                                    float std_dev, int64_t limit = 0);
+
+// Requests of one application of a dynamic model (common/image_applications.h):
+// the test images of the application's classes, each as the application
+// sends it (pixels/255, plus its seeded noise), the first `limit` of them
+// (0 = all). Clients send plain values; the worker normalises.
+absl::StatusOr<LabelledRequests> MakeApplicationRequests(const LabeledImages& images,
+                                                         const std::string& model,
+                                                         const std::vector<int64_t>& shape,
+                                                         const ImageApplication& app,
+                                                         int64_t limit = 0);
+
+// The inputs a trace row draws from (by its model and application); nullptr
+// = no inputs for that row (ReplayTrace fails before sending anything).
+using InputsForRow = std::function<const LabelledRequests*(const TraceArrival&)>;
 
 struct ReplayOptions {
   Nanos default_slo = Millis(100);  // for trace rows without an SLO
@@ -55,6 +71,9 @@ struct QueryRecord {
   int32_t label = -1;
   int32_t predicted = -1;  // argmax of the returned float32 output
   std::string worker;
+  std::string model;        // the row's model (empty: the default)
+  std::string application;  // the row's application tag
+  int64_t input = -1;       // index into the row's LabelledRequests
 };
 
 // The load generator's JSON summary (printed last by superserve-loadgen).
@@ -77,10 +96,23 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
                                                      const LabelledRequests& inputs,
                                                      const ReplayOptions& options);
 
+// Mixed replay: row i is sent with input i % n of inputs_for(trace[i])
+// (e.g. per model and application from the trace's `model` and
+// `application` columns).
+absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
+                                                     const std::vector<TraceArrival>& trace,
+                                                     const InputsForRow& inputs_for,
+                                                     const ReplayOptions& options);
+
 ReplaySummary Summarize(const std::vector<QueryRecord>& records);
 
+// Summaries per (model, application) group of a mixed replay, in order of
+// first appearance: one JSON object per group with "model" and "application"
+// added to ReplaySummary's fields.
+std::vector<std::string> SummarizeGroupsJson(const std::vector<QueryRecord>& records);
+
 // One row per query: sent_us,slo_us,latency_us,status,in_slo,subnet,accuracy,
-// batch_size,queue_us,exec_us,label,predicted,correct,worker.
+// batch_size,queue_us,exec_us,label,predicted,correct,worker,model,application.
 absl::Status WriteRecordsCsv(const std::string& path, const std::vector<QueryRecord>& records);
 
 }  // namespace superserve

@@ -1,6 +1,8 @@
 // superserve-loadgen: open-loop replay of a trace CSV against a router.
 #include <cstdio>
 
+#include <map>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -16,8 +18,15 @@ ABSL_FLAG(std::string, tls_ca_file, "",
 ABSL_FLAG(std::string, tls_client_cert_file, "",
           "PEM client certificate, for a router with --tls_client_ca_file (mutual TLS).");
 ABSL_FLAG(std::string, tls_client_key_file, "", "PEM key of --tls_client_cert_file.");
-ABSL_FLAG(std::string, trace, "", "Trace CSV (header with arrival_us; optional slo_us, application).");
-ABSL_FLAG(std::string, model, "", "Model name to query.");
+ABSL_FLAG(std::string, trace, "",
+          "Trace CSV (header with arrival_us; optional slo_us, application, model).");
+ABSL_FLAG(std::string, model, "",
+          "Model to query for rows without a `model` column value (required unless every row "
+          "names its model).");
+ABSL_FLAG(int64_t, inputs_per_application, 2000,
+          "Rows tagged with an application of common/image_applications.h (easy, hard, noisy) "
+          "send that application's inputs: the first N test images of its classes, with its "
+          "noise. Other rows send the test set in order.");
 ABSL_FLAG(double, slo_ms, 100, "Deadline of queries whose trace row has no slo_us, ms.");
 ABSL_FLAG(std::string, input_shape, "1,28,28", "Per-sample input shape the model expects.");
 ABSL_FLAG(double, input_mean, 0, "Extra client-side transform: inputs are (pixel/255 - mean) / std. Leave at 0/1: the worker applies the model's own normalisation from its profile.");
@@ -41,9 +50,12 @@ int main(int argc, char** argv) {
            "per query status, latency, serving subnet, profiled accuracy and correctness, and\n"
            "prints a JSON summary as the last line:\n"
            "{\"queries\",\"ok\",\"slo_attainment\",\"mean_accuracy\",\"measured_accuracy\","
-           "\"p50_ms\",\"p99_ms\",\"throughput_qps\"}");
-  if (absl::GetFlag(FLAGS_trace).empty() || absl::GetFlag(FLAGS_model).empty()) {
-    std::fprintf(stderr, "superserve-loadgen: --trace and --model are required (see --help)\n");
+           "\"p50_ms\",\"p99_ms\",\"throughput_qps\"}\n\n"
+           "The trace's `model` and `application` columns mix models and applications (a row's\n"
+           "model defaults to --model); a mixed trace first prints one JSON line per (model,\n"
+           "application) with its own slo_attainment.");
+  if (absl::GetFlag(FLAGS_trace).empty()) {
+    std::fprintf(stderr, "superserve-loadgen: --trace is required (see --help)\n");
     return 2;
   }
   auto transport = ParseTransport(absl::GetFlag(FLAGS_transport));
@@ -71,13 +83,39 @@ int main(int argc, char** argv) {
     SS_LOG(ERROR) << images.status().message();
     return 1;
   }
-  auto inputs = MakeImageRequests(*images, absl::GetFlag(FLAGS_model), shape,
-                                  static_cast<float>(absl::GetFlag(FLAGS_input_mean)),
-                                  static_cast<float>(absl::GetFlag(FLAGS_input_std)));
-  if (!inputs.ok()) {
-    SS_LOG(ERROR) << inputs.status().message();
-    return 1;
+  // One input set per (model, application) of the trace; a model column
+  // value wins over --model.
+  std::map<std::pair<std::string, std::string>, LabelledRequests> input_sets;
+  bool mixed = false;
+  for (TraceArrival& a : *trace) {
+    if (a.model.empty()) a.model = absl::GetFlag(FLAGS_model);
+    if (a.model.empty()) {
+      std::fprintf(stderr, "superserve-loadgen: a trace row names no model and --model is empty\n");
+      return 2;
+    }
+    const ImageApplication* app =
+        FindImageApplication(FashionMnistApplications(), a.application);
+    auto key = std::make_pair(a.model, app != nullptr ? app->name : std::string());
+    if (input_sets.count(key) > 0) continue;
+    auto inputs =
+        app != nullptr
+            ? MakeApplicationRequests(*images, a.model, shape, *app,
+                                      absl::GetFlag(FLAGS_inputs_per_application))
+            : MakeImageRequests(*images, a.model, shape,
+                                static_cast<float>(absl::GetFlag(FLAGS_input_mean)),
+                                static_cast<float>(absl::GetFlag(FLAGS_input_std)));
+    if (!inputs.ok()) {
+      SS_LOG(ERROR) << inputs.status().message();
+      return 1;
+    }
+    input_sets.emplace(key, *std::move(inputs));
+    mixed = mixed || input_sets.size() > 1;
   }
+  auto inputs_for = [&input_sets](const TraceArrival& a) -> const LabelledRequests* {
+    const ImageApplication* app = FindImageApplication(FashionMnistApplications(), a.application);
+    auto it = input_sets.find({a.model, app != nullptr ? app->name : std::string()});
+    return it == input_sets.end() ? nullptr : &it->second;
+  };
   auto credentials = MakeChannelCredentials({absl::GetFlag(FLAGS_tls_ca_file),
                                              absl::GetFlag(FLAGS_tls_client_cert_file),
                                              absl::GetFlag(FLAGS_tls_client_key_file)});
@@ -95,7 +133,7 @@ int main(int argc, char** argv) {
   opts.max_queries = absl::GetFlag(FLAGS_max_queries);
   opts.time_scale = absl::GetFlag(FLAGS_time_scale);
   opts.progress = absl::GetFlag(FLAGS_progress);
-  auto records = ReplayTrace(client, *trace, *inputs, opts);
+  auto records = ReplayTrace(client, *trace, inputs_for, opts);
   if (!records.ok()) {
     SS_LOG(ERROR) << records.status().message();
     return 1;
@@ -105,6 +143,10 @@ int main(int argc, char** argv) {
       SS_LOG(ERROR) << s.message();
       return 1;
     }
+  }
+  // A mixed trace: one line per (model, application) before the overall one.
+  if (mixed) {
+    for (const std::string& line : SummarizeGroupsJson(*records)) std::printf("%s\n", line.c_str());
   }
   std::printf("%s\n", Summarize(*records).ToJson().c_str());
   return 0;

@@ -14,7 +14,7 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("trace ", path, ": cannot open"));
   std::string line;
-  int arrival_col = -1, slo_col = -1, app_col = -1;
+  int arrival_col = -1, slo_col = -1, app_col = -1, model_col = -1;
   int line_no = 0;
   std::vector<TraceArrival> out;
   bool have_header = false;
@@ -28,7 +28,8 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
         absl::string_view c = absl::StripAsciiWhitespace(cols[i]);
         if (c == "arrival_us") arrival_col = i;
         if (c == "slo_us" || c == "deadline_us") slo_col = i;
-        if (c == "application") app_col = i;
+        if (c == "application" || c == "app") app_col = i;
+        if (c == "model") model_col = i;
       }
       if (arrival_col < 0) {
         return absl::InvalidArgumentError(
@@ -60,6 +61,7 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
       a.slo = Micros(us);
     }
     if (app_col >= 0) a.application = std::string(field(app_col));
+    if (model_col >= 0) a.model = std::string(field(model_col));
     out.push_back(std::move(a));
   }
   if (!have_header) return absl::InvalidArgumentError(absl::StrCat("trace ", path, ": empty"));

@@ -15,12 +15,14 @@ struct TraceArrival {
   Nanos arrival = 0;  // since the trace start
   Nanos slo = 0;      // 0 = the replayer's default
   std::string application;
+  std::string model;  // empty = the replayer's default model
 };
 
 // Reads the simulator's trace CSV: a header naming the columns, then one row
 // per query. `arrival_us` is required (non-decreasing); `slo_us` (or
-// `deadline_us`, relative to arrival) and `application` are optional; other
-// columns are ignored. Lines starting with '#' are comments.
+// `deadline_us`, relative to arrival), `application` (or the simulator's
+// `app`) and `model` are optional; other columns are ignored. Lines starting
+// with '#' are comments.
 // (The client side's own small reader, so that superserve-loadgen does not
 // depend on bench/; it reads the same format as the simulator's.)
 absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path);

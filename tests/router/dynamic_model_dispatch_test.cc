@@ -1,0 +1,173 @@
+// A dynamic (early-exit) model beside a supernet in one Dispatcher: its own
+// policy (the dynamic default, or a per-model override), the client's
+// application tag travels to the worker, and per-query exits and times come
+// back as policy telemetry.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "common/tensor_codec.h"
+#include "router/dispatcher.h"
+#include "router/grpc_worker_channel.h"
+#include "router/tensor_payload.h"
+
+namespace superserve {
+namespace {
+
+ModelProfile StaticProfile() {
+  ModelProfile p;
+  p.model = "m";
+  p.batch_sizes = {1, 2};
+  p.input_shape = {2};
+  p.num_classes = 3;
+  SubnetProfile s;
+  s.id = 0;
+  s.accuracy = 80;
+  s.latency = {Millis(1), Millis(2)};
+  p.subnets.push_back(s);
+  return p;
+}
+
+ModelProfile DynamicProfile() {
+  ModelProfile p;
+  p.model = "dyn";
+  p.family = "early_exit";
+  p.batch_sizes = {1, 2, 4};
+  p.input_shape = {2};
+  p.num_classes = 3;
+  p.is_dynamic = true;
+  p.dynamic.batch_overhead_us = 500;
+  p.dynamic.per_request_factor = 0.5;
+  p.dynamic.applications = {{"easy", {100, 200}, {1}}, {"hard", {1000, 2000}, {1}}};
+  return p;
+}
+
+class FakeQuery : public QueryResponder {
+ public:
+  FakeQuery(const std::string& model, const std::string& application) {
+    request_.set_model(model);
+    request_.set_application(application);
+    EncodeTensor(MakeFloatTensor({2}, std::vector<float>{0.5f, 0.5f}), request_.mutable_input());
+  }
+  const v1::InferRequest& request() const override { return request_; }
+  v1::InferResponse* response() override { return &response_; }
+  void Answer(const absl::Status& s) override {
+    ++answers;
+    status = s;
+  }
+  v1::InferRequest request_;
+  v1::InferResponse response_;
+  int answers = 0;
+  absl::Status status;
+};
+
+class FakeConnection : public WorkerConnection {
+ public:
+  void Send(std::unique_ptr<v1::RouterMessage> m) override { sent.push_back(std::move(m)); }
+  void Close(const absl::Status&) override {}
+  std::unique_ptr<v1::RouterMessage> NextBatch() {
+    while (!sent.empty()) {
+      auto m = std::move(sent.front());
+      sent.pop_front();
+      if (m->has_batch()) return m;
+    }
+    return nullptr;
+  }
+  std::deque<std::unique_ptr<v1::RouterMessage>> sent;
+};
+
+DispatcherOptions Options() {
+  DispatcherOptions o;
+  o.policy = "clipper+";
+  o.run_timer_thread = false;
+  return o;
+}
+
+TEST(DynamicModelDispatch, DynamicModelGetsTheDynamicPolicyUnlessOverridden) {
+  SimulatedClock clock(Seconds(1));
+  RouterMetrics metrics;
+  DispatcherOptions o = Options();
+  Dispatcher d(o, &clock, &metrics);
+  EXPECT_EQ(d.PolicyNameFor(StaticProfile()), "clipper+");
+  EXPECT_EQ(d.PolicyNameFor(DynamicProfile()), "orloj");
+  ASSERT_TRUE(d.AddModel(StaticProfile()).ok());
+  ASSERT_TRUE(d.AddModel(DynamicProfile()).ok()) << "a dynamic profile has no subnets";
+
+  o.dynamic_policy = "nexus";
+  o.model_policies = {{"dyn", "clockwork"}, {"m", "infaas"}};
+  Dispatcher overridden(o, &clock, &metrics);
+  EXPECT_EQ(overridden.PolicyNameFor(DynamicProfile()), "clockwork");
+  EXPECT_EQ(overridden.PolicyNameFor(StaticProfile()), "infaas");
+  ASSERT_TRUE(overridden.AddModel(DynamicProfile()).ok());
+
+  o.model_policies = {{"dyn", "no-such-policy"}};
+  Dispatcher bad(o, &clock, &metrics);
+  EXPECT_FALSE(bad.AddModel(DynamicProfile()).ok());
+}
+
+TEST(DynamicModelDispatch, ApplicationReachesTheWorkerAndExitsComeBack) {
+  SimulatedClock clock(Seconds(1));
+  RouterMetrics metrics;
+  std::vector<std::unique_ptr<FakeQuery>> queries;  // outlive the dispatcher
+  Dispatcher d(Options(), &clock, &metrics);
+  ASSERT_TRUE(d.AddModel(StaticProfile()).ok());
+  ASSERT_TRUE(d.AddModel(DynamicProfile()).ok());
+  auto conn = std::make_shared<FakeConnection>();
+  v1::RegisterWorker hello;
+  hello.set_worker_id("w");
+  hello.add_models("m");
+  hello.add_models("dyn");
+  auto w = d.RegisterWorker(hello, conn);
+  ASSERT_TRUE(w.ok()) << w.status();
+
+  queries.push_back(std::make_unique<FakeQuery>("dyn", "hard"));
+  FakeQuery& q = *queries.back();
+  d.Submit(&q, clock.Now() + Millis(50));
+  auto batch = conn->NextBatch();
+  ASSERT_NE(batch, nullptr) << "the dynamic model's policy dispatched nothing";
+  EXPECT_EQ(batch->batch().model(), "dyn");
+  ASSERT_EQ(batch->batch().queries_size(), 1);
+  EXPECT_EQ(batch->batch().queries(0).application(), "hard");
+
+  v1::BatchResult r;
+  r.set_batch_id(batch->batch().batch_id());
+  r.set_exec_us(1300);
+  auto* qr = r.add_results();
+  qr->set_query_id(batch->batch().queries(0).query_id());
+  qr->set_exit(3);
+  qr->set_exit_us(1300);
+  qr->set_own_us(1250);
+  EncodeTensor(MakeFloatTensor({3}, std::vector<float>{0, 0, 1}), qr->mutable_output());
+  ASSERT_TRUE(clock.Advance(Millis(2)).ok());
+  v1::BatchResult copy = r;
+  BatchOutcome decoded = DecodeBatchResult(&copy);
+  ASSERT_EQ(decoded.query_times.size(), 1u);
+  EXPECT_EQ(decoded.query_times[0].id, qr->query_id());
+  EXPECT_EQ(decoded.query_times[0].exit, 2) << "1-based on the wire, 0-based in telemetry";
+  EXPECT_EQ(decoded.query_times[0].exec, Micros(1250));
+
+  d.OnBatchResult(*w, &r);
+  ASSERT_EQ(q.answers, 1);
+  EXPECT_TRUE(q.status.ok()) << q.status;
+  EXPECT_EQ(q.response_.output().data().size(), 12u);
+
+  // Per-application metrics beside the per-model ones.
+  const std::string text = metrics.Scrape();
+  EXPECT_NE(text.find("superserve_application_queries_total{application=\"hard\",model=\"dyn\","
+                      "status=\"ok\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("superserve_application_slo_attainment{application=\"hard\",model=\"dyn\"} 1"),
+            std::string::npos);
+}
+
+TEST(DynamicModelDispatch, StaticResultsCarryNoQueryTelemetry) {
+  v1::BatchResult r;
+  r.set_batch_id(1);
+  auto* qr = r.add_results();
+  qr->set_query_id(7);
+  EXPECT_TRUE(DecodeBatchResult(&r).query_times.empty());
+}
+
+}  // namespace
+}  // namespace superserve

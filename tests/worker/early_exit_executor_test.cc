@@ -1,0 +1,89 @@
+// The torch executor on the bundled early-exit model (family early_exit):
+// a batch of mixed-difficulty inputs runs until its slowest member has left,
+// and each query answers with the logits and the exit it takes alone
+// (models/early_exit offline, batch of one).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "common/idx_reader.h"
+#include "common/image_applications.h"
+#include "common/model_repository.h"
+#include "models/early_exit.h"
+#include "superserve/v1/tensor.pb.h"
+#include "worker/torch_executor.h"
+
+namespace superserve {
+namespace {
+
+TEST(EarlyExitExecutorTest, BatchAnswersEachQueryAsItsOfflineExit) {
+  const std::string dir = std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/models/dynamic/fmnist-exit";
+  auto model = LoadModelDirectory(dir);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto executor = MakeTorchExecutor(1);
+  ASSERT_TRUE(executor.ok());
+  ASSERT_TRUE((*executor)->Load(*model).ok());
+  auto offline = models::EarlyExitNet::Load(dir + "/checkpoint.pt");
+  ASSERT_TRUE(offline.ok()) << offline.status();
+  auto test_set = LoadFashionMnist("t10k");
+  ASSERT_TRUE(test_set.ok()) << test_set.status();
+
+  // 16 inputs: 8 easy and 8 noisy, alternating, so the batch needs its last
+  // stage while some members leave at the first.
+  const auto& apps = FashionMnistApplications();
+  const ImageApplication* easy = FindImageApplication(apps, "easy");
+  const ImageApplication* noisy = FindImageApplication(apps, "noisy");
+  ASSERT_NE(easy, nullptr);
+  ASSERT_NE(noisy, nullptr);
+  auto easy_images = ApplicationImages(*easy, test_set->labels.data);
+  const int64_t px = test_set->images.item_size();
+  std::vector<v1::Tensor> wire(16);
+  std::vector<std::vector<float>> plain(16, std::vector<float>(px));
+  for (int i = 0; i < 16; ++i) {
+    const ImageApplication& app = i % 2 == 0 ? *easy : *noisy;
+    const int64_t index = i % 2 == 0 ? easy_images[i] : i;
+    ApplicationInput(app, index,
+                     absl::MakeConstSpan(test_set->images.data.data() + index * px, px),
+                     plain[i].data());
+    EncodeTensor(MakeFloatTensor(model->profile.input_shape, plain[i]), &wire[i]);
+  }
+  std::vector<const v1::Tensor*> inputs;
+  for (const auto& t : wire) inputs.push_back(&t);
+  std::vector<QueryExit> exits;
+  auto out = (*executor)->RunWithExits(model->name, ControlTuple(), inputs, {}, &exits);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 16u);
+  ASSERT_EQ(exits.size(), 16u);
+
+  int max_exit = 0, min_exit = 99;
+  for (int i = 0; i < 16; ++i) {
+    std::vector<float> x = plain[i];
+    for (float& v : x) v = (v - model->profile.input_mean) / model->profile.input_std;
+    auto alone = (*offline)->Run(x.data(), 1);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    EXPECT_EQ(exits[i].exit, alone->exit_taken[0]) << "query " << i;
+    for (int k = 0; k < model->profile.num_classes; ++k) {
+      EXPECT_NEAR((*out)[i].as<float>()[k], alone->logits[k], 1e-3) << "query " << i;
+    }
+    EXPECT_GT(exits[i].at, 0);
+    EXPECT_GT(exits[i].own, 0);
+    max_exit = std::max(max_exit, exits[i].exit);
+    min_exit = std::min(min_exit, exits[i].exit);
+  }
+  ASSERT_LT(min_exit, max_exit) << "the inputs should leave at different exits";
+  // Padding semantics: a later exit is reached later in the same batch.
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      if (exits[i].exit < exits[j].exit) EXPECT_LT(exits[i].at, exits[j].at);
+      if (exits[i].exit == exits[j].exit) EXPECT_EQ(exits[i].at, exits[j].at);
+    }
+  }
+  // Run (without exits) answers the same.
+  auto plain_run = (*executor)->Run(model->name, ControlTuple(), inputs);
+  ASSERT_TRUE(plain_run.ok());
+  EXPECT_EQ((*plain_run)[3].data, (*out)[3].data);
+}
+
+}  // namespace
+}  // namespace superserve
