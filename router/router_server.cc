@@ -194,9 +194,11 @@ void RouterServer::Shutdown() {
   // UNAVAILABLE by the dispatcher): the worker streams carry nothing more and
   // never end on their own, so they are cancelled at once (a 2-s grace here
   // came on top of the client server's and a restart cost ~4 s of downtime,
-  // docs/faults.md). Client calls get up to 2 s to flush their answers.
+  // docs/faults.md). Client calls get 0.5 s to flush the answers already
+  // written; an InferStream a client keeps open would otherwise hold the
+  // whole grace.
   if (worker_server_ != nullptr) worker_server_->Shutdown(std::chrono::system_clock::now());
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
 }
 
 void RouterServer::Wait() {
