@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/benchmark_registry.h"
+#include "bench/benchmarks/grpc/emulated_fleet.h"
 #include "bench/sim/trace_generators.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
@@ -107,11 +108,6 @@ LabelledRequests Inputs(int n) {
     in.labels.push_back(i % 10);
   }
   return in;
-}
-
-std::string SelfDir() {
-  std::error_code ec;
-  return fs::read_symlink("/proc/self/exe", ec).parent_path().string();
 }
 
 struct Second {
@@ -441,19 +437,7 @@ class FaultsBench {
 };
 
 int RunFaults(const BenchmarkArgs& args) {
-  std::string dir = (fs::temp_directory_path() / "superserve-bench-XXXXXX").string();
-  if (mkdtemp(dir.data()) == nullptr) {
-    std::fprintf(stderr, "faults: cannot create a scratch directory\n");
-    return 1;
-  }
-  const int rc = FaultsBench(dir).Main(args);
-  if (rc == 0) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  } else {
-    std::fprintf(stderr, "faults: logs kept in %s\n", dir.c_str());
-  }
-  return rc;
+  return InScratchDir("faults", [&](const std::string& dir) { return FaultsBench(dir).Main(args); });
 }
 
 RegisterBenchmark reg_faults(

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/benchmark_registry.h"
+#include "bench/benchmarks/grpc/emulated_fleet.h"
 #include "bench/sim/simulator.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
@@ -307,11 +308,6 @@ class OverloadBench {
     return true;
   }
 
-  static std::string SelfDir() {
-    std::error_code ec;
-    return fs::read_symlink("/proc/self/exe", ec).parent_path().string();
-  }
-
   const std::string work_;
   ModelProfile profile_;
   int32_t workers_ = 2;
@@ -320,19 +316,7 @@ class OverloadBench {
 };
 
 int RunOverload(const BenchmarkArgs& args) {
-  std::string dir = (fs::temp_directory_path() / "superserve-bench-XXXXXX").string();
-  if (mkdtemp(dir.data()) == nullptr) {
-    std::fprintf(stderr, "overload: cannot create a scratch directory\n");
-    return 1;
-  }
-  const int rc = OverloadBench(dir).Main(args);
-  if (rc == 0) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  } else {
-    std::fprintf(stderr, "overload: logs kept in %s\n", dir.c_str());
-  }
-  return rc;
+  return InScratchDir("overload", [&](const std::string& dir) { return OverloadBench(dir).Main(args); });
 }
 
 RegisterBenchmark reg_overload(
