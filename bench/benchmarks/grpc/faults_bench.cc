@@ -75,39 +75,17 @@ namespace fs = std::filesystem;
 constexpr double kSloFactor = 6;  // SLO = 6x the fastest subnet's batch-16 latency (as overload)
 constexpr double kCv2 = 2;
 
+// Four subnets; subnet i's latency at batch b = 2.8 / 3.8 / 5.5 / 9.2 / 16.5 ms at
+// batch 1 / 2 / 4 / 8 / 16 times its slowdown, times `scale`.
 ModelProfile FaultsProfile(double scale) {
-  ModelProfile p;
-  p.model = "faults";
-  p.family = "emulated";
-  p.batch_sizes = {1, 2, 4, 8, 16};
-  p.input_shape = {1, 28, 28};
-  p.num_classes = 10;
-  p.measured_on = "synthetic (faults benchmark)";
-  const double acc[] = {74, 77, 79.5, 81};
-  const double slower[] = {1.0, 1.5, 2.2, 3.2};
-  const double ms[] = {2.8, 3.8, 5.5, 9.2, 16.5};
-  for (int i = 0; i < 4; ++i) {
-    SubnetProfile s;
-    s.id = i;
-    s.accuracy = acc[i];
-    s.control.subnet_id = i;
-    for (double m : ms) s.latency.push_back(Micros(m * 1000 * slower[i] * scale));
-    p.subnets.push_back(s);
-  }
-  return p;
-}
-
-LabelledRequests Inputs(int n) {
-  LabelledRequests in;
-  for (int i = 0; i < n; ++i) {
-    auto req = std::make_shared<v1::InferRequest>();
-    req->set_model("faults");
-    EncodeTensor(MakeFloatTensor({1, 28, 28}, std::vector<float>(28 * 28, float(i) / n)),
-                 req->mutable_input());
-    in.requests.push_back(std::move(req));
-    in.labels.push_back(i % 10);
-  }
-  return in;
+  EmulatedModel m;
+  m.model = "faults";
+  m.batch_sizes = {1, 2, 4, 8, 16};
+  m.accuracy = {74, 77, 79.5, 81};
+  m.base_us = {1000, 1500, 2200, 3200};
+  m.batch_factor = {2.8, 3.8, 5.5, 9.2, 16.5};
+  m.scale = scale;
+  return MakeEmulatedProfile(m);
 }
 
 struct Second {
@@ -187,7 +165,7 @@ class FaultsBench {
     std::fflush(stdout);
     const Nanos duration = static_cast<Nanos>(duration_s * 1e9);
     const Nanos kill_every = static_cast<Nanos>(kill_every_s * 1e9);
-    const LabelledRequests inputs = Inputs(32);
+    const LabelledRequests inputs = BenchInputs(32, "faults");
     std::vector<Variant> results;
     int exit_code = 0;
     for (const std::string& name : variants) {
@@ -348,7 +326,7 @@ class FaultsBench {
     ReplayOptions ro;
     ro.default_slo = slo_;
     ro.progress = false;
-    auto records = ReplayTrace(client, trace, Inputs(32), ro);
+    auto records = ReplayTrace(client, trace, BenchInputs(32, "faults"), ro);
     (*cluster)->Stop();
     if (!records.ok()) return records.status();
     // Goodput of the queries sent after the first second (the queue has

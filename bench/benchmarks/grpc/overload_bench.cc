@@ -48,39 +48,17 @@ namespace fs = std::filesystem;
 
 constexpr double kSloFactor = 6;  // SLO = 6x the fastest subnet's batch-16 latency (issue)
 
+// Four subnets; subnet i's latency at batch b = 2.8 / 3.8 / 5.5 / 9.2 / 16.5 ms at
+// batch 1 / 2 / 4 / 8 / 16 times its slowdown, times `scale`.
 ModelProfile OverloadProfile(double scale) {
-  ModelProfile p;
-  p.model = "overload";
-  p.family = "emulated";
-  p.batch_sizes = {1, 2, 4, 8, 16};
-  p.input_shape = {1, 28, 28};
-  p.num_classes = 10;
-  p.measured_on = "synthetic (overload benchmark)";
-  const double acc[] = {76, 78, 80, 82};
-  const double slower[] = {1.0, 1.3, 1.7, 2.3};
-  const double ms[] = {2.8, 3.8, 5.5, 9.2, 16.5};
-  for (int i = 0; i < 4; ++i) {
-    SubnetProfile s;
-    s.id = i;
-    s.accuracy = acc[i];
-    s.control.subnet_id = i;
-    for (double m : ms) s.latency.push_back(Micros(m * 1000 * slower[i] * scale));
-    p.subnets.push_back(s);
-  }
-  return p;
-}
-
-LabelledRequests Inputs(int n) {
-  LabelledRequests in;
-  for (int i = 0; i < n; ++i) {
-    std::vector<float> v(28 * 28, static_cast<float>(i) / n);
-    auto req = std::make_shared<v1::InferRequest>();
-    req->set_model("overload");
-    EncodeTensor(MakeFloatTensor({1, 28, 28}, v), req->mutable_input());
-    in.requests.push_back(std::move(req));
-    in.labels.push_back(i % 10);
-  }
-  return in;
+  EmulatedModel m;
+  m.model = "overload";
+  m.batch_sizes = {1, 2, 4, 8, 16};
+  m.accuracy = {76, 78, 80, 82};
+  m.base_us = {1000, 1300, 1700, 2300};
+  m.batch_factor = {2.8, 3.8, 5.5, 9.2, 16.5};
+  m.scale = scale;
+  return MakeEmulatedProfile(m);
 }
 
 std::vector<TraceArrival> Poisson(double qps, double seconds, uint64_t seed) {
@@ -260,7 +238,7 @@ class OverloadBench {
     }
     InferenceClient client((*cluster)->router_address(), Transport::kStream);
     client.WaitForConnected(Seconds(5));
-    const LabelledRequests inputs = Inputs(64);
+    const LabelledRequests inputs = BenchInputs(64, "overload");
     uint64_t seed = 1;
     for (double x : xs) {
       Trial t;
