@@ -4,16 +4,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "common/logging.h"
 #include "common/tensor_codec.h"
+#include "router/answering_stream.h"
 #include "router/inference_service.h"
 
 namespace superserve {
@@ -238,194 +236,57 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
   v1::InferResponse native_response_;
 };
 
-// ModelStreamInfer: each request read becomes one native query; each answer
-// is written back as one ModelStreamInferResponse (an error as its
-// error_message, with the request id in infer_response.id). Finishes once
-// the client has closed its side and every query has been answered.
-class OipStreamReactor final : public grpc::ServerBidiReactor<inference::ModelInferRequest,
-                                                              inference::ModelStreamInferResponse> {
+// ModelStreamInfer (router/answering_stream.h): each request read becomes one
+// native query; each answer is written back as one ModelStreamInferResponse
+// (an error as its error_message, with the request id in infer_response.id).
+class OipStreamReactor final
+    : public AnsweringStream<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
  public:
   OipStreamReactor(Dispatcher* dispatcher, Nanos default_slo, size_t max_unsent_answers)
-      : dispatcher_(dispatcher), default_slo_(default_slo), max_unsent_(max_unsent_answers) {
-    StartRead(&in_);
+      : AnsweringStream(dispatcher, default_slo, max_unsent_answers, "ModelStreamInfer") {
+    StartReading();
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      bool finish;
-      {
-        absl::MutexLock lock(&mu_);
-        reads_done_ = true;
-        finish = ShouldFinishLocked();
-      }
-      if (finish) Finish(FinalStatus());
+      OnReadsEnded();
       return;
     }
-    {
-      // Cut off or cancelled: read no more (docs/security.md); finish once
-      // what is live has been answered, as after the client's last message.
-      bool stop = false, finish = false;
-      {
-        absl::MutexLock lock(&mu_);
-        if (broken_) {
-          stop = true;
-          reads_done_ = true;
-          finish = ShouldFinishLocked();
-        }
-      }
-      if (stop) {
-        if (finish) Finish(FinalStatus());
-        return;
-      }
-    }
-    auto* query = new StreamQuery(this);
+    auto* query = new OipQuery(this);
     query->oip_request_.Swap(&in_);
-    auto timeout = ToNativeRequest(query->oip_request_, &query->request_);
-    {
-      absl::MutexLock lock(&mu_);
-      live_.insert(query);
+    // Cut off or cancelled: read no more (docs/security.md).
+    if (!Admit({query})) {
+      delete query;
+      return;
     }
+    auto timeout = ToNativeRequest(query->oip_request_, &query->request_);
     if (!timeout.ok()) {
-      Answer(query, timeout.status());
+      query->Answer(timeout.status());
     } else {
-      const Nanos now = dispatcher_->clock()->Now();
-      dispatcher_->Submit(query, QueryDeadline(now, *timeout, nullptr, default_slo_));
+      Submit(query, QueryDeadline(Now(), *timeout, nullptr, default_slo_));
     }
     StartRead(&in_);
   }
 
-  void OnWriteDone(bool ok) override {
-    bool next = false, finish = false;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!ok) broken_ = true;
-      if (!broken_ && !pending_.empty()) {
-        out_ = std::move(pending_.front());
-        pending_.pop_front();
-        next = true;
-      } else {
-        writing_ = false;
-        pending_.clear();
-        finish = ShouldFinishLocked();
-      }
-    }
-    if (next) StartWrite(&out_);
-    if (finish) Finish(FinalStatus());
-  }
-
-  void OnCancel() override {
-    absl::MutexLock lock(&mu_);
-    broken_ = true;
-    for (StreamQuery* q : live_) dispatcher_->OnCancelled(q);
-  }
-  // A query still in flight when the call ends (the stream was cut off or
-  // cancelled while its batch ran) answers later: the last one of them
-  // deletes the reactor, not gRPC's OnDone.
-  void OnDone() override {
-    bool last;
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      last = live_.empty();
-    }
-    if (last) delete this;
-  }
-
  private:
-  class StreamQuery final : public QueryResponder {
+  class OipQuery final : public Query {
    public:
-    explicit StreamQuery(OipStreamReactor* stream) : stream_(stream) {}
-    const v1::InferRequest& request() const override { return request_; }
-    v1::InferResponse* response() override { return &response_; }
-    void Answer(const absl::Status& status) override { stream_->Answer(this, status); }
-    bool TakeInput(v1::Tensor* out) override {
-      out->Swap(request_.mutable_input());
-      return true;
-    }
-
-    OipStreamReactor* const stream_;
+    explicit OipQuery(OipStreamReactor* stream) : Query(stream) {}
     inference::ModelInferRequest oip_request_;
-    v1::InferRequest request_;
-    v1::InferResponse response_;
   };
 
-  void Answer(StreamQuery* query, const absl::Status& status) {
-    inference::ModelStreamInferResponse msg;
+  void ToMessage(Query* query, const absl::Status& status,
+                 inference::ModelStreamInferResponse* msg) override {
+    const auto& oip_request = static_cast<OipQuery*>(query)->oip_request_;
     if (status.ok()) {
-      ToOpenInferenceResponse(query->oip_request_, &query->response_, msg.mutable_infer_response());
+      ToOpenInferenceResponse(oip_request, &query->response_, msg->mutable_infer_response());
     } else {
-      msg.set_error_message(absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
-                                         InOipTerms(status).message()));
-      msg.mutable_infer_response()->set_model_name(query->oip_request_.model_name());
-      msg.mutable_infer_response()->set_id(query->oip_request_.id());
-    }
-    bool start = false, finish = false, cut_off = false, last = false;
-    {
-      absl::MutexLock lock(&mu_);
-      live_.erase(query);
-      if (!broken_ && writing_ && max_unsent_ > 0 && pending_.size() >= max_unsent_) {
-        // The client does not read: cut it off rather than grow (as
-        // InferStream, router/inference_service.h).
-        broken_ = true;
-        cut_off = !finished_;
-        finished_ = true;
-        pending_.clear();
-        for (StreamQuery* q : live_) dispatcher_->OnCancelled(q);
-      }
-      if (!broken_) {
-        if (!writing_) {
-          writing_ = true;
-          out_ = std::move(msg);
-          start = true;
-        } else {
-          pending_.push_back(std::move(msg));
-        }
-      }
-      finish = !start && ShouldFinishLocked();
-      last = done_ && live_.empty();
-    }
-    delete query;
-    if (last) {  // the call is over (start, finish and cut_off are false)
-      delete this;
-      return;
-    }
-    if (start) StartWrite(&out_);
-    if (finish) Finish(FinalStatus());
-    if (cut_off) {
-      SS_LOG(WARNING) << "ModelStreamInfer cut off: " << max_unsent_
-                      << " answers waited for the client to read (--max_stream_unsent_answers)";
-      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          absl::StrCat("ModelStreamInfer cut off: ", max_unsent_,
-                                       " answers waited for the client to read (bound "
-                                       "--max_stream_unsent_answers=",
-                                       max_unsent_, ")")));
+      msg->set_error_message(absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
+                                          InOipTerms(status).message()));
+      msg->mutable_infer_response()->set_model_name(oip_request.model_name());
+      msg->mutable_infer_response()->set_id(oip_request.id());
     }
   }
-
-  bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || !reads_done_ || !live_.empty() || writing_) return false;
-    finished_ = true;
-    return true;
-  }
-  grpc::Status FinalStatus() {
-    absl::MutexLock lock(&mu_);
-    return broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream broken or cancelled")
-                   : grpc::Status::OK;
-  }
-
-  Dispatcher* const dispatcher_;
-  const Nanos default_slo_;
-  const size_t max_unsent_;
-  inference::ModelInferRequest in_;  // only touched by the read chain
-  absl::Mutex mu_;
-  absl::flat_hash_set<StreamQuery*> live_ ABSL_GUARDED_BY(mu_);
-  inference::ModelStreamInferResponse out_;  // touched only by whoever set writing_
-  std::deque<inference::ModelStreamInferResponse> pending_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool broken_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;  // gRPC called OnDone
 };
 
 }  // namespace
