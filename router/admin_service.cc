@@ -35,36 +35,58 @@ grpc::Status AdminService::Authorize(grpc::CallbackServerContext* context) const
   return grpc::Status::OK;
 }
 
+AdminService::~AdminService() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    threads.swap(threads_);
+  }
+  for (auto& t : threads) t.join();
+}
+
+void AdminService::RunAside(std::function<void()> wait) {
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  threads_.emplace_back(std::move(wait));
+}
+
 grpc::ServerUnaryReactor* AdminService::RegisterModel(grpc::CallbackServerContext* context,
                                                       const v1::RegisterModelRequest* request,
                                                       v1::RegisterModelResponse* response) {
   if (auto s = Authorize(context); !s.ok()) return Done(context, s);
   std::filesystem::path dir(request->path().empty() ? request->name() : request->path());
   if (dir.is_relative()) dir = std::filesystem::path(model_repo_) / dir;
-  auto entry = LoadModelDirectory(dir.string());
-  if (!entry.ok()) return Done(context, ToGrpcStatus(entry.status()));
-  if (!request->name().empty() && request->name() != entry->name) {
-    return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                      absl::StrCat("name \"", request->name(),
-                                                   "\" differs from the profile's model \"",
-                                                   entry->name, "\"")));
-  }
-  auto digest = DigestModelDirectory(entry->directory);
-  if (!digest.ok()) return Done(context, ToGrpcStatus(digest.status()));
-  if (auto s = dispatcher_->AddModel(entry->profile, &*digest); !s.ok()) {
-    return Done(context, ToGrpcStatus(s));
-  }
-  for (const auto& info : dispatcher_->ListModels()) {
-    if (info.name() == entry->name) *response->mutable_model() = info;
-  }
-  return Done(context, grpc::Status::OK);
+  const Nanos timeout = Millis(request->timeout_ms() > 0 ? request->timeout_ms() : 60000);
+  auto* reactor = context->DefaultReactor();
+  RunAside([this, reactor, response, dir = dir.string(), name = request->name(), timeout] {
+    HotModels::Outcome out = dispatcher_->RegisterPackage(dir, name, timeout);
+    for (const auto& w : out.workers) {
+      auto* r = response->add_workers();
+      r->set_worker(w.worker);
+      r->set_ready(w.ready);
+      r->set_error(w.error);
+      r->set_load_ms(w.load_us / 1000);
+    }
+    response->set_visible(out.visible);
+    response->set_name(out.model);
+    for (const auto& info : dispatcher_->ListModels()) {
+      if (out.visible && info.name() == out.model) *response->mutable_model() = info;
+    }
+    reactor->Finish(ToGrpcStatus(out.status));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* AdminService::UnregisterModel(grpc::CallbackServerContext* context,
                                                         const v1::UnregisterModelRequest* request,
                                                         v1::UnregisterModelResponse* response) {
   if (auto s = Authorize(context); !s.ok()) return Done(context, s);
-  return Done(context, ToGrpcStatus(dispatcher_->RemoveModel(request->name())));
+  const Nanos timeout =
+      Millis(request->drain_timeout_ms() > 0 ? request->drain_timeout_ms() : 30000);
+  auto* reactor = context->DefaultReactor();
+  RunAside([this, reactor, name = request->name(), timeout] {
+    reactor->Finish(ToGrpcStatus(dispatcher_->UnregisterModel(name, timeout)));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* AdminService::ListModels(grpc::CallbackServerContext* context,

@@ -1,7 +1,11 @@
 #ifndef SUPERSERVE_ROUTER_ADMIN_SERVICE_H_
 #define SUPERSERVE_ROUTER_ADMIN_SERVICE_H_
 
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "router/dispatcher.h"
 #include "superserve/v1/admin.grpc.pb.h"
@@ -11,11 +15,16 @@ namespace superserve {
 // Admin: register / unregister / list models. Every call must carry
 // "authorization: Bearer <token>": none is UNAUTHENTICATED, a wrong one
 // PERMISSION_DENIED. RegisterModel paths are directories relative to the
-// model repository (absolute paths are accepted too).
+// model repository (absolute paths are accepted too). RegisterModel answers
+// once a worker has loaded the package (or every worker failed, or its
+// timeout passed), UnregisterModel once the model is drained: each waits on
+// a thread of its own, never on a gRPC thread.
 class AdminService final : public v1::Admin::CallbackService {
  public:
   AdminService(Dispatcher* dispatcher, std::string token, std::string model_repo)
       : dispatcher_(dispatcher), token_(std::move(token)), model_repo_(std::move(model_repo)) {}
+  // Joins the waits (the Dispatcher's Shutdown ends them).
+  ~AdminService() override;
 
   grpc::ServerUnaryReactor* RegisterModel(grpc::CallbackServerContext* context,
                                           const v1::RegisterModelRequest* request,
@@ -29,10 +38,14 @@ class AdminService final : public v1::Admin::CallbackService {
 
  private:
   grpc::Status Authorize(grpc::CallbackServerContext* context) const;
+  // Runs `wait` on a thread of its own (joined by the destructor).
+  void RunAside(std::function<void()> wait);
 
   Dispatcher* const dispatcher_;
   const std::string token_;
   const std::string model_repo_;
+  std::mutex threads_mu_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace superserve

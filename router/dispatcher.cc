@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/model_repository.h"
 #include "common/tensor_codec.h"
 #include "router/grpc_worker_channel.h"
 #include "router/tensor_payload.h"
@@ -31,6 +32,11 @@ void QueryResponder::Deliver(QueryAnswer answer) {
 Dispatcher::Dispatcher(DispatcherOptions options, const Clock* clock, RouterMetrics* metrics)
     : options_(std::move(options)),
       core_(options_.serving, clock, metrics, [this](Nanos t) { RequestTick(t); }),
+      hot_(HotModels::Hooks{
+          [this](const ModelProfile& p, const ModelDigest& d) { return AddModel(p, &d); },
+          [this](int32_t worker, const std::string& model) {
+            return core_.AttachWorker(worker, model);
+          }}),
       timer_next_(clock->Now() + options_.serving.tick_interval) {
   if (options_.run_timer_thread) timer_ = std::thread([this] { TimerLoop(); });
 }
@@ -38,6 +44,7 @@ Dispatcher::Dispatcher(DispatcherOptions options, const Clock* clock, RouterMetr
 Dispatcher::~Dispatcher() { Shutdown(); }
 
 void Dispatcher::Shutdown() {
+  hot_.Shutdown();
   {
     std::lock_guard<std::mutex> lock(timer_mu_);
     timer_stop_ = true;
@@ -87,6 +94,64 @@ absl::Status Dispatcher::RemoveModel(const std::string& name) {
     digests_.erase(name);
   }
   return core_.RemoveModel(name);
+}
+
+HotModels::Outcome Dispatcher::RegisterPackage(const std::string& directory,
+                                               const std::string& expected_name, Nanos timeout) {
+  HotModels::Outcome out;
+  auto entry = LoadModelDirectory(directory);
+  if (!entry.ok()) {
+    out.status = entry.status();
+    return out;
+  }
+  out.model = entry->name;
+  if (!expected_name.empty() && expected_name != entry->name) {
+    out.status = absl::InvalidArgumentError(absl::StrCat(
+        "name \"", expected_name, "\" differs from the package's model \"", entry->name, "\""));
+    return out;
+  }
+  for (const ModelSummary& m : core_.ListModels()) {
+    if (m.name == entry->name) {
+      out.status = absl::AlreadyExistsError(
+          absl::StrCat("model ", entry->name, " is already served (unregister it first)"));
+      return out;
+    }
+  }
+  auto digest = DigestModelDirectory(entry->directory);
+  if (!digest.ok()) {
+    out.status = digest.status();
+    return out;
+  }
+  return hot_.Register(*entry, *digest, timeout);
+}
+
+absl::Status Dispatcher::UnregisterModel(const std::string& name, Nanos timeout) {
+  if (auto closed = core_.CloseModel(name); closed.ok()) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
+    auto drained = [&] {
+      for (const ModelSummary& m : core_.ListModels()) {
+        if (m.name == name) return m.queued == 0 && m.inflight_batches == 0;
+      }
+      return true;
+    };
+    while (!drained() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!drained()) {
+      SS_LOG(WARNING) << "model " << name << " not drained within " << ToSeconds(timeout)
+                      << " s; what is left is answered UNAVAILABLE";
+    }
+    if (auto s = RemoveModel(name); !s.ok()) return s;
+  } else if (!hot_.Registered(name)) {
+    return closed;
+  }
+  hot_.Unload(name);
+  return absl::OkStatus();
+}
+
+void Dispatcher::OnWorkerGone(int32_t worker, const absl::Status& why) {
+  core_.OnWorkerGone(worker, why);
+  hot_.OnWorkerGone(worker);
 }
 
 absl::Status Dispatcher::CheckModelVersions(const v1::RegisterWorker& hello) {
@@ -161,7 +226,15 @@ absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hel
   reg.name = hello.worker_id();
   reg.emulated = hello.emulated();
   reg.models.assign(hello.models().begin(), hello.models().end());
-  return core_.RegisterWorker(reg, std::make_shared<GrpcWorkerChannel>(std::move(connection)));
+  auto id = core_.RegisterWorker(reg, std::make_shared<GrpcWorkerChannel>(connection));
+  if (id.ok()) {
+    // After the core sent the RegisterAck: the worker reads it first.
+    hot_.OnWorkerRegistered(
+        *id, hello.worker_id().empty() ? absl::StrCat("worker-", *id)
+                                       : absl::StrCat(hello.worker_id(), "#", *id),
+        reg.models, std::move(connection));
+  }
+  return id;
 }
 
 void Dispatcher::OnBatchResult(int32_t worker, v1::BatchResult* result) {

@@ -17,6 +17,7 @@
 #include "common/model_digest.h"
 #include "common/model_profile.h"
 #include "policies/policy_factory.h"
+#include "router/hot_models.h"
 #include "router/query_responder.h"
 #include "router/router_metrics.h"
 #include "router/worker_connection.h"
@@ -62,6 +63,16 @@ class Dispatcher {
   // registers the model with other digests is refused (RegisterWorker).
   absl::Status AddModel(const ModelProfile& profile, const ModelDigest* digest = nullptr);
   absl::Status RemoveModel(const std::string& name);
+  // A model registered at run time (Admin.RegisterModel): validates the
+  // package in `directory` (LoadModelDirectory; `expected_name`, if not
+  // empty, must be its name), then has the workers load it
+  // (router/hot_models.h). OK once the model is visible.
+  HotModels::Outcome RegisterPackage(const std::string& directory,
+                                     const std::string& expected_name, Nanos timeout);
+  // Unregisters with a drain: new queries for the model are refused, queued
+  // and in-flight ones are served (for at most `timeout`; what is left then
+  // is answered UNAVAILABLE), the model is removed and the workers free it.
+  absl::Status UnregisterModel(const std::string& name, Nanos timeout);
   // The policy a model gets: its --model_policy override, else the dynamic
   // policy for a dynamic model, else the default policy.
   std::string PolicyNameFor(const ModelProfile& profile) const;
@@ -86,7 +97,10 @@ class Dispatcher {
   void OnHeartbeat(int32_t worker) { core_.OnHeartbeat(worker); }
   // Output tensors are moved out of `result`.
   void OnBatchResult(int32_t worker, v1::BatchResult* result);
-  void OnWorkerGone(int32_t worker, const absl::Status& why) { core_.OnWorkerGone(worker, why); }
+  void OnWorkerGone(int32_t worker, const absl::Status& why);
+  void OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
+    hot_.OnModelLoaded(worker, loaded);
+  }
 
   // See ServingCore::Tick. Without the timer thread the caller ticks, at
   // next_tick() at the latest.
@@ -115,6 +129,7 @@ class Dispatcher {
 
   const DispatcherOptions options_;
   ServingCore core_;
+  HotModels hot_;
 
   std::mutex digests_mu_;
   absl::flat_hash_map<std::string, ModelDigest> digests_;  // by model name

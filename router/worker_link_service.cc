@@ -73,6 +73,9 @@ class WorkerStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1:
       case v1::WorkerMessage::kResult:
         if (worker_ >= 0) dispatcher_->OnBatchResult(worker_, in_.mutable_result());
         break;
+      case v1::WorkerMessage::kModelLoaded:
+        if (worker_ >= 0) dispatcher_->OnModelLoaded(worker_, in_.model_loaded());
+        break;
       default:
         break;
     }

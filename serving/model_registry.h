@@ -40,6 +40,8 @@ struct ServedModel {
   int32_t active_slot = -1;
   // The policy wake-up the core has listed for this model (0 = none).
   Nanos wake_listed = 0;
+  // ServingCore::CloseModel: no new queries; removed once drained.
+  bool closed = false;
 };
 
 // The models the engine serves, by name and by id. Not thread-safe.

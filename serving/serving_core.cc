@@ -120,6 +120,35 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
   return absl::OkStatus();
 }
 
+absl::Status ServingCore::CloseModel(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  ServedModel* m = models_.Find(name);
+  if (m == nullptr) return absl::NotFoundError(absl::StrCat("model \"", name, "\" is not served"));
+  m->closed = true;
+  return absl::OkStatus();
+}
+
+absl::Status ServingCore::AttachWorker(int32_t worker, const std::string& model) {
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    WorkerRecord* w = workers_.GetAlive(worker);
+    if (w == nullptr) return absl::NotFoundError(absl::StrCat("worker ", worker, " is not alive"));
+    auto& d = w->declared_models;
+    if (std::find(d.begin(), d.end(), model) != d.end()) return absl::OkStatus();
+    d.push_back(model);
+    ServedModel* m = models_.Find(model);
+    if (m == nullptr) return absl::OkStatus();
+    m->scheduler.AddWorker(worker);
+    if (options_.log_lifecycle) {
+      SS_LOG(INFO) << "worker " << *w->name << " loaded model " << model;
+    }
+    ScheduleLocked(m, clock_->Now(), &e);
+  }
+  Apply(&e);
+  return absl::OkStatus();
+}
+
 std::vector<ModelSummary> ServingCore::ListModels() const {
   absl::MutexLock lock(&mu_);
   std::vector<ModelSummary> out;
@@ -137,6 +166,12 @@ std::vector<ModelSummary> ServingCore::ListModels() const {
     s.batch_sizes = m->profile.batch_sizes;
     s.workers = static_cast<int32_t>(m->scheduler.workers().size());
     s.queued = static_cast<int64_t>(m->scheduler.queued());
+    s.closed = m->closed;
+    for (const WorkerRecord& w : workers_.records()) {
+      for (const auto& [batch_id, b] : w.inflight) {
+        if (b.model == m->id && !b.queries.empty()) ++s.inflight_batches;
+      }
+    }
     s.input_shape = m->profile.input_shape;
     s.num_classes = m->profile.num_classes;
     out.push_back(std::move(s));
@@ -167,6 +202,11 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
     } else if (m == nullptr) {
       RejectLocked(handle, request.model,
                    absl::InvalidArgumentError(absl::StrCat("unknown model \"", request.model, "\"")),
+                   QueryOutcome::kInvalidArgument, now, &e);
+    } else if (m->closed) {
+      RejectLocked(handle, request.model,
+                   absl::InvalidArgumentError(absl::StrCat(
+                       "model \"", request.model, "\" is being unregistered (no new queries)")),
                    QueryOutcome::kInvalidArgument, now, &e);
     } else if (input = check(m->profile); !input.ok()) {
       RejectLocked(handle, request.model,

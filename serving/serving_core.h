@@ -92,6 +92,8 @@ struct ModelSummary {
   std::vector<int32_t> batch_sizes;
   int32_t workers = 0;
   int64_t queued = 0;
+  int64_t inflight_batches = 0;  // on workers, with queries still to answer
+  bool closed = false;           // CloseModel: draining before removal
   std::vector<int64_t> input_shape;  // one sample's, no batch dimension
   int32_t num_classes = 0;
 };
@@ -138,6 +140,10 @@ class ServingCore {
   // the model's queue, policy and profile are freed. A removed model's late
   // batch results are ignored.
   absl::Status RemoveModel(const std::string& name);
+  // Unregistering with a drain: new queries for the model are refused
+  // (INVALID_ARGUMENT, "being unregistered"), queued and in-flight ones are
+  // still served; RemoveModel once ListModels shows it empty.
+  absl::Status CloseModel(const std::string& name);
   std::vector<ModelSummary> ListModels() const;
 
   // --- queries. Always answers through `handle`, now or later. `check` runs
@@ -154,6 +160,9 @@ class ServingCore {
   // --- workers
   absl::StatusOr<int32_t> RegisterWorker(const WorkerRegistration& worker,
                                          std::shared_ptr<WorkerChannel> channel);
+  // The worker loaded `model` after registering (a hot registration): it
+  // serves it from now on, and will once the model is added.
+  absl::Status AttachWorker(int32_t worker, const std::string& model);
   void OnHeartbeat(int32_t worker);
   void OnBatchResult(int32_t worker, BatchOutcome outcome);
   // Idempotent. The worker's in-flight queries are re-queued if they can

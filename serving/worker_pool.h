@@ -80,6 +80,7 @@ class WorkerPool {
   std::vector<int32_t> Overdue(Nanos now) const;
 
   std::vector<WorkerRecord>& records() { return workers_; }
+  const std::vector<WorkerRecord>& records() const { return workers_; }
 
  private:
   std::vector<WorkerRecord> workers_;

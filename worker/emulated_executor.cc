@@ -9,6 +9,15 @@
 
 namespace superserve {
 
+absl::Status EmulatedExecutor::Unload(const std::string& model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  dynamic_.erase(model);
+  if (profiles_.erase(model) == 0) {
+    return absl::NotFoundError(absl::StrCat("model ", model, " not loaded"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status EmulatedExecutor::Load(const ModelEntry& model) {
   if (model.profile.is_dynamic) {
     DynamicModel d;
@@ -32,14 +41,17 @@ absl::Status EmulatedExecutor::Load(const ModelEntry& model) {
     auto mix = EmpiricalDistribution::Mixture(parts, weights);
     if (!mix.ok()) return mix.status();
     d.mix = *std::move(mix);
+    std::lock_guard<std::mutex> lock(mu_);
     dynamic_[model.name] = std::move(d);
   }
+  std::lock_guard<std::mutex> lock(mu_);
   profiles_[model.name] = model.profile;
   return absl::OkStatus();
 }
 
 absl::StatusOr<Nanos> EmulatedExecutor::EmulatedLatency(const std::string& model,
                                                         int32_t subnet_id, size_t batch) const {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = profiles_.find(model);
   if (it == profiles_.end()) return absl::NotFoundError(absl::StrCat("model ", model, " not loaded"));
   const ModelProfile& p = it->second;
@@ -62,9 +74,14 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::RunWithExits(
     absl::Span<const v1::Tensor* const> inputs, absl::Span<const std::string* const> applications,
     std::vector<QueryExit>* exits) {
   exits->clear();
-  auto it = dynamic_.find(model);
-  if (it == dynamic_.end()) return Run(model, control, inputs);
-  const DynamicModel& d = it->second;
+  const DynamicModel* found = nullptr;
+  {
+    // Entries are erased only by Unload, on the thread that runs batches.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = dynamic_.find(model); it != dynamic_.end()) found = &it->second;
+  }
+  if (found == nullptr) return Run(model, control, inputs);
+  const DynamicModel& d = *found;
   const double k = static_cast<double>(inputs.size());
   double max_l = 0;
   exits->resize(inputs.size());
@@ -89,7 +106,12 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::RunWithExits(
 absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::Run(
     const std::string& model, const ControlTuple& control,
     absl::Span<const v1::Tensor* const> inputs) {
-  if (dynamic_.count(model) > 0) {
+  bool dynamic;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dynamic = dynamic_.count(model) > 0;
+  }
+  if (dynamic) {
     std::vector<QueryExit> ignored;
     return RunWithExits(model, control, inputs, {}, &ignored);
   }
@@ -103,7 +125,13 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::Run(
 
 std::vector<HostTensor> EmulatedExecutor::FakeLogits(const std::string& model,
                                                      absl::Span<const v1::Tensor* const> inputs) {
-  const int32_t classes = std::max(1, profiles_[model].num_classes);
+  int32_t classes = 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = profiles_.find(model); it != profiles_.end()) {
+      classes = std::max(1, it->second.num_classes);
+    }
+  }
   std::vector<HostTensor> out;
   out.reserve(inputs.size());
   for (const v1::Tensor* in : inputs) {

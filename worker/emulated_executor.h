@@ -2,9 +2,11 @@
 #define SUPERSERVE_WORKER_EMULATED_EXECUTOR_H_
 
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "common/empirical_distribution.h"
 #include "worker/executor.h"
 
@@ -29,6 +31,7 @@ class EmulatedExecutor final : public Executor {
       : slowdown_(slowdown), rng_(seed) {}
   std::string_view kind() const override { return "emulated"; }
   absl::Status Load(const ModelEntry& model) override;
+  absl::Status Unload(const std::string& model) override;
   absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
                                               const ControlTuple& control,
                                               absl::Span<const v1::Tensor* const> inputs) override;
@@ -52,8 +55,10 @@ class EmulatedExecutor final : public Executor {
                                      absl::Span<const v1::Tensor* const> inputs);
 
   double slowdown_ = 1.0;
-  std::map<std::string, ModelProfile> profiles_;
-  std::map<std::string, DynamicModel> dynamic_;
+  // Load may run on another thread than Run (a hot registration).
+  mutable std::mutex mu_;
+  std::map<std::string, ModelProfile> profiles_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, DynamicModel> dynamic_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_;
 };
 

@@ -22,7 +22,8 @@ class Tensor;
 // Runs batches of one supernet with a chosen subnet actuated (SuperServe
 // Fig. 7 steps 4-5). Implementations: TorchExecutor (the real supernet) and
 // EmulatedExecutor (sleeps the profiled latency; for scale benchmarks). The
-// worker calls Load once per model, then Run from one thread at a time.
+// worker calls Load once per model, then Run; Load, Run and Unload all come
+// from one thread at a time (the worker's executor thread once it serves).
 // Where one query of a dynamic model's batch left (early exit).
 struct QueryExit {
   int32_t exit = -1;  // 0-based exit index; -1 = not known (emulated)
@@ -36,6 +37,8 @@ class Executor {
   // "torch" or "emulated"; the worker reports it when registering.
   virtual std::string_view kind() const = 0;
   virtual absl::Status Load(const ModelEntry& model) = 0;
+  // Frees a loaded model (an unregistered one); NOT_FOUND if not loaded.
+  virtual absl::Status Unload(const std::string& model) = 0;
   // `inputs` are wire tensors already checked against the model's
   // input_shape (float32). Returns one output per input, in order.
   virtual absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,

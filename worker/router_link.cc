@@ -2,7 +2,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <thread>
@@ -10,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/model_digest.h"
 #include "common/secret.h"
 #include "worker/backoff.h"
 #include "worker/batch_runner.h"
@@ -32,7 +38,13 @@ RouterLink::RouterLink(RouterLinkOptions options, Executor* executor,
                        std::vector<ModelEntry> models)
     : options_(std::move(options)), executor_(executor), models_(std::move(models)) {}
 
-RouterLink::~RouterLink() { Stop(); }
+RouterLink::~RouterLink() {
+  Stop();
+  if (owns_package_root_) {
+    std::error_code ec;
+    std::filesystem::remove_all(package_root_, ec);
+  }
+}
 
 void RouterLink::Stop() {
   stop_requested_ = true;
@@ -43,6 +55,7 @@ void RouterLink::Stop() {
   }
   batch_cv_.notify_all();
   heartbeat_cv_.notify_all();
+  load_cv_.notify_all();
   stop_cv_.notify_all();
 }
 
@@ -203,6 +216,7 @@ RouterLink::SessionEnd RouterLink::RunSession(
     stopping_ = false;
     acked_ = false;
     batches_.clear();
+    loads_.clear();
     context_ = std::make_unique<grpc::ClientContext>();
     if (!options_.fleet_token.empty()) {
       context_->AddMetadata(kFleetTokenMetadata, options_.fleet_token);
@@ -233,6 +247,7 @@ RouterLink::SessionEnd RouterLink::RunSession(
   reg->set_emulated(executor_->kind() == "emulated");
   reg->set_intra_op_threads(options_.intra_op_threads);
   for (const auto& v : options_.versions) *reg->add_versions() = v;
+  for (const auto& v : hot_versions_) *reg->add_versions() = v;
 
   // A router that accepts the connection but never acknowledges (hung, or a
   // half-open connection) must not hold the link forever.
@@ -273,11 +288,18 @@ RouterLink::SessionEnd RouterLink::RunSession(
   on_registered(first->ack().assigned_id());
 
   std::thread executor_thread([this] { ExecuteLoop(); });
+  std::thread loader_thread([this] { LoadLoop(); });
   std::thread heartbeat_thread([this, interval] { HeartbeatLoop(interval); });
   while (true) {
     auto msg = std::make_unique<v1::RouterMessage>();
     if (!stream_->Read(msg.get())) break;
-    if (msg->has_batch()) {
+    if (msg->has_load_model()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        loads_.push_back(std::move(msg));
+      }
+      load_cv_.notify_one();
+    } else if (msg->has_batch() || msg->has_unload_model()) {
       const Nanos received = RealClock::Get()->Now();
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -294,12 +316,17 @@ RouterLink::SessionEnd RouterLink::RunSession(
     stopping_ = true;
     dropped = batches_.size();
     batches_.clear();
+    loads_.clear();
   }
   batch_cv_.notify_all();
   heartbeat_cv_.notify_all();
+  load_cv_.notify_all();
   // A batch being executed finishes first; its result goes to this (ended)
-  // stream, never to the next session's.
+  // stream, never to the next session's. A load in progress finishes too;
+  // the model it loaded stays on the executor unannounced (the router sends
+  // the load again after the next registration: it is then reported ready).
   executor_thread.join();
+  loader_thread.join();
   heartbeat_thread.join();
   grpc::Status s = end_call(/*cancel=*/false);
   if (stop_requested_) return end;
@@ -346,11 +373,157 @@ void RouterLink::ExecuteLoop() {
                         [this] { return stopping_; });
       if (stopping_) return;
     }
+    if (b.loaded != nullptr) {
+      Install(b.loaded.get());
+      v1::WorkerMessage reply;
+      auto* r = reply.mutable_model_loaded();
+      r->set_model(b.loaded->model);
+      r->set_error(b.loaded->error);
+      r->set_load_us(b.loaded->load_time / kNanosPerMicro);
+      if (!Write(reply)) return;
+      continue;
+    }
+    if (b.message->has_unload_model()) {
+      Unload(b.message->unload_model().model());
+      continue;
+    }
     v1::WorkerMessage reply;
     RunBatch(b.message->batch(), b.received, models_, executor_, reply.mutable_result());
     batches_run_.fetch_add(1);
     if (!Write(reply)) return;
   }
+}
+
+void RouterLink::LoadLoop() {
+  while (true) {
+    std::unique_ptr<v1::RouterMessage> msg;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      load_cv_.wait(lock, [this] { return stopping_ || !loads_.empty(); });
+      if (stopping_) return;
+      msg = std::move(loads_.front());
+      loads_.pop_front();
+    }
+    auto loaded = LoadPackage(msg->load_model());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      batches_.push_back({nullptr, RealClock::Get()->Now(), std::move(loaded)});
+    }
+    batch_cv_.notify_one();
+  }
+}
+
+absl::StatusOr<std::string> RouterLink::PackageRoot() {
+  if (!package_root_.empty()) return package_root_;
+  std::error_code ec;
+  std::string root = options_.package_dir;
+  if (root.empty()) {
+    root = (std::filesystem::temp_directory_path(ec) /
+            absl::StrCat("superserve-worker-", getpid(), "-", options_.channel_tag))
+               .string();
+    owns_package_root_ = true;
+  }
+  std::filesystem::create_directories(root, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", root, ": ", ec.message()));
+  package_root_ = root;
+  return package_root_;
+}
+
+std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadModel& load) {
+  RealClock* clock = RealClock::Get();
+  const Nanos start = clock->Now();
+  auto out = std::make_unique<LoadedModel>();
+  out->model = load.model();
+  out->version = load.version();
+  out->version.set_model(load.model());
+  auto fail = [&](const std::string& why) {
+    out->error = why;
+    out->load_time = clock->Now() - start;
+    SS_LOG(WARNING) << "model " << load.model() << " not loaded: " << why;
+    return std::move(out);
+  };
+  // The name becomes a folder, each file name a file in it: plain names only.
+  auto plain = [](const std::string& n) {
+    return !n.empty() && n != "." && n != ".." && n.find('/') == std::string::npos &&
+           n.find('\0') == std::string::npos;
+  };
+  if (!plain(load.model())) return fail(absl::StrCat("bad model name \"", load.model(), "\""));
+  for (const ModelEntry& m : models_) {
+    if (m.name == load.model()) {
+      // Already served (loaded before a reconnect, or at start-up): ready,
+      // if it is the same version.
+      auto digest = DigestModelDirectory(m.directory);
+      if (digest.ok() && digest->profile == load.version().profile_digest() &&
+          digest->checkpoint == load.version().checkpoint_digest()) {
+        out->load_time = clock->Now() - start;
+        return out;
+      }
+      return fail("another version of this model is loaded on the worker");
+    }
+  }
+  auto root = PackageRoot();
+  if (!root.ok()) return fail(std::string(root.status().message()));
+  const std::filesystem::path dir = std::filesystem::path(*root) / load.model();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fail(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  for (const v1::PackageFile& f : load.files()) {
+    if (!plain(f.name())) return fail(absl::StrCat("bad package file name \"", f.name(), "\""));
+    std::ofstream o(dir / f.name(), std::ios::binary);
+    o.write(f.content().data(), static_cast<std::streamsize>(f.content().size()));
+    if (!o) return fail(absl::StrCat("cannot write ", (dir / f.name()).string()));
+  }
+  auto cleanup_and_fail = [&](const std::string& why) {
+    std::filesystem::remove_all(dir, ec);
+    return fail(why);
+  };
+  auto digest = DigestModelDirectory(dir.string());
+  if (!digest.ok()) return cleanup_and_fail(std::string(digest.status().message()));
+  if (digest->profile != load.version().profile_digest() ||
+      digest->checkpoint != load.version().checkpoint_digest()) {
+    return cleanup_and_fail(absl::StrCat(
+        "the package arrived with digests ", digest->profile, " / ", digest->checkpoint,
+        ", the router sent ", load.version().profile_digest(), " / ",
+        load.version().checkpoint_digest(), " (corrupted in transfer)"));
+  }
+  auto entry = LoadModelDirectory(dir.string());
+  if (!entry.ok()) return cleanup_and_fail(std::string(entry.status().message()));
+  if (auto s = executor_->Load(*entry); !s.ok()) {
+    return cleanup_and_fail(absl::StrCat("the ", std::string(executor_->kind()), " executor: ", s.message()));
+  }
+  out->entry = *std::move(entry);
+  out->load_time = clock->Now() - start;
+  return out;
+}
+
+void RouterLink::Install(LoadedModel* loaded) {
+  if (!loaded->error.empty() || loaded->entry.name.empty()) return;  // failed, or already served
+  models_.push_back(loaded->entry);
+  hot_versions_.push_back(loaded->version);
+  SS_LOG(INFO) << "model " << loaded->model << " loaded in " << ToMillis(loaded->load_time)
+               << " ms (hot registration)";
+}
+
+void RouterLink::Unload(const std::string& model) {
+  auto it = std::find_if(models_.begin(), models_.end(),
+                         [&](const ModelEntry& m) { return m.name == model; });
+  if (it == models_.end()) return;
+  if (auto s = executor_->Unload(model); !s.ok()) {
+    SS_LOG(WARNING) << "unloading model " << model << ": " << s.message();
+  }
+  // A hot-loaded package's folder goes with it; a start-up model's stays.
+  if (!package_root_.empty() &&
+      std::filesystem::path(it->directory).parent_path() == std::filesystem::path(package_root_)) {
+    std::error_code ec;
+    std::filesystem::remove_all(it->directory, ec);
+  }
+  models_.erase(it);
+  hot_versions_.erase(std::remove_if(hot_versions_.begin(), hot_versions_.end(),
+                                     [&](const v1::ModelVersion& v) { return v.model() == model; }),
+                      hot_versions_.end());
+  SS_LOG(INFO) << "model " << model << " unloaded";
 }
 
 }  // namespace superserve

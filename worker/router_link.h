@@ -57,6 +57,10 @@ struct RouterLinkOptions {
   // of waiting on TCP's retransmission timeout (minutes). <= 0 = gRPC's
   // default (no keepalive).
   Nanos keepalive = Seconds(1);
+  // Where models registered at run time (LoadModel) are written, one
+  // folder per model; empty = a fresh folder under the system's temporary
+  // directory, removed with the link.
+  std::string package_dir;
   // Tests and benchmarks: wait this long before starting each batch (a
   // worker delayed on purpose). The router's action windows then make the
   // worker refuse the batches it starts too late.
@@ -69,6 +73,14 @@ struct RouterLinkOptions {
 // the measured execution time. A bad batch yields an error result; the link
 // stays up. When the stream ends, the link dials again with capped
 // exponential backoff and registers anew (RouterLinkOptions::reconnect).
+//
+// Models registered at run time arrive as LoadModel (the package's files):
+// a loader thread writes them under package_dir, loads them with the same
+// loader as the start-up repository, checks their digests against the
+// router's, and loads them on the executor while it serves; the executor
+// thread then adds the model to what it serves and answers ModelLoaded. An
+// UnloadModel (after the router drained the model) frees it, in order with
+// the batches. A later session registers the hot-loaded models too.
 //
 // Each registration is one session with its own stream: batches still queued
 // locally when a stream ends are dropped (the router re-queues or answers
@@ -94,9 +106,21 @@ class RouterLink {
   bool registered() const { return registered_.load(); }
 
  private:
+  // A model the loader thread loaded (or failed to), for the executor
+  // thread to install and report.
+  struct LoadedModel {
+    std::string model;
+    std::string error;  // empty: loaded on the executor
+    ModelEntry entry;
+    v1::ModelVersion version;
+    Nanos load_time = 0;
+  };
+  // What the executor thread runs, in order: a batch or an UnloadModel
+  // (`message`), or a model the loader thread loaded (`loaded`).
   struct ReceivedBatch {
     std::unique_ptr<v1::RouterMessage> message;
     Nanos received = 0;
+    std::unique_ptr<LoadedModel> loaded;
   };
   // How one session (dial, register, serve until the stream ends) ended.
   struct SessionEnd {
@@ -115,12 +139,25 @@ class RouterLink {
   // Sleeps `d` unless Stop() comes first; true when stopped.
   bool SleepUnlessStopped(Nanos d);
   void ExecuteLoop();
+  void LoadLoop();
+  // Writes, validates and loads one LoadModel (on the loader thread).
+  std::unique_ptr<LoadedModel> LoadPackage(const v1::LoadModel& load);
+  // The executor thread's part: serve the model, or free it.
+  void Install(LoadedModel* loaded);
+  void Unload(const std::string& model);
+  // The folder hot-loaded packages go to (created on first use).
+  absl::StatusOr<std::string> PackageRoot();
   void HeartbeatLoop(Nanos interval);
   bool Write(const v1::WorkerMessage& m);
 
   const RouterLinkOptions options_;
   Executor* const executor_;
-  const std::vector<ModelEntry> models_;
+  // The start-up models, then the hot-loaded ones. Changed only by the
+  // executor thread, read by it and (between its sessions) by RunSession.
+  std::vector<ModelEntry> models_;
+  std::vector<v1::ModelVersion> hot_versions_;  // of the hot-loaded models
+  std::string package_root_;                    // see PackageRoot()
+  bool owns_package_root_ = false;
 
   // The current session's call; replaced only between sessions, when no
   // thread of the previous one is left.
@@ -135,6 +172,8 @@ class RouterLink {
   std::condition_variable heartbeat_cv_;  // heartbeat: stopping_
   std::condition_variable stop_cv_;       // backoff sleep, registration watchdog
   std::deque<ReceivedBatch> batches_;
+  std::condition_variable load_cv_;  // loader: loads_ non-empty or stopping_
+  std::deque<std::unique_ptr<v1::RouterMessage>> loads_;
   bool stopping_ = false;  // this session is over, or Stop()
   bool acked_ = false;     // this session's wait for the registration ack is over
   std::atomic<bool> stop_requested_{false};

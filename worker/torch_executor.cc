@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "models/ofa_resnet.h"
@@ -34,6 +35,7 @@ class TorchExecutor final : public Executor {
     if (model.profile.family == kEarlyExitFamily) {
       auto host = EarlyExitHost::Load(model, *path);
       if (!host.ok()) return host.status();
+      std::lock_guard<std::mutex> lock(mu_);
       early_exit_[model.name] = *std::move(host);
       return absl::OkStatus();
     }
@@ -55,7 +57,10 @@ class TorchExecutor final : public Executor {
     l.input_mean = model.profile.input_mean;
     l.input_std = model.profile.input_std;
     l.batch_sizes = model.profile.batch_sizes;
-    models_[model.name] = std::move(l);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      models_[model.name] = std::move(l);
+    }
     // Warm-up: one run per (subnet, batch size) before registering, so that
     // first-call allocations and thread-pool start-up do not land on served
     // queries (the first batches otherwise take several times their profile).
@@ -75,15 +80,25 @@ class TorchExecutor final : public Executor {
     return absl::OkStatus();
   }
 
+  // Drops the module and its tensors (LibTorch frees them with the last
+  // reference).
+  absl::Status Unload(const std::string& model) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (models_.erase(model) + early_exit_.erase(model) == 0) {
+      return absl::NotFoundError(absl::StrCat("model ", model, " not loaded"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<std::vector<HostTensor>> RunWithExits(
       const std::string& model, const ControlTuple& control,
       absl::Span<const v1::Tensor* const> inputs, absl::Span<const std::string* const> applications,
       std::vector<QueryExit>* exits) override {
     exits->clear();
-    if (auto d = early_exit_.find(model); d != early_exit_.end()) {
+    if (EarlyExitHost* host = FindEarlyExit(model); host != nullptr) {
       try {
         c10::InferenceMode guard;
-        return d->second->Run(inputs, exits);
+        return host->Run(inputs, exits);
       } catch (const c10::Error& e) {
         return absl::InternalError(absl::StrCat("torch: ", e.what_without_backtrace()));
       }
@@ -94,13 +109,17 @@ class TorchExecutor final : public Executor {
   absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
                                               const ControlTuple& control,
                                               absl::Span<const v1::Tensor* const> inputs) override {
-    if (early_exit_.count(model) > 0) {
+    if (FindEarlyExit(model) != nullptr) {
       std::vector<QueryExit> ignored;
       return RunWithExits(model, control, inputs, {}, &ignored);
     }
-    auto it = models_.find(model);
-    if (it == models_.end()) return absl::NotFoundError(absl::StrCat("model ", model, " not loaded"));
-    Loaded& m = it->second;
+    Loaded* found = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = models_.find(model); it != models_.end()) found = &it->second;
+    }
+    if (found == nullptr) return absl::NotFoundError(absl::StrCat("model ", model, " not loaded"));
+    Loaded& m = *found;
     try {
       c10::InferenceMode guard;
       // Padded with zero rows up to the smallest profiled batch size that
@@ -163,6 +182,14 @@ class TorchExecutor final : public Executor {
     }
     return n;  // beyond the profile: run as is
   }
+  // Entries are erased only by Unload, which the worker calls on the thread
+  // that runs batches; Load may run on another (a hot registration).
+  EarlyExitHost* FindEarlyExit(const std::string& model) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = early_exit_.find(model);
+    return it == early_exit_.end() ? nullptr : it->second.get();
+  }
+  std::mutex mu_;
   std::map<std::string, Loaded> models_;
   // Dynamic models (family "early_exit"), each on its own host.
   std::map<std::string, std::unique_ptr<EarlyExitHost>> early_exit_;

@@ -1,6 +1,8 @@
 // superserve-admin: registers, unregisters and lists models on a running
 // router through its Admin service (docs/packages.md). Exit codes are meant
 // for scripts; see kUsage.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,9 +27,11 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "File holding the Admin bearer token; else env SUPERSERVE_ADMIN_TOKEN.");
 ABSL_FLAG(std::string, name, "",
           "register: the model's name (optional; must equal the package's name).");
-ABSL_FLAG(double, wait_ready_s, 30,
-          "register: wait at most this long for >= 1 worker serving the model, printing "
-          "progress; 0 = do not wait.");
+ABSL_FLAG(double, wait_ready_s, 60,
+          "register: wait at most this long for a worker to load the package (the router "
+          "sends it to every worker), printing progress; 0 = do not wait.");
+ABSL_FLAG(double, drain_timeout_s, 30,
+          "unregister: how long the model's queued and in-flight queries get to finish.");
 ABSL_FLAG(double, timeout_s, 10, "Deadline of each Admin call, seconds.");
 
 namespace superserve {
@@ -38,8 +42,10 @@ constexpr const char* kUsage =
     "Commands:\n"
     "  register PACKAGE_DIR   validate and register a model package (a directory in the\n"
     "                         router's model repository, or an absolute path the router can\n"
-    "                         read); then wait (--wait_ready_s) until a worker serves it\n"
-    "  unregister NAME        remove a model (its queued queries are answered first)\n"
+    "                         read); the router sends it to every worker and this waits\n"
+    "                         (--wait_ready_s) until one has loaded it\n"
+    "  unregister NAME        remove a model: new queries are refused, queued ones are\n"
+    "                         served (--drain_timeout_s), then the workers free it\n"
     "  list                   one line per registered model\n"
     "  status NAME            one model's details; fails when it is not registered\n"
     "  validate PACKAGE_DIR   check a package locally, as the router would (no router, no\n"
@@ -48,7 +54,7 @@ constexpr const char* kUsage =
     "SUPERSERVE_ADMIN_TOKEN.\n"
     "Exit codes: 0 done; 1 the router refused (bad package, unknown model: the message names\n"
     "the problem and the field); 2 usage error; 3 not authorised (missing or wrong token);\n"
-    "4 router unreachable or call timed out; 5 registered, but no worker served the model\n"
+    "4 router unreachable or call timed out; 5 registered, but no worker loaded the model\n"
     "within --wait_ready_s.";
 
 enum Exit { kOk = 0, kRefused = 1, kUsageError = 2, kNotAuthorised = 3, kUnreachable = 4,
@@ -97,12 +103,14 @@ class Admin {
         token_(std::move(token)),
         timeout_s_(timeout_s) {}
 
+  // `extra_s`: how long the router may wait on the call's behalf (a
+  // register waits for the workers), on top of --timeout_s.
   template <typename Req, typename Resp, typename Call>
-  grpc::Status Do(Call call, const Req& req, Resp* resp) {
+  grpc::Status Do(Call call, const Req& req, Resp* resp, double extra_s = 0) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", "Bearer " + token_);
     ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000)));
+                     std::chrono::milliseconds(static_cast<int64_t>((timeout_s_ + extra_s) * 1000)));
     return ((*stub_).*call)(&ctx, req, resp);
   }
 
@@ -201,59 +209,64 @@ int Run(const std::vector<std::string>& args) {
   if (command == "unregister") {
     v1::UnregisterModelRequest req;
     req.set_name(arg);
+    const double drain_s = absl::GetFlag(FLAGS_drain_timeout_s);
+    req.set_drain_timeout_ms(static_cast<int32_t>(std::max(1.0, drain_s * 1000)));
     v1::UnregisterModelResponse resp;
-    auto s = admin.Do(&v1::Admin::Stub::UnregisterModel, req, &resp);
+    std::printf("unregistering %s: draining its queued queries, then the workers free it\n",
+                arg.c_str());
+    std::fflush(stdout);
+    auto s = admin.Do(&v1::Admin::Stub::UnregisterModel, req, &resp, drain_s);
     if (!s.ok()) return Fail("unregister", s);
     std::printf("unregistered %s\n", arg.c_str());
     return kOk;
   }
-  // register
+  // register: the router sends the package to its workers and answers once
+  // one has loaded it (or every one failed, or --wait_ready_s passed).
+  const double wait_s = absl::GetFlag(FLAGS_wait_ready_s);
   v1::RegisterModelRequest req;
   req.set_path(arg);
   req.set_name(absl::GetFlag(FLAGS_name));
+  req.set_timeout_ms(static_cast<int32_t>(std::max(1.0, wait_s * 1000)));
   v1::RegisterModelResponse resp;
-  auto s = admin.Do(&v1::Admin::Stub::RegisterModel, req, &resp);
-  if (!s.ok()) return Fail("register", s);
-  const std::string name = resp.model().name();
-  std::printf("registered %s\n", Describe(resp.model()).c_str());
-  std::fflush(stdout);
-  const double wait_s = absl::GetFlag(FLAGS_wait_ready_s);
-  if (wait_s <= 0) return kOk;
+  grpc::Status s;
+  std::atomic<bool> answered{false};
+  std::thread call([&] {
+    s = admin.Do(&v1::Admin::Stub::RegisterModel, req, &resp, wait_s);
+    answered = true;
+  });
   const auto start = std::chrono::steady_clock::now();
-  int32_t workers = resp.model().workers();
-  double last_print = -1;
-  for (;;) {
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (workers >= 1) {
-      std::printf("ready: %s served by %d worker(s) after %.1f s\n", name.c_str(), workers,
-                  waited);
-      return kOk;
-    }
-    if (waited >= wait_s) {
-      std::fprintf(stderr,
-                   "superserve-admin: %s is registered but no worker serves it after %.1f s "
-                   "(start a worker whose repository holds the package)\n",
-                   name.c_str(), waited);
-      return kNotReady;
-    }
-    if (waited - last_print >= 1) {
-      std::printf("waiting for a worker to serve %s ... %.0f s\n", name.c_str(), waited);
+  std::printf("registering %s: the workers load the package ...\n", arg.c_str());
+  std::fflush(stdout);
+  for (int tick = 1; !answered; ++tick) {
+    for (int i = 0; i < 10 && !answered; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!answered) {
+      std::printf("  ... %d s\n", tick);
       std::fflush(stdout);
-      last_print = waited;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    v1::ModelInfo info;
-    bool found = false;
-    auto st = admin.Find(name, &info, &found);
-    if (!st.ok()) return Fail("status", st);
-    if (!found) {
-      std::fprintf(stderr, "superserve-admin: %s was unregistered while waiting\n",
-                   name.c_str());
-      return kRefused;
-    }
-    workers = info.workers();
   }
+  call.join();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& w : resp.workers()) {
+    if (w.ready()) {
+      std::printf("  %s: ready (loaded in %lld ms)\n", w.worker().c_str(),
+                  static_cast<long long>(w.load_ms()));
+    } else if (!w.error().empty()) {
+      std::printf("  %s: failed: %s\n", w.worker().c_str(), w.error().c_str());
+    } else {
+      std::printf("  %s: still loading\n", w.worker().c_str());
+    }
+  }
+  if (!s.ok()) return Fail("register", s);
+  if (!resp.visible()) {
+    std::fprintf(stderr,
+                 "superserve-admin: %s is registered but no worker has loaded it after %.1f s; "
+                 "it becomes visible when one does (superserve-admin status %s)\n",
+                 resp.name().c_str(), waited, resp.name().c_str());
+    return kNotReady;
+  }
+  std::printf("ready after %.1f s: %s\n", waited, Describe(resp.model()).c_str());
+  return kOk;
 }
 
 }  // namespace

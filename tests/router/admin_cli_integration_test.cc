@@ -1,6 +1,7 @@
 // superserve-admin against a real router and emulated workers: exit codes,
 // a malformed package refused naming its field, a package registered at run
-// time answering once a worker serves it, unregister.
+// time loaded by the running workers over their streams (and by one that
+// joins later) and answering, unregistered with a drain under load.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <atomic>
 #include <thread>
 
 #include "absl/strings/str_replace.h"
@@ -136,24 +138,19 @@ TEST_F(AdminCli, MalformedPackageIsRefusedNamingTheField) {
   EXPECT_THAT(list.output, ::testing::Not(HasSubstr("bad")));
 }
 
-TEST_F(AdminCli, RegisteredPackageAnswersOnceAWorkerServesItThenUnregisters) {
+TEST_F(AdminCli, RegisteredPackageIsLoadedByTheWorkersAnswersAndUnregistersUnderLoad) {
+  // The running worker loaded its repository before emu2 existed: the
+  // router sends it the package over its stream (hot registration).
   WritePackage("emu2");
-  // No worker holds emu2 yet: registered, but not ready within the wait.
-  auto r = Run({"register", "emu2", "--wait_ready_s=1"});
-  EXPECT_EQ(r.exit_code, 5) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("registered emu2"));
-  EXPECT_THAT(r.output, HasSubstr("no worker serves it"));
-
-  auto w = cluster_->AddWorker({"--models=emu2"});
-  ASSERT_TRUE(w.ok()) << w.status();
-  CliResult status;
-  for (int i = 0; i < 100; ++i) {
-    status = Run({"status", "emu2"});
-    if (status.output.find("workers=1") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(status.exit_code, 0) << status.output;
-  ASSERT_THAT(status.output, HasSubstr("workers=1"));
+  auto r = Run({"register", "emu2", "--wait_ready_s=20"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("registering emu2"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("#[0-9]+: ready \\(loaded in [0-9]+ ms\\)"));
+  EXPECT_THAT(r.output, HasSubstr("emu2  family=emulated subnets=4"));
+  EXPECT_THAT(r.output, HasSubstr("workers=1"));
+  auto again = Run({"register", "emu2"});
+  EXPECT_EQ(again.exit_code, 1) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("ALREADY_EXISTS"));
 
   InferenceClient client(cluster_->router_address());
   v1::InferRequest req;
@@ -165,15 +162,74 @@ TEST_F(AdminCli, RegisteredPackageAnswersOnceAWorkerServesItThenUnregisters) {
   ASSERT_GE(answer->output().shape_size(), 1);
   EXPECT_EQ(answer->output().shape(answer->output().shape_size() - 1), 10);  // num_classes
 
+  // A worker that joins later without the package in its repository gets it too.
+  auto w = cluster_->AddWorker({"--models=emu"});
+  ASSERT_TRUE(w.ok()) << w.status();
+  CliResult status;
+  for (int i = 0; i < 100; ++i) {
+    status = Run({"status", "emu2"});
+    if (status.output.find("workers=2") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(status.output, HasSubstr("workers=2"));
+
+  // Unregister emu2 while both models are queried: every emu query is
+  // answered OK; emu2 queries are answered OK until the unregister, then
+  // refused naming the model; none is lost.
+  std::atomic<bool> stop{false};
+  std::atomic<int> emu_ok{0}, emu_failed{0}, emu2_ok{0}, emu2_refused{0}, emu2_other{0};
+  std::string emu_failure;
+  std::thread load([&] {
+    InferenceClient c(cluster_->router_address());
+    v1::InferRequest e = req, e2 = req;
+    e.set_model("emu");
+    while (!stop) {
+      auto a = c.Infer(e, Millis(2000));
+      if (a.ok()) {
+        ++emu_ok;
+      } else {
+        ++emu_failed;
+        emu_failure = a.status().ToString();
+      }
+      auto b = c.Infer(e2, Millis(2000));
+      if (b.ok()) {
+        ++emu2_ok;
+      } else if (b.status().code() == absl::StatusCode::kInvalidArgument) {
+        ++emu2_refused;
+      } else {
+        ++emu2_other;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   auto un = Run({"unregister", "emu2"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  load.join();
   EXPECT_EQ(un.exit_code, 0) << un.output;
+  EXPECT_THAT(un.output, HasSubstr("unregistered emu2"));
   EXPECT_EQ(Run({"status", "emu2"}).exit_code, 1);
-  // The other model kept serving.
-  req.set_model("emu");
-  EXPECT_TRUE(client.Infer(req, Millis(1000)).ok());
-  EXPECT_EQ(client.Infer(req, Millis(1000)).status().code(), absl::StatusCode::kOk);
+  EXPECT_GT(emu_ok.load(), 20);
+  EXPECT_EQ(emu_failed.load(), 0) << emu_failure;
+  EXPECT_GT(emu2_ok.load(), 5);
+  EXPECT_GT(emu2_refused.load(), 5);
+  EXPECT_EQ(emu2_other.load(), 0);
   req.set_model("emu2");
-  EXPECT_EQ(client.Infer(req, Millis(1000)).status().code(), absl::StatusCode::kInvalidArgument);
+  auto gone = client.Infer(req, Millis(1000));
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kInvalidArgument);
+  // The workers logged freeing it.
+  bool freed = false;
+  for (int i = 0; i < 50 && !freed; ++i) {
+    for (const auto& e : fs::directory_iterator(work_)) {
+      if (e.path().filename().string().rfind("worker", 0) == 0 &&
+          ReadAll(e.path().string()).find("model emu2 unloaded") != std::string::npos) {
+        freed = true;
+      }
+    }
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(freed) << "no worker log in " << work_ << " says it unloaded emu2";
 }
 
 // validate runs the router's loader locally: no router, no token.

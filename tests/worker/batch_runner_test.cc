@@ -40,6 +40,7 @@ class ThrowingExecutor final : public Executor {
 
   std::string_view kind() const override { return "throwing"; }
   absl::Status Load(const ModelEntry&) override { return absl::OkStatus(); }
+  absl::Status Unload(const std::string&) override { return absl::OkStatus(); }
   absl::StatusOr<std::vector<HostTensor>> Run(const std::string&, const ControlTuple&,
                                               absl::Span<const v1::Tensor* const> inputs) override {
     ++runs;

@@ -47,6 +47,7 @@ class GatedExecutor final : public Executor {
  public:
   std::string_view kind() const override { return "gated"; }
   absl::Status Load(const ModelEntry&) override { return absl::OkStatus(); }
+  absl::Status Unload(const std::string&) override { return absl::OkStatus(); }
   absl::StatusOr<std::vector<HostTensor>> Run(const std::string&, const ControlTuple&,
                                               absl::Span<const v1::Tensor* const> inputs) override {
     std::unique_lock<std::mutex> lock(mu_);
