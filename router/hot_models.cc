@@ -83,8 +83,12 @@ HotModels::Outcome HotModels::Register(const ModelEntry& entry, const ModelDiges
   lock.unlock();
   for (const auto& c : send) c->Send(std::make_unique<v1::RouterMessage>(*msg));
   lock.lock();
-  settled_.wait_for(lock, std::chrono::nanoseconds(timeout),
-                    [&] { return shut_down_ || SettledLocked(entry.name); });
+  // With no worker connected there is nothing to wait for: the first one to
+  // register loads it.
+  if (!send.empty()) {
+    settled_.wait_for(lock, std::chrono::nanoseconds(timeout),
+                      [&] { return shut_down_ || SettledLocked(entry.name); });
+  }
   auto it = models_.find(entry.name);
   if (it == models_.end()) {  // unregistered meanwhile
     out.status = absl::AbortedError(absl::StrCat("model ", entry.name, " was unregistered"));

@@ -58,7 +58,8 @@ class HotModels {
   // can query it), every worker asked failed (FAILED_PRECONDITION naming
   // each worker's reason; the registration is undone), or time runs out
   // (OK, not visible: the registration stands, and the model becomes visible
-  // when a worker loads it, a worker that joins later included).
+  // when a worker loads it, a worker that joins later included). With no
+  // worker connected it answers at once (OK, not visible).
   // ALREADY_EXISTS if the model is registered here already.
   Outcome Register(const ModelEntry& entry, const ModelDigest& digest, Nanos timeout);
   // Forgets the model (if registered here) and tells every live worker to

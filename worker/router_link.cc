@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -520,6 +521,9 @@ void RouterLink::Unload(const std::string& model) {
     std::filesystem::remove_all(it->directory, ec);
   }
   models_.erase(it);
+  // glibc keeps freed heap pages mapped; hand them back to the system, so an
+  // unregistered model's memory shows as freed (docs/packages.md).
+  malloc_trim(0);
   hot_versions_.erase(std::remove_if(hot_versions_.begin(), hot_versions_.end(),
                                      [&](const v1::ModelVersion& v) { return v.model() == model; }),
                       hot_versions_.end());

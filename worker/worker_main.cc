@@ -105,9 +105,13 @@ int main(int argc, char** argv) {
       if (want == m.name) models.push_back(m);
     }
   }
-  if (models.empty()) {
-    SS_LOG(ERROR) << "no models to serve in " << repo;
+  if (models.empty() && !subset.empty()) {
+    SS_LOG(ERROR) << "--models=" << subset << ": none of these is in " << repo;
     return 1;
+  }
+  if (models.empty()) {
+    SS_LOG(WARNING) << "no models in " << repo
+                    << ": this worker serves what the router registers at run time";
   }
   const bool emulate = absl::GetFlag(FLAGS_emulate);
   const int instances = std::max(1, absl::GetFlag(FLAGS_instances));

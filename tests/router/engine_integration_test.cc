@@ -570,9 +570,26 @@ TEST(EngineIntegration, AdminNeedsTheToken) {
     v1::RegisterModelResponse r;
     grpc::Status s = stub->RegisterModel(&ctx, req, &r);
     ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(r.model().num_subnets(), 4);
-    EXPECT_DOUBLE_EQ(r.model().max_accuracy(), 90);
+    // No worker is connected: registered at once, visible when one loads it.
+    EXPECT_EQ(r.name(), "emu");
+    EXPECT_FALSE(r.visible());
+    EXPECT_EQ(r.workers_size(), 0);
   }
+  // A worker with an empty repository joins and is sent the package.
+  const std::string empty = MakeWorkDir() + "/empty-repo";
+  std::filesystem::create_directories(empty);
+  ASSERT_TRUE(cluster->AddWorker({"--model_repo=" + empty}).ok());
+  for (int i = 0; i < 200; ++i) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + cluster->admin_token());
+    ASSERT_TRUE(stub->ListModels(&ctx, {}, &resp).ok());
+    if (resp.models_size() == 1 && resp.models(0).workers() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(resp.models_size(), 1);
+  EXPECT_EQ(resp.models(0).workers(), 1);
+  EXPECT_EQ(resp.models(0).num_subnets(), 4);
+  EXPECT_DOUBLE_EQ(resp.models(0).max_accuracy(), 90);
 }
 
 TEST(EngineIntegration, EveryBinaryAnswersHelp) {
