@@ -83,8 +83,8 @@ grpc::ServerUnaryReactor* AdminService::UnregisterModel(grpc::CallbackServerCont
   const Nanos timeout =
       Millis(request->drain_timeout_ms() > 0 ? request->drain_timeout_ms() : 30000);
   auto* reactor = context->DefaultReactor();
-  RunAside([this, reactor, name = request->name(), timeout] {
-    reactor->Finish(ToGrpcStatus(dispatcher_->UnregisterModel(name, timeout)));
+  RunAside([this, reactor, name = request->name(), version = request->version(), timeout] {
+    reactor->Finish(ToGrpcStatus(dispatcher_->UnregisterModel(name, version, timeout)));
   });
   return reactor;
 }

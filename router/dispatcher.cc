@@ -33,7 +33,12 @@ Dispatcher::Dispatcher(DispatcherOptions options, const Clock* clock, RouterMetr
     : options_(std::move(options)),
       core_(options_.serving, clock, metrics, [this](Nanos t) { RequestTick(t); }),
       hot_(HotModels::Hooks{
-          [this](const ModelProfile& p, const ModelDigest& d) { return AddModel(p, &d); },
+          [this](const ModelProfile& p, const ModelDigest& d, const std::string& name,
+                 uint32_t version) {
+            if (auto s = AddModel(p, &d); !s.ok()) return s;
+            versions_.Add(name, version, p.model);  // the switch, if newer
+            return absl::OkStatus();
+          },
           [this](int32_t worker, const std::string& model) {
             return core_.AttachWorker(worker, model);
           }}),
@@ -64,7 +69,8 @@ bool Dispatcher::Drain(Nanos timeout) {
   return true;
 }
 
-absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest* digest) {
+absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest* digest,
+                                  uint32_t version) {
   if (profile.subnets.empty() && !profile.is_dynamic) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model \"", profile.model, "\": neither a supernet (no subnets) nor dynamic"));
@@ -72,6 +78,7 @@ absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest
   auto policy = MakePolicy(PolicyNameFor(profile), profile, options_.policy_config);
   if (!policy.ok()) return policy.status();
   if (auto s = core_.AddModel(profile, *std::move(policy)); !s.ok()) return s;
+  if (version > 0) versions_.Add(profile.model, version, profile.model);
   std::lock_guard<std::mutex> lock(digests_mu_);
   if (digest != nullptr) {
     digests_[profile.model] = *digest;
@@ -110,11 +117,21 @@ HotModels::Outcome Dispatcher::RegisterPackage(const std::string& directory,
         "name \"", expected_name, "\" differs from the package's model \"", entry->name, "\""));
     return out;
   }
-  for (const ModelSummary& m : core_.ListModels()) {
-    if (m.name == entry->name) {
-      out.status = absl::AlreadyExistsError(
-          absl::StrCat("model ", entry->name, " is already served (unregister it first)"));
-      return out;
+  const uint32_t version = entry->manifest.has_value() ? entry->manifest->version : 1;
+  const uint32_t current = versions_.Current(entry->name);
+  if (current > 0 && version <= current) {
+    out.status = absl::AlreadyExistsError(absl::StrCat(
+        "model ", entry->name, " version ", current, " is served; a package with a higher "
+        "manifest version (this one has ", version, ") replaces it, or unregister it first"));
+    return out;
+  }
+  if (current == 0) {
+    for (const ModelSummary& m : core_.ListModels()) {
+      if (m.name == entry->name) {
+        out.status = absl::AlreadyExistsError(
+            absl::StrCat("model ", entry->name, " is already served (unregister it first)"));
+        return out;
+      }
     }
   }
   auto digest = DigestModelDirectory(entry->directory);
@@ -122,10 +139,28 @@ HotModels::Outcome Dispatcher::RegisterPackage(const std::string& directory,
     out.status = digest.status();
     return out;
   }
-  return hot_.Register(*entry, *digest, timeout);
+  return hot_.Register(*entry, *digest,
+                       ModelVersions::InternalName(entry->name, version, current == 0), version,
+                       timeout);
 }
 
-absl::Status Dispatcher::UnregisterModel(const std::string& name, Nanos timeout) {
+absl::Status Dispatcher::UnregisterModel(const std::string& name, uint32_t version,
+                                         Nanos timeout) {
+  std::vector<std::string> internals;
+  if (auto removed = versions_.Remove(name, version); removed.ok()) {
+    internals = *std::move(removed);
+  } else if (removed.status().code() == absl::StatusCode::kNotFound && version == 0) {
+    internals = {name};  // no versions recorded: served (or loading) under its name
+  } else {
+    return removed.status();
+  }
+  for (const std::string& internal : internals) {
+    if (auto s = DrainAndRemove(internal, timeout); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::DrainAndRemove(const std::string& name, Nanos timeout) {
   if (auto closed = core_.CloseModel(name); closed.ok()) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
     auto drained = [&] {
@@ -196,6 +231,10 @@ std::vector<v1::ModelInfo> Dispatcher::ListModels() const {
     info.set_max_accuracy(m.max_accuracy);
     for (int32_t b : m.batch_sizes) info.add_batch_sizes(b);
     info.set_workers(m.workers);
+    if (auto owner = versions_.OwnerOf(m.name)) {
+      info.set_version(owner->version);
+      info.set_current(owner->current);
+    }
     out.push_back(std::move(info));
   }
   return out;
@@ -206,8 +245,14 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
   auto input = std::make_shared<TensorPayload>();
   if (!query->TakeInput(&input->tensor)) input->tensor = req.input();
   const v1::Tensor& tensor = input->tensor;
+  // The version: pinned, or the current one (router/model_versions.h).
+  auto internal = versions_.Resolve(req.model(), req.model_version());
+  if (!internal.ok()) {
+    query->Answer(internal.status());
+    return;
+  }
   QueryRequest r;
-  r.model = req.model();
+  r.model = *internal;
   r.application = req.application();
   input->application = req.application();
   r.deadline = deadline;

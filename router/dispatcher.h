@@ -18,6 +18,7 @@
 #include "common/model_profile.h"
 #include "policies/policy_factory.h"
 #include "router/hot_models.h"
+#include "router/model_versions.h"
 #include "router/query_responder.h"
 #include "router/router_metrics.h"
 #include "router/worker_connection.h"
@@ -61,18 +62,25 @@ class Dispatcher {
   // --- models (startup and the Admin service)
   // `digest` (optional): the version of the router's copy; a worker that
   // registers the model with other digests is refused (RegisterWorker).
-  absl::Status AddModel(const ModelProfile& profile, const ModelDigest* digest = nullptr);
+  // `version` > 0: the manifest's version, recorded (ModelVersions) so that a
+  // newer one can be registered beside it.
+  absl::Status AddModel(const ModelProfile& profile, const ModelDigest* digest = nullptr,
+                        uint32_t version = 0);
   absl::Status RemoveModel(const std::string& name);
   // A model registered at run time (Admin.RegisterModel): validates the
   // package in `directory` (LoadModelDirectory; `expected_name`, if not
   // empty, must be its name), then has the workers load it
-  // (router/hot_models.h). OK once the model is visible.
+  // (router/hot_models.h). OK once the model is visible. A package of a
+  // served model with a higher manifest version is loaded beside the served
+  // one and becomes current once a worker has it: queries already accepted
+  // finish on the old version, later unpinned ones go to the new.
   HotModels::Outcome RegisterPackage(const std::string& directory,
                                      const std::string& expected_name, Nanos timeout);
   // Unregisters with a drain: new queries for the model are refused, queued
   // and in-flight ones are served (for at most `timeout`; what is left then
   // is answered UNAVAILABLE), the model is removed and the workers free it.
-  absl::Status UnregisterModel(const std::string& name, Nanos timeout);
+  // `version` 0: every version.
+  absl::Status UnregisterModel(const std::string& name, uint32_t version, Nanos timeout);
   // The policy a model gets: its --model_policy override, else the dynamic
   // policy for a dynamic model, else the default policy.
   std::string PolicyNameFor(const ModelProfile& profile) const;
@@ -124,11 +132,15 @@ class Dispatcher {
   void RequestTick(Nanos t);
   void TimerLoop();
 
+  // Closes `internal` to new queries, waits for its queue to drain (at most
+  // `timeout`), removes it and has the workers free it.
+  absl::Status DrainAndRemove(const std::string& internal, Nanos timeout);
   // Empty digests mean "nothing to compare".
   absl::Status CheckModelVersions(const v1::RegisterWorker& hello);
 
   const DispatcherOptions options_;
   ServingCore core_;
+  ModelVersions versions_;
   HotModels hot_;
 
   std::mutex digests_mu_;

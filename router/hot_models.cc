@@ -48,12 +48,14 @@ absl::Status ReadPackage(const std::string& directory, v1::LoadModel* load) {
 }  // namespace
 
 HotModels::Outcome HotModels::Register(const ModelEntry& entry, const ModelDigest& digest,
+                                       const std::string& serve_as, uint32_t version,
                                        Nanos timeout) {
   Outcome out;
-  out.model = entry.name;
+  out.model = serve_as;
   auto msg = std::make_shared<v1::RouterMessage>();
   v1::LoadModel* load = msg->mutable_load_model();
   load->set_model(entry.name);
+  if (serve_as != entry.name) load->set_serve_as(serve_as);
   load->mutable_version()->set_model(entry.name);
   load->mutable_version()->set_profile_digest(digest.profile);
   load->mutable_version()->set_checkpoint_digest(digest.checkpoint);
@@ -67,13 +69,16 @@ HotModels::Outcome HotModels::Register(const ModelEntry& entry, const ModelDiges
     out.status = absl::UnavailableError("shutting down");
     return out;
   }
-  if (models_.count(entry.name) > 0) {
+  if (models_.count(serve_as) > 0) {
     out.status = absl::AlreadyExistsError(
-        absl::StrCat("model ", entry.name, " is already registered (unregister it first)"));
+        absl::StrCat("model ", serve_as, " is already registered (unregister it first)"));
     return out;
   }
-  Model& m = models_[entry.name];
+  Model& m = models_[serve_as];
+  m.name = entry.name;
+  m.version = version;
   m.profile = entry.profile;
+  m.profile.model = serve_as;
   m.digest = digest;
   m.load = msg;
   for (const auto& [id, w] : workers_) {
@@ -87,11 +92,11 @@ HotModels::Outcome HotModels::Register(const ModelEntry& entry, const ModelDiges
   // register loads it.
   if (!send.empty()) {
     settled_.wait_for(lock, std::chrono::nanoseconds(timeout),
-                      [&] { return shut_down_ || SettledLocked(entry.name); });
+                      [&] { return shut_down_ || SettledLocked(serve_as); });
   }
-  auto it = models_.find(entry.name);
+  auto it = models_.find(serve_as);
   if (it == models_.end()) {  // unregistered meanwhile
-    out.status = absl::AbortedError(absl::StrCat("model ", entry.name, " was unregistered"));
+    out.status = absl::AbortedError(absl::StrCat("model ", serve_as, " was unregistered"));
     return out;
   }
   std::vector<std::string> failures;
@@ -106,7 +111,7 @@ HotModels::Outcome HotModels::Register(const ModelEntry& entry, const ModelDiges
     out.status = absl::UnavailableError("shutting down");
   } else if (!out.visible && !it->second.asked.empty() && loading == 0) {
     out.status = absl::FailedPreconditionError(absl::StrCat(
-        "no worker loaded model ", entry.name, ": ", absl::StrJoin(failures, "; ")));
+        "no worker loaded model ", serve_as, ": ", absl::StrJoin(failures, "; ")));
     models_.erase(it);
   }
   return out;
@@ -191,7 +196,7 @@ void HotModels::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
     } else {
       w.ready = true;
       if (!m.visible) {
-        if (auto added = hooks_.add_model(m.profile, m.digest); added.ok()) {
+        if (auto added = hooks_.add_model(m.profile, m.digest, m.name, m.version); added.ok()) {
           m.visible = true;
           SS_LOG(INFO) << "model " << loaded.model() << " is visible: worker " << w.worker
                        << " loaded it in " << w.load_us / 1000 << " ms";

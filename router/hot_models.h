@@ -30,8 +30,11 @@ namespace superserve {
 class HotModels {
  public:
   struct Hooks {
-    // Makes the model visible to clients (Dispatcher::AddModel).
-    std::function<absl::Status(const ModelProfile&, const ModelDigest&)> add_model;
+    // Makes the model visible to clients: `profile` is served under its
+    // model name (the internal one), as `version` of `name`.
+    std::function<absl::Status(const ModelProfile& profile, const ModelDigest&,
+                               const std::string& name, uint32_t version)>
+        add_model;
     // The worker serves the model from now on (ServingCore::AttachWorker).
     std::function<absl::Status(int32_t worker, const std::string& model)> attach;
   };
@@ -61,7 +64,10 @@ class HotModels {
   // when a worker loads it, a worker that joins later included). With no
   // worker connected it answers at once (OK, not visible).
   // ALREADY_EXISTS if the model is registered here already.
-  Outcome Register(const ModelEntry& entry, const ModelDigest& digest, Nanos timeout);
+  // `serve_as`: the internal name (ModelVersions) this `version` of the
+  // package's model is served and tracked under here.
+  Outcome Register(const ModelEntry& entry, const ModelDigest& digest, const std::string& serve_as,
+                   uint32_t version, Nanos timeout);
   // Forgets the model (if registered here) and tells every live worker to
   // free it (whether it was hot-loaded or loaded at start-up).
   void Unload(const std::string& model);
@@ -78,7 +84,9 @@ class HotModels {
 
  private:
   struct Model {
-    ModelProfile profile;
+    std::string name;  // the package's model
+    uint32_t version = 0;
+    ModelProfile profile;  // profile.model = the internal name
     ModelDigest digest;
     std::shared_ptr<const v1::RouterMessage> load;  // LoadModel with the files
     std::map<int32_t, WorkerLoad> asked;            // by worker id

@@ -108,7 +108,8 @@ absl::Status RouterServer::Start() {
     for (const auto& m : *models) {
       auto digest = DigestModelDirectory(m.directory);
       if (!digest.ok()) return digest.status();
-      if (auto s = dispatcher_->AddModel(m.profile, &*digest); !s.ok()) return s;
+      const uint32_t version = m.manifest.has_value() ? m.manifest->version : 1;
+      if (auto s = dispatcher_->AddModel(m.profile, &*digest, version); !s.ok()) return s;
       metrics_->SetModelProfile(m.profile);
     }
   }

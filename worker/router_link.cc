@@ -434,24 +434,28 @@ absl::StatusOr<std::string> RouterLink::PackageRoot() {
 std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadModel& load) {
   RealClock* clock = RealClock::Get();
   const Nanos start = clock->Now();
+  // The name batches will use: the package's, or "<model>@<version>" for a
+  // second version loaded beside the first.
+  const std::string serve_as = load.serve_as().empty() ? load.model() : load.serve_as();
   auto out = std::make_unique<LoadedModel>();
-  out->model = load.model();
+  out->model = serve_as;
   out->version = load.version();
-  out->version.set_model(load.model());
+  out->version.set_model(serve_as);
   auto fail = [&](const std::string& why) {
     out->error = why;
     out->load_time = clock->Now() - start;
-    SS_LOG(WARNING) << "model " << load.model() << " not loaded: " << why;
+    SS_LOG(WARNING) << "model " << serve_as << " not loaded: " << why;
     return std::move(out);
   };
-  // The name becomes a folder, each file name a file in it: plain names only.
+  // Names become folders and files: plain names only.
   auto plain = [](const std::string& n) {
     return !n.empty() && n != "." && n != ".." && n.find('/') == std::string::npos &&
            n.find('\0') == std::string::npos;
   };
   if (!plain(load.model())) return fail(absl::StrCat("bad model name \"", load.model(), "\""));
+  if (!plain(serve_as)) return fail(absl::StrCat("bad model name \"", serve_as, "\""));
   for (const ModelEntry& m : models_) {
-    if (m.name == load.model()) {
+    if (m.name == serve_as) {
       // Already served (loaded before a reconnect, or at start-up): ready,
       // if it is the same version.
       auto digest = DigestModelDirectory(m.directory);
@@ -465,9 +469,12 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
   }
   auto root = PackageRoot();
   if (!root.ok()) return fail(std::string(root.status().message()));
-  const std::filesystem::path dir = std::filesystem::path(*root) / load.model();
+  // <root>/<serve_as>/<model>/: the loader wants the package's folder named
+  // after its model.
+  const std::filesystem::path slot = std::filesystem::path(*root) / serve_as;
+  const std::filesystem::path dir = slot / load.model();
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  std::filesystem::remove_all(slot, ec);
   std::filesystem::create_directories(dir, ec);
   if (ec) return fail(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
   for (const v1::PackageFile& f : load.files()) {
@@ -477,7 +484,7 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
     if (!o) return fail(absl::StrCat("cannot write ", (dir / f.name()).string()));
   }
   auto cleanup_and_fail = [&](const std::string& why) {
-    std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove_all(slot, ec);
     return fail(why);
   };
   auto digest = DigestModelDirectory(dir.string());
@@ -491,8 +498,11 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
   }
   auto entry = LoadModelDirectory(dir.string());
   if (!entry.ok()) return cleanup_and_fail(std::string(entry.status().message()));
+  entry->name = serve_as;
+  entry->profile.model = serve_as;
   if (auto s = executor_->Load(*entry); !s.ok()) {
-    return cleanup_and_fail(absl::StrCat("the ", std::string(executor_->kind()), " executor: ", s.message()));
+    return cleanup_and_fail(
+        absl::StrCat("the ", std::string(executor_->kind()), " executor: ", s.message()));
   }
   out->entry = *std::move(entry);
   out->load_time = clock->Now() - start;
@@ -514,11 +524,12 @@ void RouterLink::Unload(const std::string& model) {
   if (auto s = executor_->Unload(model); !s.ok()) {
     SS_LOG(WARNING) << "unloading model " << model << ": " << s.message();
   }
-  // A hot-loaded package's folder goes with it; a start-up model's stays.
-  if (!package_root_.empty() &&
-      std::filesystem::path(it->directory).parent_path() == std::filesystem::path(package_root_)) {
+  // A hot-loaded package's folder (<root>/<name>/<model>/) goes with it; a
+  // start-up model's stays.
+  const std::filesystem::path slot = std::filesystem::path(it->directory).parent_path();
+  if (!package_root_.empty() && slot.parent_path() == std::filesystem::path(package_root_)) {
     std::error_code ec;
-    std::filesystem::remove_all(it->directory, ec);
+    std::filesystem::remove_all(slot, ec);
   }
   models_.erase(it);
   // glibc keeps freed heap pages mapped; hand them back to the system, so an

@@ -30,6 +30,8 @@ ABSL_FLAG(std::string, name, "",
 ABSL_FLAG(double, wait_ready_s, 60,
           "register: wait at most this long for a worker to load the package (the router "
           "sends it to every worker), printing progress; 0 = do not wait.");
+ABSL_FLAG(uint32_t, version, 0,
+          "unregister: one version of the model (its manifest's); 0 = every version.");
 ABSL_FLAG(double, drain_timeout_s, 30,
           "unregister: how long the model's queued and in-flight queries get to finish.");
 ABSL_FLAG(double, timeout_s, 10, "Deadline of each Admin call, seconds.");
@@ -43,9 +45,12 @@ constexpr const char* kUsage =
     "  register PACKAGE_DIR   validate and register a model package (a directory in the\n"
     "                         router's model repository, or an absolute path the router can\n"
     "                         read); the router sends it to every worker and this waits\n"
-    "                         (--wait_ready_s) until one has loaded it\n"
+    "                         (--wait_ready_s) until one has loaded it. A package of a\n"
+    "                         served model with a higher manifest version is loaded beside\n"
+    "                         it and becomes current once a worker has it\n"
     "  unregister NAME        remove a model: new queries are refused, queued ones are\n"
-    "                         served (--drain_timeout_s), then the workers free it\n"
+    "                         served (--drain_timeout_s), then the workers free it;\n"
+    "                         --version V: only that version (a newer one is current)\n"
     "  list                   one line per registered model\n"
     "  status NAME            one model's details; fails when it is not registered\n"
     "  validate PACKAGE_DIR   check a package locally, as the router would (no router, no\n"
@@ -93,7 +98,10 @@ std::string Describe(const v1::ModelInfo& m) {
   return absl::StrCat(m.name(), "  family=", m.family(), " subnets=", m.num_subnets(),
                       " accuracy=", m.min_accuracy(), "..", m.max_accuracy(),
                       "% batch_sizes=[", absl::StrJoin(m.batch_sizes(), ","), "] workers=",
-                      m.workers());
+                      m.workers(),
+                      m.version() > 0 ? absl::StrCat(" version=", m.version(),
+                                                     m.current() ? " (current)" : "")
+                                      : "");
 }
 
 class Admin {
@@ -211,6 +219,7 @@ int Run(const std::vector<std::string>& args) {
     req.set_name(arg);
     const double drain_s = absl::GetFlag(FLAGS_drain_timeout_s);
     req.set_drain_timeout_ms(static_cast<int32_t>(std::max(1.0, drain_s * 1000)));
+    req.set_version(absl::GetFlag(FLAGS_version));
     v1::UnregisterModelResponse resp;
     std::printf("unregistering %s: draining its queued queries, then the workers free it\n",
                 arg.c_str());

@@ -10,9 +10,11 @@
 #include <fstream>
 #include <sstream>
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_replace.h"
+#include "common/clock.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
 #include "router/client/local_cluster.h"
@@ -230,6 +232,110 @@ TEST_F(AdminCli, RegisteredPackageIsLoadedByTheWorkersAnswersAndUnregistersUnder
     if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(freed) << "no worker log in " << work_ << " says it unloaded emu2";
+}
+
+bool IsV1(double accuracy) {
+  return accuracy == 80 || accuracy == 85 || accuracy == 88 || accuracy == 90;
+}
+bool IsV2(double accuracy) {
+  return accuracy == 81 || accuracy == 86 || accuracy == 89 || accuracy == 91;
+}
+
+TEST_F(AdminCli, ASecondVersionTakesOverWithoutAFailedQueryAndTheFirstCanBePinned) {
+  // emu version 2: the same model, each subnet's accuracy one point higher,
+  // so that every answer tells which version served it.
+  const std::string v2 = work_ + "/v2/emu";
+  fs::create_directories(v2);
+  std::ofstream(v2 + "/profile.json") << absl::StrReplaceAll(
+      ReadAll(EmulatedRepo() + "/emu/profile.json"),
+      {{"\"accuracy\": 80.0", "\"accuracy\": 81.0"}, {"\"accuracy\": 85.0", "\"accuracy\": 86.0"},
+       {"\"accuracy\": 88.0", "\"accuracy\": 89.0"}, {"\"accuracy\": 90.0", "\"accuracy\": 91.0"}});
+  std::ofstream(v2 + "/manifest.json") << absl::StrReplaceAll(
+      ReadAll(EmulatedRepo() + "/emu/manifest.json"), {{"\"version\": 1", "\"version\": 2"}});
+
+  v1::InferRequest req;
+  req.set_model("emu");
+  EncodeTensor(MakeFloatTensor({1, 28, 28}, std::vector<float>(28 * 28, 0.5f)),
+               req.mutable_input());
+  struct Answer {
+    Nanos sent = 0;
+    bool ok = false;
+    double accuracy = 0;
+    std::string error;
+  };
+  std::mutex mu;
+  std::vector<Answer> unpinned, pinned;
+  std::atomic<bool> stop{false};
+  RealClock* clock = RealClock::Get();
+  std::thread load([&] {
+    InferenceClient c(cluster_->router_address());
+    v1::InferRequest one = req;
+    one.set_model_version(1);
+    while (!stop) {
+      for (auto* r : {&req, &one}) {
+        Answer a;
+        a.sent = clock->Now();
+        auto got = c.Infer(*r, Millis(2000));
+        a.ok = got.ok();
+        if (got.ok()) a.accuracy = got->served_by().accuracy();
+        if (!got.ok()) a.error = got.status().ToString();
+        std::lock_guard<std::mutex> lock(mu);
+        (r == &req ? unpinned : pinned).push_back(a);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto r = Run({"register", v2});
+  const Nanos switched = clock->Now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  load.join();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("emu@2  family=emulated"));
+  EXPECT_THAT(r.output, HasSubstr("version=2 (current)"));
+
+  int before = 0, after = 0;
+  for (const Answer& a : unpinned) {
+    ASSERT_TRUE(a.ok) << a.error;  // no failed query during the switch
+    if (a.sent >= switched) {
+      EXPECT_TRUE(IsV2(a.accuracy)) << a.accuracy;  // the switch is done when register returns
+      ++after;
+    } else if (IsV1(a.accuracy)) {
+      ++before;
+    }
+  }
+  EXPECT_GT(before, 5);
+  EXPECT_GT(after, 5);
+  for (const Answer& a : pinned) {
+    ASSERT_TRUE(a.ok) << a.error;
+    EXPECT_TRUE(IsV1(a.accuracy)) << a.accuracy;
+  }
+
+  InferenceClient client(cluster_->router_address());
+  v1::InferRequest three = req;
+  three.set_model_version(3);
+  auto none = client.Infer(three, Millis(1000));
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("has no version 3 (served: 1, 2)"));
+  auto list = Run({"list"});
+  EXPECT_THAT(list.output, HasSubstr("version=1\n"));
+  EXPECT_THAT(list.output, HasSubstr("version=2 (current)"));
+  auto same = Run({"register", v2});
+  EXPECT_EQ(same.exit_code, 1) << same.output;
+  EXPECT_THAT(same.output, HasSubstr("ALREADY_EXISTS"));
+  // The current version cannot go while another stays.
+  auto current = Run({"unregister", "emu", "--version=2"});
+  EXPECT_EQ(current.exit_code, 1) << current.output;
+  EXPECT_THAT(current.output, HasSubstr("is the current one"));
+  auto old = Run({"unregister", "emu", "--version=1"});
+  EXPECT_EQ(old.exit_code, 0) << old.output;
+  v1::InferRequest one = req;
+  one.set_model_version(1);
+  EXPECT_EQ(client.Infer(one, Millis(1000)).status().code(), absl::StatusCode::kInvalidArgument);
+  auto still = client.Infer(req, Millis(1000));
+  ASSERT_TRUE(still.ok()) << still.status();
+  EXPECT_TRUE(IsV2(still->served_by().accuracy()));
 }
 
 // validate runs the router's loader locally: no router, no token.
