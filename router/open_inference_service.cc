@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
@@ -100,6 +101,15 @@ void SetParam(inference::ModelInferResponse* out, const char* name, int64_t v) {
 absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& request,
                                       v1::InferRequest* native) {
   if (request.model_name().empty()) return absl::InvalidArgumentError("model_name is empty");
+  // model_version: the manifest's version, pinned; empty = the current one.
+  if (!request.model_version().empty()) {
+    uint32_t version = 0;
+    if (!absl::SimpleAtoi(request.model_version(), &version) || version == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("model_version \"", request.model_version(),
+                                                     "\" is not a version number (>= 1)"));
+    }
+    native->set_model_version(version);
+  }
   if (request.inputs_size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat("model \"", request.model_name(),
                                                    "\" takes exactly one input (\"", kInputName,

@@ -71,6 +71,22 @@ TEST(OpenInferenceTranslation, TimeoutParameterIsMicroseconds) {
   EXPECT_THAT(ToNativeRequest(r, &native).status().message(), HasSubstr("negative"));
 }
 
+TEST(OpenInferenceTranslation, ModelVersionPinsTheManifestVersion) {
+  auto r = Request({1, 2, 3, 4});
+  v1::InferRequest native;
+  ASSERT_TRUE(ToNativeRequest(r, &native).ok());
+  EXPECT_EQ(native.model_version(), 0u);  // empty: the current version
+  r.set_model_version("2");
+  ASSERT_TRUE(ToNativeRequest(r, &native).ok());
+  EXPECT_EQ(native.model_version(), 2u);
+  for (const char* bad : {"two", "0", "-1"}) {
+    r.set_model_version(bad);
+    auto s = ToNativeRequest(r, &native).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("model_version")) << bad;
+  }
+}
+
 TEST(OpenInferenceTranslation, EveryMalformedRequestIsInvalidArgumentNamingTheField) {
   struct Case {
     const char* what;
