@@ -1,12 +1,18 @@
 #include "router/dispatcher.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/model_repository.h"
+#include "common/tar_package.h"
 #include "common/tensor_codec.h"
 #include "router/grpc_worker_channel.h"
 #include "router/tensor_payload.h"
@@ -103,9 +109,34 @@ absl::Status Dispatcher::RemoveModel(const std::string& name) {
   return core_.RemoveModel(name);
 }
 
-HotModels::Outcome Dispatcher::RegisterPackage(const std::string& directory,
+HotModels::Outcome Dispatcher::RegisterPackage(const std::string& path,
                                                const std::string& expected_name, Nanos timeout) {
   HotModels::Outcome out;
+  // A .tar package is unpacked into a scratch folder first, removed once the
+  // package is in memory (the workers get it from there).
+  std::string directory = path;
+  std::string scratch;
+  if (absl::EndsWith(path, ".tar")) {
+    static std::atomic<int64_t> unpacked{0};
+    scratch = (std::filesystem::temp_directory_path() /
+               absl::StrCat("superserve-router-", getpid(), "-", unpacked.fetch_add(1)))
+                  .string();
+    auto dir = UnpackTarPackage(path, scratch);
+    if (!dir.ok()) {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch, ec);
+      out.status = dir.status();
+      return out;
+    }
+    directory = *dir;
+  }
+  struct RemoveScratch {
+    std::string dir;
+    ~RemoveScratch() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch{scratch};
   auto entry = LoadModelDirectory(directory);
   if (!entry.ok()) {
     out.status = entry.status();

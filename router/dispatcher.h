@@ -74,8 +74,9 @@ class Dispatcher {
   // served model with a higher manifest version is loaded beside the served
   // one and becomes current once a worker has it: queries already accepted
   // finish on the old version, later unpinned ones go to the new.
-  HotModels::Outcome RegisterPackage(const std::string& directory,
-                                     const std::string& expected_name, Nanos timeout);
+  // `path`: a package directory or a .tar of one (common/tar_package.h).
+  HotModels::Outcome RegisterPackage(const std::string& path, const std::string& expected_name,
+                                     Nanos timeout);
   // Unregisters with a drain: new queries for the model are refused, queued
   // and in-flight ones are served (for at most `timeout`; what is left then
   // is answered UNAVAILABLE), the model is removed and the workers free it.

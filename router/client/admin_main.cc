@@ -3,7 +3,10 @@
 // for scripts; see kUsage.
 #include <algorithm>
 #include <atomic>
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -11,10 +14,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/init.h"
 #include "common/model_repository.h"
+#include "common/tar_package.h"
 #include "common/secret.h"
 #include "grpcpp/grpcpp.h"
 #include "router/client/inference_client.h"
@@ -42,9 +47,9 @@ namespace {
 constexpr const char* kUsage =
     "superserve-admin [--router HOST:PORT] [--admin_token_file F] [--tls_ca_file CA] COMMAND\n\n"
     "Commands:\n"
-    "  register PACKAGE_DIR   validate and register a model package (a directory in the\n"
-    "                         router's model repository, or an absolute path the router can\n"
-    "                         read); the router sends it to every worker and this waits\n"
+    "  register PACKAGE_DIR   validate and register a model package (a directory, or a .tar\n"
+    "                         of one, in the router's model repository, or an absolute path\n"
+    "                         the router can read); the router sends it to every worker and this waits\n"
     "                         (--wait_ready_s) until one has loaded it. A package of a\n"
     "                         served model with a higher manifest version is loaded beside\n"
     "                         it and becomes current once a worker has it\n"
@@ -155,7 +160,25 @@ int Run(const std::vector<std::string>& args) {
   }
   if (command == "validate") {
     // The router's own loader (LoadModelDirectory): same checks, same messages.
-    auto entry = LoadModelDirectory(args[2]);
+    std::string dir = args[2];
+    std::string scratch;
+    if (absl::EndsWith(dir, ".tar")) {
+      scratch = (std::filesystem::temp_directory_path() /
+                 absl::StrCat("superserve-admin-", getpid()))
+                    .string();
+      auto unpacked = UnpackTarPackage(dir, scratch);
+      if (!unpacked.ok()) {
+        std::fprintf(stderr, "superserve-admin: validate: %s\n",
+                     std::string(unpacked.status().message()).c_str());
+        return kRefused;
+      }
+      dir = *unpacked;
+    }
+    auto entry = LoadModelDirectory(dir);
+    if (!scratch.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch, ec);
+    }
     if (!entry.ok()) {
       std::fprintf(stderr, "superserve-admin: validate: %s\n",
                    std::string(entry.status().message()).c_str());

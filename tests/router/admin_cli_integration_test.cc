@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -232,6 +233,34 @@ TEST_F(AdminCli, RegisteredPackageIsLoadedByTheWorkersAnswersAndUnregistersUnder
     if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(freed) << "no worker log in " << work_ << " says it unloaded emu2";
+}
+
+TEST_F(AdminCli, ATarPackageRegistersLikeItsFolder) {
+  WritePackage("emu3");
+  const std::string cmd = "tar -cf '" + repo_ + "/emu3.tar' -C '" + repo_ + "' emu3";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  fs::remove_all(repo_ + "/emu3");  // only the archive is left
+  auto valid = Run({"validate", repo_ + "/emu3.tar"});
+  EXPECT_EQ(valid.exit_code, 0) << valid.output;
+  EXPECT_THAT(valid.output, HasSubstr("valid: emu3"));
+  auto r = Run({"register", "emu3.tar", "--wait_ready_s=20"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("emu3  family=emulated subnets=4"));
+  InferenceClient client(cluster_->router_address());
+  v1::InferRequest req;
+  req.set_model("emu3");
+  EncodeTensor(MakeFloatTensor({1, 28, 28}, std::vector<float>(28 * 28, 0.5f)),
+               req.mutable_input());
+  auto answer = client.Infer(req, Millis(1000));
+  EXPECT_TRUE(answer.ok()) << answer.status();
+  // A symlink inside an archive is refused, naming it.
+  fs::create_directories(work_ + "/evil/emu4");
+  fs::create_symlink("/etc/passwd", work_ + "/evil/emu4/profile.json");
+  const std::string evil = "tar -cf '" + work_ + "/evil.tar' -C '" + work_ + "/evil' emu4";
+  ASSERT_EQ(std::system(evil.c_str()), 0) << evil;
+  auto refused = Run({"register", work_ + "/evil.tar"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("member \"emu4/profile.json\": type '2'"));
 }
 
 bool IsV1(double accuracy) {
