@@ -88,12 +88,10 @@ HotModels::Outcome HotModels::Register(const ModelEntry& entry, const ModelDiges
   lock.unlock();
   for (const auto& c : send) c->Send(std::make_unique<v1::RouterMessage>(*msg));
   lock.lock();
-  // With no worker connected there is nothing to wait for: the first one to
-  // register loads it.
-  if (!send.empty()) {
-    settled_.wait_for(lock, std::chrono::nanoseconds(timeout),
-                      [&] { return shut_down_ || SettledLocked(serve_as); });
-  }
+  // With no worker connected yet, the first one to register is sent the
+  // package (OnWorkerRegistered) and this waits for its answer too.
+  settled_.wait_for(lock, std::chrono::nanoseconds(timeout),
+                    [&] { return shut_down_ || SettledLocked(serve_as); });
   auto it = models_.find(serve_as);
   if (it == models_.end()) {  // unregistered meanwhile
     out.status = absl::AbortedError(absl::StrCat("model ", serve_as, " was unregistered"));

@@ -62,7 +62,8 @@ class HotModels {
   // each worker's reason; the registration is undone), or time runs out
   // (OK, not visible: the registration stands, and the model becomes visible
   // when a worker loads it, a worker that joins later included). With no
-  // worker connected it answers at once (OK, not visible).
+  // worker connected it waits, within `timeout`, for one to join and load it
+  // (an operator starting the fleet registers before the workers are up).
   // ALREADY_EXISTS if the model is registered here already.
   // `serve_as`: the internal name (ModelVersions) this `version` of the
   // package's model is served and tracked under here.

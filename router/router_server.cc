@@ -102,8 +102,17 @@ absl::Status RouterServer::Start() {
     auto models = LoadModelRepository(options_.model_repo);
     if (!models.ok()) return models.status();
     if (models->empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("model repository ", options_.model_repo, " has no <model>/profile.json"));
+      // An empty repository is useful only to a fleet whose models will be
+      // registered at run time; without an admin token none ever could be,
+      // and the path is more likely a typo.
+      if (options_.admin_token.empty()) {
+        return absl::NotFoundError(absl::StrCat("model repository ", options_.model_repo,
+                                                " has no <model>/profile.json (and no admin "
+                                                "token to register models later)"));
+      }
+      SS_LOG(WARNING) << "router: model repository " << options_.model_repo
+                      << " holds no model; serving none until one is registered "
+                         "(superserve-admin register)";
     }
     for (const auto& m : *models) {
       auto digest = DigestModelDirectory(m.directory);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "models/ofa_resnet.h"
+#include "models/scripted_supernet.h"
 #include "worker/early_exit_host.h"
 #include "superserve/v1/tensor.pb.h"
 
@@ -19,6 +20,42 @@ namespace fs = std::filesystem;
 
 // The profile family of models/early_exit.h's networks.
 constexpr char kEarlyExitFamily[] = "early_exit";
+// The family of a supernet exported from PyTorch (models/scripted_supernet.h).
+constexpr char kTorchScriptFamily[] = "torchscript";
+
+// What Run needs of a supernet, whichever family built it: actuate a control
+// tuple in place, then run a batch through it.
+class Servable {
+ public:
+  virtual ~Servable() = default;
+  virtual absl::Status Actuate(const ControlTuple& control) = 0;
+  virtual absl::StatusOr<at::Tensor> Infer(const at::Tensor& x) = 0;
+};
+
+template <class Net>
+class ServableNet final : public Servable {
+ public:
+  explicit ServableNet(std::unique_ptr<Net> net) : net_(std::move(net)) {}
+  absl::Status Actuate(const ControlTuple& control) override { return net_->Actuate(control); }
+  absl::StatusOr<at::Tensor> Infer(const at::Tensor& x) override { return net_->Infer(x); }
+
+ private:
+  std::unique_ptr<Net> net_;
+};
+
+// Loads the supernet of `family` from `path` in inference mode.
+absl::StatusOr<std::unique_ptr<Servable>> LoadServable(const std::string& family,
+                                                       const std::string& path) {
+  if (family == kTorchScriptFamily) {
+    auto net = models::ScriptedSupernet::Load(path);
+    if (!net.ok()) return net.status();
+    return std::make_unique<ServableNet<models::ScriptedSupernet>>(*std::move(net));
+  }
+  auto net = models::OfaResNet::Load(path);
+  if (!net.ok()) return net.status();
+  (*net)->Eval();
+  return std::make_unique<ServableNet<models::OfaResNet>>(*std::move(net));
+}
 
 class TorchExecutor final : public Executor {
  public:
@@ -39,11 +76,11 @@ class TorchExecutor final : public Executor {
       early_exit_[model.name] = *std::move(host);
       return absl::OkStatus();
     }
-    auto net = models::OfaResNet::Load(*path);
+    auto net = LoadServable(model.profile.family, *path);
     if (!net.ok()) return net.status();
-    (*net)->Eval();
     // Every subnet the router may ask for must actuate: fail at load time,
-    // not on the first batch.
+    // not on the first batch (a scripted module checks its arguments when it
+    // runs: the warm-up below runs every subnet).
     for (const auto& s : model.profile.subnets) {
       if (auto st = (*net)->Actuate(s.control); !st.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("model ", model.name, " subnet id ", s.id,
@@ -74,7 +111,13 @@ class TorchExecutor final : public Executor {
     for (const auto& s : model.profile.subnets) {
       for (int32_t b : model.profile.batch_sizes) {
         std::vector<const v1::Tensor*> inputs(b, &zeros);
-        if (auto out = Run(model.name, s.control, inputs); !out.ok()) return out.status();
+        if (auto out = Run(model.name, s.control, inputs); !out.ok()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          models_.erase(model.name);
+          return absl::InvalidArgumentError(absl::StrCat("model ", model.name, " subnet id ", s.id,
+                                                         " at batch ", b, " fails its warm-up: ",
+                                                         out.status().message()));
+        }
       }
     }
     return absl::OkStatus();
@@ -169,7 +212,7 @@ class TorchExecutor final : public Executor {
 
  private:
   struct Loaded {
-    std::unique_ptr<models::OfaResNet> net;
+    std::unique_ptr<Servable> net;
     std::vector<int64_t> input_shape;
     float input_mean = 0.f;
     float input_std = 1.f;

@@ -148,8 +148,24 @@ TEST_F(HotModelsTest, EveryWorkerFailingUndoesTheRegistrationNamingEachReason) {
   EXPECT_TRUE(added_.empty());
 }
 
-TEST_F(HotModelsTest, NoWorkerYetAnswersAtOnceAndTheFirstToJoinMakesItVisible) {
-  HotModels::Outcome out = hot_->Register(entry_, ModelDigest{"p", "c"}, "emu", 1, Seconds(30));
+TEST_F(HotModelsTest, NoWorkerYetWaitsForTheFirstToJoinAndLoadIt) {
+  HotModels::Outcome out;
+  std::thread call = RegisterAside(&out, Seconds(30));
+  while (!hot_->Registered("emu")) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto a = std::make_shared<RecordingConnection>();
+  hot_->OnWorkerRegistered(0, "a#0", {}, a);
+  ASSERT_EQ(a->sent().size(), 1u);
+  hot_->OnModelLoaded(0, Loaded());
+  call.join();
+  EXPECT_TRUE(out.status.ok()) << out.status;
+  EXPECT_TRUE(out.visible);
+  ASSERT_EQ(out.workers.size(), 1u);
+  EXPECT_EQ(out.workers[0].worker, "a#0");
+  EXPECT_TRUE(out.workers[0].ready);
+}
+
+TEST_F(HotModelsTest, NoWorkerWithinTheTimeoutLeavesItRegisteredAndTheFirstToJoinMakesItVisible) {
+  HotModels::Outcome out = hot_->Register(entry_, ModelDigest{"p", "c"}, "emu", 1, Millis(20));
   EXPECT_TRUE(out.status.ok()) << out.status;
   EXPECT_FALSE(out.visible);
   EXPECT_TRUE(hot_->Registered("emu"));
