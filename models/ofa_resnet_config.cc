@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace superserve::models {
 namespace {
@@ -264,6 +266,84 @@ absl::StatusOr<std::vector<ControlTuple>> SampleArchitectures(const OfaResNetCon
     out.push_back(std::move(t));
   }
   return out;
+}
+
+namespace {
+
+// The manifest's value as a list of doubles (a number is a one-element list);
+// false if it is neither a number nor a list of numbers.
+bool Numbers(const google::protobuf::Value& v, std::vector<double>* out) {
+  out->clear();
+  if (v.kind_case() == google::protobuf::Value::kNumberValue) {
+    out->push_back(v.number_value());
+    return true;
+  }
+  if (v.kind_case() != google::protobuf::Value::kListValue) return false;
+  for (const auto& e : v.list_value().values()) {
+    if (e.kind_case() != google::protobuf::Value::kNumberValue) return false;
+    out->push_back(e.number_value());
+  }
+  return true;
+}
+
+std::string ListString(const std::vector<double>& v) {
+  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+}
+
+}  // namespace
+
+absl::Status CheckManifestArchitecture(const OfaResNetConfig& config,
+                                       std::string_view architecture_json) {
+  if (architecture_json.empty()) return absl::OkStatus();
+  google::protobuf::Struct manifest;
+  if (!google::protobuf::util::JsonStringToMessage(std::string(architecture_json), &manifest)
+           .ok()) {
+    return absl::InvalidArgumentError("manifest.json: field architecture: not a JSON object");
+  }
+  auto ints = [](const auto& v) { return std::vector<double>(v.begin(), v.end()); };
+  // The checkpoint's value of each key, and whether it is one number.
+  const std::vector<std::tuple<std::string, std::vector<double>, bool>> fields = {
+      {"input_channels", {static_cast<double>(config.input_channels)}, true},
+      {"input_size", {static_cast<double>(config.input_size)}, true},
+      {"num_classes", {static_cast<double>(config.num_classes)}, true},
+      {"stem_width", {static_cast<double>(config.stem_width)}, true},
+      {"stem_stride", {static_cast<double>(config.stem_stride)}, true},
+      {"base_depths", ints(config.base_depths), false},
+      {"stage_widths", ints(config.stage_widths), false},
+      {"stage_strides", ints(config.stage_strides), false},
+      {"depth_choices", ints(config.depth_choices), false},
+      {"expand_ratio_choices", ints(config.expand_ratio_choices), false},
+      {"width_multiplier_choices", ints(config.width_multiplier_choices), false},
+  };
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : manifest.fields()) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());  // deterministic: the first bad key in name order
+  for (const std::string& key : keys) {
+    const google::protobuf::Value& value = manifest.fields().at(key);
+    auto it = std::find_if(fields.begin(), fields.end(),
+                           [&](const auto& f) { return std::get<0>(f) == key; });
+    if (it == fields.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "manifest.json: field architecture.", key, ": not a field of the ofa_resnet family"));
+    }
+    const auto& [name, want, scalar] = *it;
+    std::vector<double> got;
+    const bool shaped = Numbers(value, &got) &&
+                        (value.kind_case() == google::protobuf::Value::kNumberValue) == scalar;
+    bool equal = shaped && got.size() == want.size();
+    for (size_t i = 0; equal && i < got.size(); ++i) {
+      // Choices are float32 in the checkpoint: compare at float precision.
+      equal = std::abs(got[i] - want[i]) <= 1e-6 * std::max(1.0, std::abs(want[i]));
+    }
+    if (!equal) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "manifest.json: field architecture.", key, ": ",
+          shaped ? (scalar ? absl::StrCat(got[0]) : ListString(got))
+                 : std::string("not ") + (scalar ? "a number" : "a list of numbers"),
+          " but the checkpoint's is ", scalar ? absl::StrCat(want[0]) : ListString(want)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace superserve::models

@@ -25,6 +25,7 @@
 //   block mid width = MakeDivisible(round(stage width * expand_ratio))
 
 #include <cstdint>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,16 @@ struct OfaResNetConfig {
 // Checks the config itself (non-empty sorted choices, matching stage vectors,
 // positive sizes).
 absl::Status ValidateConfig(const OfaResNetConfig& config);
+
+// A package manifest's "architecture" object (JSON) against the config a
+// checkpoint carries: every key it gives must be a config field (input_channels,
+// input_size, num_classes, stem_width, stem_stride, base_depths,
+// stage_widths, stage_strides, depth_choices, expand_ratio_choices,
+// width_multiplier_choices) with the checkpoint's value. Keys left out are
+// not checked. Errors read "manifest.json: field architecture.<key>: ...",
+// naming the manifest's value and the checkpoint's.
+absl::Status CheckManifestArchitecture(const OfaResNetConfig& config,
+                                       std::string_view architecture_json);
 
 // OFA's make_divisible(v, 8).
 int64_t MakeDivisible(double value, int64_t divisor = 8);

@@ -43,16 +43,24 @@ class ServableNet final : public Servable {
   std::unique_ptr<Net> net_;
 };
 
-// Loads the supernet of `family` from `path` in inference mode.
-absl::StatusOr<std::unique_ptr<Servable>> LoadServable(const std::string& family,
+// Loads `model`'s supernet from `path` in inference mode. An OFA-ResNet
+// checkpoint must have the shape its manifest's "architecture" states.
+absl::StatusOr<std::unique_ptr<Servable>> LoadServable(const ModelEntry& model,
                                                        const std::string& path) {
-  if (family == kTorchScriptFamily) {
+  if (model.profile.family == kTorchScriptFamily) {
     auto net = models::ScriptedSupernet::Load(path);
     if (!net.ok()) return net.status();
     return std::make_unique<ServableNet<models::ScriptedSupernet>>(*std::move(net));
   }
   auto net = models::OfaResNet::Load(path);
   if (!net.ok()) return net.status();
+  if (model.manifest.has_value()) {
+    if (auto st = models::CheckManifestArchitecture((*net)->config(),
+                                                    model.manifest->architecture_json);
+        !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(st.message(), " (", path, ")"));
+    }
+  }
   (*net)->Eval();
   return std::make_unique<ServableNet<models::OfaResNet>>(*std::move(net));
 }
@@ -76,7 +84,7 @@ class TorchExecutor final : public Executor {
       early_exit_[model.name] = *std::move(host);
       return absl::OkStatus();
     }
-    auto net = LoadServable(model.profile.family, *path);
+    auto net = LoadServable(model, *path);
     if (!net.ok()) return net.status();
     // Every subnet the router may ask for must actuate: fail at load time,
     // not on the first batch (a scripted module checks its arguments when it

@@ -104,5 +104,37 @@ TEST(OfaResNetConfigTest, SamplingIsSeededDistinctAndValid) {
   EXPECT_FALSE(SampleArchitectures(tiny, 10, 1).ok());  // only 9 networks exist
 }
 
+TEST(OfaResNetConfigTest, ManifestArchitectureMustMatchTheCheckpointsConfig) {
+  OfaResNetConfig c = OfaResNetConfig::FashionMnist();
+  c.stage_widths = {32, 64, 128, 256};
+  c.base_depths = {1, 1, 1, 1};
+  c.expand_ratio_choices = {0.2f, 0.25f};
+  EXPECT_TRUE(CheckManifestArchitecture(c, "").ok());
+  EXPECT_TRUE(CheckManifestArchitecture(c, "{}").ok());
+  EXPECT_TRUE(CheckManifestArchitecture(
+                  c, R"({"stage_widths": [32, 64, 128, 256], "base_depths": [1, 1, 1, 1],
+                         "expand_ratio_choices": [0.2, 0.25]})")
+                  .ok());
+  auto wrong = CheckManifestArchitecture(c, R"({"stage_widths": [32, 64, 128, 512]})");
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong.message(),
+              ::testing::HasSubstr("field architecture.stage_widths: [32, 64, 128, 512] but the "
+                                   "checkpoint's is [32, 64, 128, 256]"));
+  EXPECT_THAT(CheckManifestArchitecture(c, R"({"stage_widths": [32, 64, 128]})").message(),
+              ::testing::HasSubstr("architecture.stage_widths"));
+  EXPECT_THAT(CheckManifestArchitecture(c, R"({"stem_width": 17})").message(),
+              ::testing::HasSubstr("architecture.stem_width: 17 but the checkpoint's is 16"));
+  EXPECT_THAT(CheckManifestArchitecture(c, R"({"stem_width": [16]})").message(),
+              ::testing::HasSubstr("architecture.stem_width: not a number"));
+  EXPECT_THAT(CheckManifestArchitecture(c, R"({"base_depths": "1,1,1,1"})").message(),
+              ::testing::HasSubstr("architecture.base_depths: not a list of numbers"));
+  EXPECT_THAT(CheckManifestArchitecture(c, R"({"stage_width": [32, 64, 128, 256]})").message(),
+              ::testing::HasSubstr("architecture.stage_width: not a field of the ofa_resnet"));
+  EXPECT_THAT(CheckManifestArchitecture(c, R"({"expand_ratio_choices": [0.2, 0.3]})").message(),
+              ::testing::HasSubstr("architecture.expand_ratio_choices: [0.2, 0.3]"));
+  EXPECT_THAT(CheckManifestArchitecture(c, "[1, 2]").message(),
+              ::testing::HasSubstr("field architecture: not a JSON object"));
+}
+
 }  // namespace
 }  // namespace superserve::models

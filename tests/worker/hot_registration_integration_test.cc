@@ -180,5 +180,21 @@ TEST_F(HotRegistration, ACheckpointThatDoesNotLoadIsRefusedWithTheWorkersReason)
   EXPECT_TRUE(again.visible());
 }
 
+TEST_F(HotRegistration, AManifestWhoseArchitectureDiffersFromTheCheckpointIsRefused) {
+  CopyPackage(work_ + "/packages", "fmnist-wide");
+  const std::string manifest = work_ + "/packages/fmnist-wide/manifest.json";
+  const std::string text = ReadAll(manifest);
+  const std::string widths = "\"stage_widths\": [32, 64, 128, 256]";
+  ASSERT_NE(text.find(widths), std::string::npos) << text;
+  std::ofstream(manifest) << absl::StrReplaceAll(
+      text, {{widths, "\"stage_widths\": [32, 64, 128, 512]"}});
+  v1::RegisterModelResponse resp;
+  auto s = Register(work_ + "/packages/fmnist-wide", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("manifest.json: field architecture.stage_widths: [32, 64, 128, 512] but "
+                        "the checkpoint's is [32, 64, 128, 256]"));
+}
+
 }  // namespace
 }  // namespace superserve
