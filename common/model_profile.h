@@ -2,6 +2,7 @@
 #define SUPERSERVE_COMMON_MODEL_PROFILE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,9 +65,24 @@ struct ModelProfile {
   bool is_dynamic = false;
   DynamicModelProfile dynamic;
 
+  // False for a package profile that left latency_us empty on every subnet
+  // (docs/packages.md): the worker that loads the package measures them,
+  // and nothing schedules with the profile before FillLatencies.
+  bool latencies_measured = true;
+
   static absl::StatusOr<ModelProfile> FromProto(const v1::ModelProfile& proto);
   static absl::StatusOr<ModelProfile> FromJson(std::string_view json);
   static absl::StatusOr<ModelProfile> LoadFile(const std::string& path);
+  // As LoadFile, but a supernet profile whose subnets ALL leave latency_us
+  // empty is accepted too (latencies_measured = false; every other rule
+  // holds). Model packages load their profile this way.
+  static absl::StatusOr<ModelProfile> LoadFileAllowingUnmeasured(const std::string& path);
+
+  // Sets the latencies a worker measured: `latency_us[id]` one figure per
+  // batch size for every subnet id. A figure below the previous batch size's
+  // is raised to it (timing noise; the profile rules want them
+  // non-decreasing). The result is validated; on error nothing changes.
+  absl::Status FillLatencies(const std::map<int32_t, std::vector<double>>& latency_us);
 
   void ToProto(v1::ModelProfile* proto) const;
   std::string ToJson() const;

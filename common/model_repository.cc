@@ -53,10 +53,11 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
   }
   if (!fs::exists(dir / "profile.json", ec)) {
     return InPackage(directory, absl::InvalidArgumentError(
-                                    "profile.json: missing (required; workers do not measure "
-                                    "a profile yet)"));
+                                    "profile.json: missing (required: the subnets and their "
+                                    "accuracy; latency_us may be left out for a worker to "
+                                    "measure)"));
   }
-  auto profile = ModelProfile::LoadFile((dir / "profile.json").string());
+  auto profile = ModelProfile::LoadFileAllowingUnmeasured((dir / "profile.json").string());
   if (!profile.ok()) {
     return InPackage(directory,
                      absl::Status(profile.status().code(),

@@ -260,6 +260,8 @@ std::vector<v1::ModelInfo> Dispatcher::ListModels() const {
     info.set_num_subnets(m.num_subnets);
     info.set_min_accuracy(m.min_accuracy);
     info.set_max_accuracy(m.max_accuracy);
+    info.set_min_latency_us(m.min_latency_us);
+    info.set_max_latency_us(m.max_latency_us);
     for (int32_t b : m.batch_sizes) info.add_batch_sizes(b);
     info.set_workers(m.workers);
     if (auto owner = versions_.OwnerOf(m.name)) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -176,6 +177,25 @@ void HotModels::OnWorkerGone(int32_t worker) {
   settled_.notify_all();
 }
 
+namespace {
+
+// A profile that left latency_us out takes the first ready worker's
+// measurement (later workers' are not used: one table per model).
+absl::Status FillMeasuredLatencies(const v1::ModelLoaded& loaded, ModelProfile* profile) {
+  if (profile->latencies_measured) return absl::OkStatus();
+  if (loaded.measured_size() == 0) {
+    return absl::FailedPreconditionError(
+        "the profile leaves latency_us out and the worker measured none");
+  }
+  std::map<int32_t, std::vector<double>> latency_us;
+  for (const auto& m : loaded.measured()) {
+    latency_us[m.subnet_id()].assign(m.latency_us().begin(), m.latency_us().end());
+  }
+  return profile->FillLatencies(latency_us);
+}
+
+}  // namespace
+
 void HotModels::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -189,6 +209,8 @@ void HotModels::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
       w.error = loaded.error();
       SS_LOG(WARNING) << "worker " << w.worker << " could not load model " << loaded.model()
                       << ": " << loaded.error();
+    } else if (auto s = FillMeasuredLatencies(loaded, &m.profile); !s.ok()) {
+      w.error = absl::StrCat("its measured latencies: ", s.message());
     } else if (auto s = hooks_.attach(worker, loaded.model()); !s.ok()) {
       w.error = std::string(s.message());
     } else {

@@ -115,6 +115,16 @@ absl::Status RouterServer::Start() {
                          "(superserve-admin register)";
     }
     for (const auto& m : *models) {
+      if (!m.profile.latencies_measured) {
+        // The registration path (superserve-admin register) without the
+        // wait: the first worker to join loads it, measures the latencies
+        // and makes it visible.
+        auto out = dispatcher_->RegisterPackage(m.directory, m.name, /*timeout=*/0);
+        if (!out.status.ok()) return out.status;
+        SS_LOG(INFO) << "model " << m.name << ": its profile leaves latency_us out; it serves "
+                     << "once a worker has loaded it and measured them";
+        continue;
+      }
       auto digest = DigestModelDirectory(m.directory);
       if (!digest.ok()) return digest.status();
       const uint32_t version = m.manifest.has_value() ? m.manifest->version : 1;

@@ -162,6 +162,11 @@ std::vector<ModelSummary> ServingCore::ListModels() const {
     for (const auto& sub : m->profile.subnets) {
       s.min_accuracy = std::min(s.min_accuracy, sub.accuracy);
       s.max_accuracy = std::max(s.max_accuracy, sub.accuracy);
+      if (!sub.latency.empty()) {
+        const double l = ToMicros(sub.latency.front());
+        s.min_latency_us = s.min_latency_us == 0 ? l : std::min(s.min_latency_us, l);
+        s.max_latency_us = std::max(s.max_latency_us, l);
+      }
     }
     s.batch_sizes = m->profile.batch_sizes;
     s.workers = static_cast<int32_t>(m->scheduler.workers().size());

@@ -89,6 +89,9 @@ struct ModelSummary {
   int32_t num_subnets = 0;
   double min_accuracy = 0;
   double max_accuracy = 0;
+  // The fastest and slowest subnet at the smallest batch size (profile).
+  double min_latency_us = 0;
+  double max_latency_us = 0;
   std::vector<int32_t> batch_sizes;
   int32_t workers = 0;
   int64_t queued = 0;

@@ -20,6 +20,7 @@
 #include "common/secret.h"
 #include "worker/backoff.h"
 #include "worker/batch_runner.h"
+#include "worker/latency_probe.h"
 
 namespace superserve {
 namespace {
@@ -381,6 +382,11 @@ void RouterLink::ExecuteLoop() {
       r->set_model(b.loaded->model);
       r->set_error(b.loaded->error);
       r->set_load_us(b.loaded->load_time / kNanosPerMicro);
+      for (const auto& [id, latency_us] : b.loaded->measured) {
+        auto* m = r->add_measured();
+        m->set_subnet_id(id);
+        for (double l : latency_us) m->add_latency_us(l);
+      }
       if (!Write(reply)) return;
       continue;
     }
@@ -500,9 +506,28 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
   if (!entry.ok()) return cleanup_and_fail(std::string(entry.status().message()));
   entry->name = serve_as;
   entry->profile.model = serve_as;
+  if (!entry->profile.latencies_measured && executor_->kind() == "emulated") {
+    return cleanup_and_fail(
+        "profile.json leaves latency_us out, and the emulated executor cannot measure them (it "
+        "sleeps the profile's latencies): measure on a torch worker");
+  }
   if (auto s = executor_->Load(*entry); !s.ok()) {
     return cleanup_and_fail(
         absl::StrCat("the ", std::string(executor_->kind()), " executor: ", s.message()));
+  }
+  if (!entry->profile.latencies_measured) {
+    // Measured here, on the loader thread, before the model serves: the
+    // router schedules with these figures.
+    auto measured = MeasureLatencies(executor_, *entry);
+    absl::Status filled = measured.ok() ? entry->profile.FillLatencies(*measured)
+                                        : measured.status();
+    if (!filled.ok()) {
+      (void)executor_->Unload(serve_as);
+      return cleanup_and_fail(absl::StrCat("measuring latencies: ", filled.message()));
+    }
+    out->measured = *std::move(measured);
+    SS_LOG(INFO) << "model " << serve_as << ": measured " << entry->profile.subnets.size()
+                 << " subnets x " << entry->profile.batch_sizes.size() << " batch sizes";
   }
   out->entry = *std::move(entry);
   out->load_time = clock->Now() - start;

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -114,6 +115,8 @@ class RouterLink {
     ModelEntry entry;
     v1::ModelVersion version;
     Nanos load_time = 0;
+    // Latencies measured here (a profile without them), by subnet id.
+    std::map<int32_t, std::vector<double>> measured;
   };
   // What the executor thread runs, in order: a batch or an UnloadModel
   // (`message`), or a model the loader thread loaded (`loaded`).

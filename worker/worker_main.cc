@@ -97,6 +97,13 @@ int main(int argc, char** argv) {
   std::vector<ModelEntry> models;
   const std::string subset = absl::GetFlag(FLAGS_models);
   for (auto& m : *all) {
+    if (!m.profile.latencies_measured) {
+      // Its latencies are measured when the router sends it (a package the
+      // router's repository or superserve-admin register holds).
+      SS_LOG(INFO) << "not loading " << m.name << " at start-up: its profile leaves latency_us "
+                   << "out; the router sends it for this worker to load and measure";
+      continue;
+    }
     if (subset.empty()) {
       models.push_back(m);
       continue;

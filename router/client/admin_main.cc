@@ -102,7 +102,13 @@ int Fail(const char* what, const grpc::Status& s) {
 std::string Describe(const v1::ModelInfo& m) {
   return absl::StrCat(m.name(), "  family=", m.family(), " subnets=", m.num_subnets(),
                       " accuracy=", m.min_accuracy(), "..", m.max_accuracy(),
-                      "% batch_sizes=[", absl::StrJoin(m.batch_sizes(), ","), "] workers=",
+                      "% batch_sizes=[", absl::StrJoin(m.batch_sizes(), ","), "]",
+                      m.max_latency_us() > 0
+                          ? absl::StrCat(" latency_ms@b", m.batch_sizes_size() > 0 ? m.batch_sizes(0) : 1,
+                                         "=", absl::SixDigits(m.min_latency_us() / 1000), "..",
+                                         absl::SixDigits(m.max_latency_us() / 1000))
+                          : "",
+                      " workers=",
                       m.workers(),
                       m.version() > 0 ? absl::StrCat(" version=", m.version(),
                                                      m.current() ? " (current)" : "")

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "superserve/v1/profile.pb.h"
 
@@ -217,6 +218,75 @@ TEST(ModelProfileTest, RejectsMalformedJsonAndMissingFile) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("/nonexistent/profile.json"), std::string::npos);
+}
+
+// A profile file with `p` as protobuf JSON, in a fresh temporary folder.
+std::string WriteProfileFile(const v1::ModelProfile& p, const std::string& name) {
+  std::string json;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(p, &json).ok());
+  const std::string path = ::testing::TempDir() + "/" + name + ".json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(json.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+TEST(ModelProfileTest, LatenciesLeftOutOfEverySubnetAreAcceptedOnlyAsUnmeasured) {
+  v1::ModelProfile p = ValidProto();
+  for (auto& s : *p.mutable_subnets()) s.clear_latency_us();
+  const std::string path = WriteProfileFile(p, "unmeasured");
+  // The usual rules refuse it...
+  auto strict = ModelProfile::LoadFile(path);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("latency_us"), std::string::npos);
+  // ...a package's loader takes it, with no latencies and the flag down.
+  auto m = ModelProfile::LoadFileAllowingUnmeasured(path);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_FALSE(m->latencies_measured);
+  ASSERT_EQ(m->subnets.size(), 3u);
+  for (const auto& s : m->subnets) EXPECT_TRUE(s.latency.empty());
+  // Every other rule still holds.
+  v1::ModelProfile bad_accuracy = p;
+  bad_accuracy.mutable_subnets(1)->set_accuracy(0.9e3);
+  auto refused = ModelProfile::LoadFileAllowingUnmeasured(WriteProfileFile(bad_accuracy, "acc"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("accuracy"), std::string::npos);
+  // Left out of some subnets only: the usual error.
+  v1::ModelProfile partial = ValidProto();
+  partial.mutable_subnets(2)->clear_latency_us();
+  auto some = ModelProfile::LoadFileAllowingUnmeasured(WriteProfileFile(partial, "partial"));
+  ASSERT_FALSE(some.ok());
+  EXPECT_NE(some.status().message().find("latency_us has 0 entries"), std::string::npos)
+      << some.status();
+  // A measured profile loads as measured.
+  auto measured = ModelProfile::LoadFileAllowingUnmeasured(WriteProfileFile(ValidProto(), "ok"));
+  ASSERT_TRUE(measured.ok());
+  EXPECT_TRUE(measured->latencies_measured);
+}
+
+TEST(ModelProfileTest, FillLatenciesTakesAWorkersMeasurementRaisingNoiseDips) {
+  v1::ModelProfile p = ValidProto();
+  for (auto& s : *p.mutable_subnets()) s.clear_latency_us();
+  auto m = ModelProfile::LoadFileAllowingUnmeasured(WriteProfileFile(p, "fill"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  ModelProfile before = *m;
+  // A missing subnet, a wrong count and a bad figure are refused; nothing changes.
+  EXPECT_FALSE(m->FillLatencies({{10, {1, 2, 3}}, {11, {1, 2, 3}}}).ok());
+  EXPECT_FALSE(m->FillLatencies({{10, {1, 2, 3}}, {11, {1, 2}}, {12, {1, 2, 3}}}).ok());
+  auto negative = m->FillLatencies({{10, {1, 2, 3}}, {11, {-1, 2, 3}}, {12, {1, 2, 3}}});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.message().find("latency_us"), std::string::npos) << negative;
+  EXPECT_FALSE(m->latencies_measured);
+  for (const auto& s : m->subnets) EXPECT_TRUE(s.latency.empty());
+  ASSERT_TRUE(m->FillLatencies({{10, {100, 90, 300}}, {11, {200, 400, 800}}, {12, {300, 600, 900}}})
+                  .ok());
+  EXPECT_TRUE(m->latencies_measured);
+  const int i = m->SubnetIndex(10);
+  ASSERT_GE(i, 0);
+  // 90 after 100 is timing noise: raised to 100 (non-decreasing, as the rules want).
+  EXPECT_EQ(m->subnets[i].latency, (std::vector<Nanos>{Micros(100), Micros(100), Micros(300)}));
+  EXPECT_EQ(m->subnets[m->SubnetIndex(12)].latency.back(), Micros(900));
+  EXPECT_EQ(m->subnets[i].accuracy, before.subnets[i].accuracy);
 }
 
 }  // namespace

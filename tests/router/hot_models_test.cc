@@ -47,6 +47,7 @@ class HotModelsTest : public ::testing::Test {
         [this](const ModelProfile& p, const ModelDigest&, const std::string& name, uint32_t v) {
           std::lock_guard<std::mutex> lock(mu_);
           added_.push_back(absl::StrCat(p.model, " as ", name, " v", v));
+          added_profiles_.push_back(p);
           return absl::OkStatus();
         },
         [this](int32_t worker, const std::string& model) {
@@ -78,6 +79,7 @@ class HotModelsTest : public ::testing::Test {
   std::unique_ptr<HotModels> hot_;
   std::mutex mu_;
   std::vector<std::string> added_, attached_;
+  std::vector<ModelProfile> added_profiles_;
 };
 
 TEST_F(HotModelsTest, VisibleWhenTheFirstWorkerIsReadyAndEveryWorkerGetsThePackage) {
@@ -192,6 +194,49 @@ TEST_F(HotModelsTest, ASecondVersionIsSentUnderItsInternalNameAndShutdownEndsAWa
   t.join();
   EXPECT_EQ(out.status.code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(out.visible);
+}
+
+TEST_F(HotModelsTest, AProfileWithoutLatenciesServesWithTheFirstReadyWorkersMeasurement) {
+  for (auto& s : entry_.profile.subnets) s.latency.clear();
+  entry_.profile.latencies_measured = false;
+  auto a = std::make_shared<RecordingConnection>();
+  auto b = std::make_shared<RecordingConnection>();
+  hot_->OnWorkerRegistered(0, "a#0", {}, a);
+  hot_->OnWorkerRegistered(1, "b#1", {}, b);
+  HotModels::Outcome out;
+  std::thread t = RegisterAside(&out);
+  WaitForLoad(a.get());
+  WaitForLoad(b.get());
+  // a reports ready but measured nothing: not usable.
+  hot_->OnModelLoaded(0, Loaded());
+  // b measured every subnet at every batch size (a noisy dip included).
+  v1::ModelLoaded measured = Loaded();
+  const size_t batches = entry_.profile.batch_sizes.size();
+  for (const auto& s : entry_.profile.subnets) {
+    auto* m = measured.add_measured();
+    m->set_subnet_id(s.id);
+    for (size_t i = 0; i < batches; ++i) m->add_latency_us(1000.0 * (s.id + 1) * (i + 1));
+  }
+  measured.mutable_measured(0)->set_latency_us(1, 500.0);  // below batch 1's 1000
+  hot_->OnModelLoaded(1, measured);
+  t.join();
+  EXPECT_TRUE(out.status.ok()) << out.status;
+  EXPECT_TRUE(out.visible);
+  ASSERT_EQ(out.workers.size(), 2u);
+  EXPECT_FALSE(out.workers[0].ready);
+  EXPECT_THAT(out.workers[0].error, HasSubstr("measured none"));
+  EXPECT_TRUE(out.workers[1].ready);
+  ASSERT_EQ(added_profiles_.size(), 1u);
+  const ModelProfile& served = added_profiles_[0];
+  EXPECT_TRUE(served.latencies_measured);
+  const int first = served.SubnetIndex(measured.measured(0).subnet_id());
+  ASSERT_GE(first, 0);
+  ASSERT_EQ(served.subnets[first].latency.size(), batches);
+  EXPECT_EQ(served.subnets[first].latency[0], Micros(1000.0 * (served.subnets[first].id + 1)));
+  EXPECT_EQ(served.subnets[first].latency[1], served.subnets[first].latency[0]);  // raised
+  EXPECT_EQ(served.subnets.back().latency.back(),
+            Micros(1000.0 * (served.subnets.back().id + 1) * batches));
+  EXPECT_THAT(attached_, ::testing::ElementsAre("1:emu"));
 }
 
 }  // namespace

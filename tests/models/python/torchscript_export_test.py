@@ -8,6 +8,7 @@ that breaks the forward contract is refused naming the contract."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,16 +107,23 @@ class TorchScriptExportTest(unittest.TestCase):
         r = self.admin("unregister", "tinycnn")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
-    def test_3_module_breaking_the_contract_is_refused(self):
-        bad = os.path.join(self.tmp.name, "pkgs", "badcontract")
-        shutil.copytree(self.pkg, bad)
-        for name in ("manifest.json", "profile.json"):
-            path = os.path.join(bad, name)
+    def copy_package(self, name, edit_profile=None):
+        """The exported package under another model name."""
+        out = os.path.join(self.tmp.name, "pkgs", name)
+        shutil.copytree(self.pkg, out)
+        for file in ("manifest.json", "profile.json"):
+            path = os.path.join(out, file)
             with open(path) as f:
                 doc = json.load(f)
-            doc["name" if name == "manifest.json" else "model"] = "badcontract"
+            doc["name" if file == "manifest.json" else "model"] = name
+            if file == "profile.json" and edit_profile:
+                edit_profile(doc)
             with open(path, "w") as f:
                 json.dump(doc, f)
+        return out
+
+    def test_3_module_breaking_the_contract_is_refused(self):
+        bad = self.copy_package("badcontract")
 
         class OneArgument(torch.nn.Module):
             def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -126,6 +134,52 @@ class TorchScriptExportTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("forward takes 1 arguments", r.stdout + r.stderr)
         self.assertIn("contract", r.stdout + r.stderr)
+
+    def test_4_latencies_left_out_are_measured_by_the_worker(self):
+        def strip(profile):
+            for s in profile["subnets"]:
+                del s["latency_us"]
+        pkg = self.copy_package("tinycnn-measured", strip)
+        r = self.admin("register", pkg)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        status = self.admin("status", "tinycnn-measured")
+        self.assertEqual(status.returncode, 0, status.stdout + status.stderr)
+        m = re.search(r"latency_ms@b1=([0-9.e+-]+)\.\.([0-9.e+-]+)", status.stdout)
+        self.assertIsNotNone(m, status.stdout)
+        fastest, slowest = float(m.group(1)), float(m.group(2))
+        self.assertGreater(fastest, 0.0)
+        self.assertGreater(slowest, fastest)  # 2 blocks at full width vs 0 at half
+        images, _ = sx.load_fashion_mnist("t10k")
+        with superserve.Client(self.cluster.address, default_timeout=5.0) as c:
+            for i in range(5):
+                ans = c.infer("tinycnn-measured", images[i].numpy(), timeout=5.0)
+                self.assertEqual(ans.output.shape, (10,))
+        r = self.admin("unregister", "tinycnn-measured")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_5_a_start_up_repository_registers_such_a_package_the_same_way(self):
+        def strip(profile):
+            for s in profile["subnets"]:
+                del s["latency_us"]
+        pkg = self.copy_package("tinycnn-repo", strip)
+        repo = os.path.join(self.tmp.name, "startup_repo")
+        os.makedirs(repo)
+        shutil.move(pkg, os.path.join(repo, "tinycnn-repo"))
+        work = os.path.join(self.tmp.name, "startup")
+        os.makedirs(work)
+        with LocalCluster(BIN, repo, work, workers=0, emulate=False) as cluster:
+            env = dict(os.environ, SUPERSERVE_ADMIN_TOKEN=cluster.token)
+            cluster.add_worker("w0")  # same repository: it leaves the package to the router
+            cluster.wait_for_workers(1, timeout=120)
+            status = subprocess.run([os.path.join(BIN, "superserve-admin"),
+                                     f"--router={cluster.address}", "status", "tinycnn-repo"],
+                                    env=env, capture_output=True, text=True, timeout=60)
+            self.assertEqual(status.returncode, 0, status.stdout + status.stderr)
+            self.assertRegex(status.stdout, r"latency_ms@b1=[0-9.]+\.\.[0-9.]+")
+            with superserve.Client(cluster.address, default_timeout=5.0) as c:
+                images, _ = sx.load_fashion_mnist("t10k")
+                ans = c.infer("tinycnn-repo", images[0].numpy(), timeout=5.0)
+                self.assertEqual(ans.output.shape, (10,))
 
 
 if __name__ == "__main__":
