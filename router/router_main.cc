@@ -51,6 +51,9 @@ ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:0",
           "Prometheus text endpoint address (port 0 picks one; empty disables).");
 ABSL_FLAG(std::string, model_repo, "", "Model repository: serves every <dir>/<model>/profile.json.");
+ABSL_FLAG(double, repository_poll_s, 0,
+          "Re-scan --model_repo every this many seconds and register new packages, new "
+          "versions and removals (Triton's poll mode; docs/packages.md). 0 = off.");
 // The policy flags (--policy, --buckets, --drop_below_first_bucket, ...) are
 // policies/policy_flags.h's, shared with superserve-sim and superserve-repro.
 ABSL_FLAG(std::string, dynamic_policy, "orloj",
@@ -126,6 +129,14 @@ int main(int argc, char** argv) {
   }
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   o.model_repo = absl::GetFlag(FLAGS_model_repo);
+  {
+    const double poll_s = absl::GetFlag(FLAGS_repository_poll_s);
+    if (!(poll_s >= 0) || poll_s > 86400) {
+      std::fprintf(stderr, "superserve-router: --repository_poll_s must be in [0, 86400]\n");
+      return 2;
+    }
+    o.repository_poll = Seconds(poll_s);
+  }
   o.default_slo = Millis(absl::GetFlag(FLAGS_default_slo_ms));
   o.admin_token = absl::GetFlag(FLAGS_admin_token);
   if (const std::string f = absl::GetFlag(FLAGS_admin_token_file); !f.empty()) {

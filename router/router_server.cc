@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
+#include "router/repository_poller.h"
 #include "common/model_digest.h"
 #include "common/model_repository.h"
 #include "router/admin_service.h"
@@ -132,6 +133,24 @@ absl::Status RouterServer::Start() {
       metrics_->SetModelProfile(m.profile);
     }
   }
+  if (options_.repository_poll > 0 && !options_.model_repo.empty()) {
+    Dispatcher* d = dispatcher_.get();
+    poller_ = std::make_unique<RepositoryPoller>(
+        options_.model_repo,
+        RepositoryPoller::Actions{
+            // A short wait: the registration stands without a worker, and a
+            // worker loading it later makes it visible.
+            [d](const std::string& dir, const std::string& name) {
+              return d->RegisterPackage(dir, name, Seconds(1)).status;
+            },
+            [d](const std::string& name) { return d->UnregisterModel(name, 0, Seconds(30)); }});
+    if (auto models = LoadModelRepository(options_.model_repo); models.ok()) {
+      poller_->Adopt(*models);
+    }
+    poller_->Start(options_.repository_poll);
+    SS_LOG(INFO) << "router: re-scanning " << options_.model_repo << " every "
+                 << ToSeconds(options_.repository_poll) << " s (poll mode)";
+  }
   inference_ = std::make_unique<InferenceService>(dispatcher_.get(), options_.default_slo,
                                                   options_.max_stream_unsent_answers);
   open_inference_ = std::make_unique<OpenInferenceService>(dispatcher_.get(), options_.default_slo,
@@ -207,6 +226,7 @@ bool RouterServer::Drain(Nanos timeout) {
 void RouterServer::Shutdown() {
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
+  if (poller_ != nullptr) poller_->Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);
   open_inference_->SetServing(false);
   dispatcher_->Shutdown();

@@ -21,6 +21,7 @@ class InferenceService;
 class OpenInferenceService;
 class RouterMetrics;
 class WorkerLinkService;
+class RepositoryPoller;
 
 struct RouterServerOptions {
   std::string listen = "127.0.0.1:0";           // Inference + Admin; port 0 picks a free port
@@ -29,6 +30,9 @@ struct RouterServerOptions {
   std::string worker_listen = "127.0.0.1:0";
   std::string metrics_listen = "127.0.0.1:0";   // Prometheus text; empty = off
   std::string model_repo;                       // every <repo>/<model>/profile.json is served
+  // Re-scan model_repo this often and register/unregister what changed
+  // (router/repository_poller.h; Triton's poll mode). 0 = off.
+  Nanos repository_poll = 0;
   Nanos default_slo = Millis(100);              // when a client sets no deadline
   std::string admin_token;                      // empty = Admin calls are PERMISSION_DENIED
   // Workers must send it (metadata "superserve-fleet-token"); empty = none asked.
@@ -84,6 +88,7 @@ class RouterServer {
   std::unique_ptr<OpenInferenceService> open_inference_;  // KServe v2 / OIP
   std::unique_ptr<WorkerLinkService> worker_link_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<RepositoryPoller> poller_;  // null unless repository_poll > 0
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> worker_server_;
   int port_ = 0;

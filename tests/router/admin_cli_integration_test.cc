@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <chrono>
 #include <thread>
 
 #include "absl/strings/str_replace.h"
@@ -55,6 +56,7 @@ class AdminCli : public ::testing::Test {
     o.work_dir = work_;
     o.workers = 1;
     o.emulate = true;
+    o.router_flags = RouterFlags();
     auto c = LocalCluster::Start(o);
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = *std::move(c);
@@ -65,6 +67,7 @@ class AdminCli : public ::testing::Test {
     cluster_.reset();
     fs::remove_all(work_);
   }
+  virtual std::vector<std::string> RouterFlags() const { return {}; }
 
   CliResult Run(std::vector<std::string> args, bool with_token_file = true) {
     std::vector<std::string> argv = {BinDir() + "/superserve-admin",
@@ -393,6 +396,42 @@ TEST(AdminCliValidate, ChecksAPackageWithoutARouter) {
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("manifest.json: field default_slo_ms"));
   fs::remove_all(work);
+}
+
+// Triton's poll mode: the router re-scans its repository (every 0.1 s here).
+class AdminCliPolling : public AdminCli {
+ protected:
+  std::vector<std::string> RouterFlags() const override { return {"--repository_poll_s=0.1"}; }
+  // Runs `status name` until its exit code is `want` (at most 20 s).
+  CliResult WaitForStatus(const std::string& name, int want) {
+    CliResult r;
+    for (int i = 0; i < 100; ++i) {
+      r = Run({"status", name});
+      if (r.exit_code == want) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return r;
+  }
+};
+
+TEST_F(AdminCliPolling, APackageCopiedInIsServedAndOneRemovedIsUnregistered) {
+  WritePackage("emu2");
+  CliResult added = WaitForStatus("emu2", 0);
+  ASSERT_EQ(added.exit_code, 0) << added.output;
+  EXPECT_THAT(added.output, HasSubstr("emu2  family=emulated"));
+  // The running worker was sent it: the model has a worker, without any
+  // superserve-admin register.
+  for (int i = 0; i < 100 && added.output.find("workers=1") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    added = Run({"status", "emu2"});
+  }
+  EXPECT_THAT(added.output, HasSubstr("workers=1"));
+  fs::remove_all(repo_ + "/emu2");
+  CliResult removed = WaitForStatus("emu2", 1);
+  EXPECT_EQ(removed.exit_code, 1) << removed.output;
+  // The start-up model was left alone throughout.
+  auto emu = Run({"status", "emu"});
+  EXPECT_EQ(emu.exit_code, 0) << emu.output;
 }
 
 }  // namespace
