@@ -23,6 +23,7 @@ OrlojPolicy::OrlojPolicy(const ModelProfile& profile, OrlojOptions options)
     dispatch_size_.push_back(*std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), k));
   }
   count_.assign(sizes_.size(), 0);
+  stale_.assign(sizes_.size(), 0);
   OnDistributionsChanged();
   MaybeRefresh(0);  // the profile's tables: the first decision rebuilds nothing
 }
@@ -40,10 +41,27 @@ void OrlojPolicy::OnDistributionsChanged() {
     }
   }
   groups_per_dist_ = tables_.front().front().groups();
+  floors_.assign(sizes_.size(), std::vector<Nanos>(d.size() * groups_per_dist_));
+  for (size_t b = 0; b < sizes_.size(); ++b) {
+    for (size_t dist = 0; dist < d.size(); ++dist) {
+      for (int32_t g = 0; g < groups_per_dist_; ++g) {
+        floors_[b][dist * groups_per_dist_ + g] = Micros(tables_[b][dist].Floor(g));
+      }
+    }
+  }
   // Every tracked request is regrouped under the new tables.
   groups_.assign(sizes_.size(), std::vector<Group>(d.size() * groups_per_dist_));
   std::fill(count_.begin(), count_.end(), 0);
-  for (auto& [id, r] : tracked_) std::fill(r.group.begin(), r.group.end(), -1);
+  std::fill(stale_.begin(), stale_.end(), 0);
+  // Taken requests' keys went with the old groups.
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    if (it->second.taken) {
+      tracked_.erase(it++);
+    } else {
+      std::fill(it->second.group.begin(), it->second.group.end(), -1);
+      ++it;
+    }
+  }
   regroup_ = true;
 }
 
@@ -81,19 +99,51 @@ void OrlojPolicy::Unplace(Tracked& r, size_t b) {
   r.group[b] = -1;
 }
 
-void OrlojPolicy::Erase(QueryId id) {
-  auto it = tracked_.find(id);
-  if (it == tracked_.end()) return;
-  for (size_t b = 0; b < sizes_.size(); ++b) Unplace(it->second, b);
-  tracked_.erase(it);
+void OrlojPolicy::TakeAt(size_t b, int32_t gi, Group::iterator it) {
+  const QueryId id = it->second;
+  groups_[b][gi].erase(it);
+  --count_[b];
+  auto t = tracked_.find(id);
+  Tracked& r = t->second;
+  r.group[b] = -1;
+  r.taken = true;
+  for (size_t other = 0; other < sizes_.size(); ++other) {
+    if (r.group[other] < 0) continue;
+    --count_[other];
+    ++stale_[other];
+    ++r.stale;
+  }
+  if (r.stale == 0) tracked_.erase(t);
+}
+
+void OrlojPolicy::PurgeEnd(size_t b, size_t gi, bool back) {
+  Group& g = groups_[b][gi];
+  while (stale_[b] > 0 && !g.empty()) {
+    auto it = back ? std::prev(g.end()) : g.begin();
+    auto t = tracked_.find(it->second);
+    Tracked& r = t->second;
+    if (!r.taken) return;
+    g.erase(it);
+    r.group[b] = -1;
+    --stale_[b];
+    if (--r.stale == 0) tracked_.erase(t);
+  }
 }
 
 void OrlojPolicy::Insert(const Query& q, Nanos now) {
   auto [it, inserted] = tracked_.try_emplace(q.id);
   Tracked& r = it->second;
-  if (!inserted) {
+  if (!inserted && r.taken) {  // requeued: its stale keys go now
+    for (size_t b = 0; b < sizes_.size(); ++b) {
+      if (r.group[b] < 0) continue;
+      GroupOf(b, r.dist, r.group[b]).erase({r.q.deadline, r.q.id});
+      --stale_[b];
+    }
+  } else if (!inserted) {
     for (size_t b = 0; b < sizes_.size(); ++b) Unplace(r, b);
   }
+  r.taken = false;
+  r.stale = 0;
   r.q = q;
   r.dist = DistIndex(q);
   r.group.assign(sizes_.size(), int16_t{-1});
@@ -115,27 +165,46 @@ void OrlojPolicy::ProcessMilestones(Nanos now) {
   // i.e. at D - floor: in deadline order inside the group, so only each
   // group's earliest members need looking at (no milestone heap).
   for (size_t b = 0; b < sizes_.size(); ++b) {
-    for (int32_t dist = 0; dist < static_cast<int32_t>(tables_[b].size()); ++dist) {
-      const OrlojScoreTable& t = tables_[b][dist];
-      for (int32_t g = 0; g < groups_per_dist_; ++g) {
-        Group& group = GroupOf(b, dist, g);
-        const Nanos floor = Micros(t.Floor(g));
-        while (!group.empty() && group.begin()->first - floor + 1 <= now) {
-          auto it = tracked_.find(group.begin()->second);
-          Tracked& r = it->second;
-          Place(r, b, now);  // leaves `group`
-          if (std::all_of(r.group.begin(), r.group.end(), [](int16_t x) { return x < 0; })) {
-            tracked_.erase(it);  // viable for no batch size: the sweep answers it
-          }
+    for (size_t gi = 0; gi < groups_[b].size(); ++gi) {
+      Group& group = groups_[b][gi];
+      const Nanos floor = floors_[b][gi];
+      while (!group.empty() && group.begin()->first - floor + 1 <= now) {
+        auto it = tracked_.find(group.begin()->second);
+        Tracked& r = it->second;
+        if (r.taken) {  // a stale key: it goes
+          group.erase(group.begin());
+          r.group[b] = -1;
+          --stale_[b];
+          if (--r.stale == 0) tracked_.erase(it);
+          continue;
+        }
+        Place(r, b, now);  // leaves `group`
+        if (std::all_of(r.group.begin(), r.group.end(), [](int16_t x) { return x < 0; })) {
+          tracked_.erase(it);  // viable for no batch size: the sweep answers it
         }
       }
     }
   }
 }
 
+Nanos OrlojPolicy::Earliest(size_t b) {
+  Nanos earliest = std::numeric_limits<Nanos>::max();
+  const auto& groups = groups_[b];
+  for (size_t first = 0; first < groups.size(); first += groups_per_dist_) {
+    for (size_t gi = first; gi < first + groups_per_dist_; ++gi) {
+      PurgeEnd(b, gi, /*back=*/false);
+      if (!groups[gi].empty()) {
+        earliest = std::min(earliest, groups[gi].begin()->first);
+        break;
+      }
+    }
+  }
+  return earliest;
+}
+
 double OrlojPolicy::ScoreOf(QueryId id, size_t b, Nanos now) const {
   auto it = tracked_.find(id);
-  if (it == tracked_.end() || it->second.group[b] < 0) return -1;
+  if (it == tracked_.end() || it->second.taken || it->second.group[b] < 0) return -1;
   const Tracked& r = it->second;
   return tables_[b][r.dist].Score(r.group[b], RelUs(r.q.deadline), RelUs(now));
 }
@@ -162,18 +231,11 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   Nanos cand_deadline = std::numeric_limits<Nanos>::min();
   Nanos head = std::numeric_limits<Nanos>::max();  // most urgent tracked request
   if (options_.anchor_at_head) {
-    for (size_t b = 0; b < sizes_.size(); ++b) {
-      for (const Group& g : groups_[b]) {
-        if (!g.empty()) head = std::min(head, g.begin()->first);
-      }
-    }
+    for (size_t b = 0; b < sizes_.size(); ++b) head = std::min(head, Earliest(b));
   }
   for (size_t b = 0; b < sizes_.size(); ++b) {
     if (count_[b] < sizes_[b]) continue;
-    Nanos earliest = std::numeric_limits<Nanos>::max();
-    for (const Group& g : groups_[b]) {
-      if (!g.empty()) earliest = std::min(earliest, g.begin()->first);
-    }
+    const Nanos earliest = Earliest(b);
     if (options_.anchor_at_head && earliest != head) continue;
     if (cand < 0 || earliest > cand_deadline ||
         (earliest == cand_deadline && sizes_[b] > sizes_[cand])) {
@@ -206,6 +268,8 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
     // Inside a group the score is monotone in the deadline: the best member
     // is at one end, and stays at that end as members are popped.
     const bool back = tables[gi / groups_per_dist_].LatestScoresHighest(gi % groups_per_dist_);
+    PurgeEnd(static_cast<size_t>(cand), static_cast<size_t>(gi), back);
+    if (groups[gi].empty()) continue;
     tops_.push_back(Top{end_score(gi, back), gi, back});
   }
   std::make_heap(tops_.begin(), tops_.end(), better);
@@ -220,10 +284,11 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
     std::pop_heap(tops_.begin(), tops_.end(), better);
     Top top = tops_.back();
     tops_.pop_back();
-    const Group& g = groups[top.group_index];
-    const QueryId id = top.from_back ? g.rbegin()->second : g.begin()->second;
-    d.take_ids.push_back(id);
-    Erase(id);
+    Group& g = groups[top.group_index];
+    auto it = top.from_back ? std::prev(g.end()) : g.begin();
+    d.take_ids.push_back(it->second);
+    TakeAt(static_cast<size_t>(cand), top.group_index, it);
+    PurgeEnd(static_cast<size_t>(cand), static_cast<size_t>(top.group_index), top.from_back);
     if (!g.empty()) {
       top.score = end_score(top.group_index, top.from_back);
       tops_.push_back(top);

@@ -51,7 +51,9 @@ struct OrlojOptions {
 // the best of the group ends: O(G) per query with G = applications x bins,
 // O(log n) per insertion (one ordered insert per batch size) and per
 // milestone. Milestones need no heap: inside a group they come in deadline
-// order, so a decision looks at each group's earliest member
+// order, so a decision looks at each group's earliest member. A dispatched
+// request leaves the other batch sizes' queues lazily (see Tracked), and the
+// earliest deadline of Q_bs is the first non-empty group's (Earliest)
 // (bench/benchmarks/orloj_bench.cc measures it at 10,000 pending against the
 // EDF queue).
 class OrlojPolicy final : public DynamicModelPolicy {
@@ -78,10 +80,17 @@ class OrlojPolicy final : public DynamicModelPolicy {
  private:
   using Key = std::pair<Nanos, QueryId>;  // (deadline, id)
   using Group = absl::btree_set<Key>;
+  // A request in the Q_bs it is viable for. A taken one (dispatched) leaves
+  // only the queue it was popped from at once; its keys in the other queues
+  // stay behind, no longer counted, and are erased when they reach a group's
+  // end (PurgeEnd) or a milestone: a decision then costs one ordered-set
+  // erase per taken request instead of one per batch size.
   struct Tracked {
     Query q;
     int32_t dist = 0;
     absl::InlinedVector<int16_t, 8> group;  // per batch index; -1 = not in Q_bs
+    bool taken = false;
+    int16_t stale = 0;  // taken: batch sizes whose queue still holds its key
   };
 
   void Insert(const Query& q, Nanos now);
@@ -89,10 +98,18 @@ class OrlojPolicy final : public DynamicModelPolicy {
   // it out of Q_b).
   void Place(Tracked& r, size_t b, Nanos now);
   void Unplace(Tracked& r, size_t b);
-  void Erase(QueryId id);
+  // Takes the request whose key is `it` in group `gi` of Q_b (see Tracked).
+  void TakeAt(size_t b, int32_t gi, Group::iterator it);
+  // Erases taken requests' keys from one end of group gi of Q_b until a
+  // live request (or nothing) is there.
+  void PurgeEnd(size_t b, size_t gi, bool back);
   void ProcessMilestones(Nanos now);
   void Rebuild(Nanos now);
   double RelUs(Nanos t) const { return ToMicros(t - base_); }
+  // The earliest deadline in Q_b (max if empty). After ProcessMilestones a
+  // member of group g has Floor(g) <= D - now < Floor(g + 1): per
+  // distribution, the lowest non-empty group holds the earliest deadline.
+  Nanos Earliest(size_t b);
   Group& GroupOf(size_t b, int32_t dist, int32_t g) { return groups_[b][dist * groups_per_dist_ + g]; }
 
   OrlojOptions options_;
@@ -103,7 +120,11 @@ class OrlojPolicy final : public DynamicModelPolicy {
   int32_t groups_per_dist_ = 0;
   std::vector<std::vector<OrlojScoreTable>> tables_;  // [batch index][dist]
   std::vector<std::vector<Group>> groups_;            // [batch index][dist * G + g]
-  std::vector<int64_t> count_;                        // |Q_bs|
+  // Floor(g) of each group as a time offset, [batch index][dist * G + g]:
+  // a member leaves its group at deadline - floor (milestones).
+  std::vector<std::vector<Nanos>> floors_;
+  std::vector<int64_t> count_;                        // |Q_bs| (live requests)
+  std::vector<int64_t> stale_;                        // taken requests' keys left in Q_bs
   std::vector<int32_t> sizes_;                        // S
   std::vector<int32_t> dispatch_size_;                // profiled size for each of S
   absl::flat_hash_map<QueryId, Tracked> tracked_;
