@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "models/device.h"
 
 namespace superserve::models {
 
@@ -95,6 +96,7 @@ TORCH_MODULE(Net);
 }  // namespace
 
 struct EarlyExitNet::Impl {
+  c10::Device device = c10::kCPU;
   EarlyExitConfig config;
   Net net{nullptr};
 };
@@ -116,6 +118,19 @@ absl::StatusOr<std::unique_ptr<EarlyExitNet>> EarlyExitNet::Create(const EarlyEx
 const EarlyExitConfig& EarlyExitNet::config() const { return impl_->config; }
 int EarlyExitNet::num_exits() const { return static_cast<int>(impl_->config.stage_channels.size()); }
 void EarlyExitNet::set_exit_threshold(float threshold) { impl_->config.exit_threshold = threshold; }
+
+absl::Status EarlyExitNet::MoveTo(const std::string& device) {
+  if (auto st = CheckDevice(device); !st.ok()) return st;
+  try {
+    c10::Device d(device);
+    impl_->net->to(d);
+    impl_->device = d;
+    return absl::OkStatus();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("moving the early-exit model to ", device, ": ", e.what_without_backtrace()));
+  }
+}
 
 void EarlyExitNet::SetTraining(bool training) {
   if (training) {
@@ -145,7 +160,8 @@ absl::StatusOr<ExitOutputs> EarlyExitNet::Run(const float* input, int64_t n, int
     torch::NoGradGuard no_grad;
     torch::Tensor h = torch::from_blob(const_cast<float*>(input),
                                        {n, c.in_channels, c.image_size, c.image_size},
-                                       torch::kFloat);
+                                       torch::kFloat)
+                          .to(impl_->device);
     ExitOutputs out;
     out.logits.assign(static_cast<size_t>(n * c.num_classes), 0.f);
     out.exit_taken.assign(static_cast<size_t>(n), -1);
@@ -155,8 +171,12 @@ absl::StatusOr<ExitOutputs> EarlyExitNet::Run(const float* input, int64_t n, int
       // The whole batch runs each stage (padding semantics): samples that
       // already left ride along; only the ones still in read this exit.
       h = impl_->net->stages[i]->forward(h);
-      torch::Tensor logits = impl_->net->exits[i]->forward(h).contiguous();
-      torch::Tensor confidence = std::get<0>(torch::softmax(logits, 1).max(1)).contiguous();
+      torch::Tensor on_device = impl_->net->exits[i]->forward(h);
+      torch::Tensor confidence =
+          std::get<0>(torch::softmax(on_device, 1).max(1)).to(torch::kCPU).contiguous();
+      // Copied back per exit: which samples leave decides whether the next
+      // stage runs at all (on a GPU this is also where the stage finishes).
+      torch::Tensor logits = on_device.to(torch::kCPU).contiguous();
       const float* l = logits.data_ptr<float>();
       const float* conf = confidence.data_ptr<float>();
       for (int64_t s = 0; s < n; ++s) {

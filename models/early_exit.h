@@ -65,6 +65,10 @@ class EarlyExitNet {
   int num_exits() const;
   void set_exit_threshold(float threshold);
 
+  // Moves the weights to `device` ("cpu", "cuda", "cuda:N"; models/device.h
+  // checks the name). Run copies its input there and each exit's logits back.
+  absl::Status MoveTo(const std::string& device);
+
   // Serving. `input` is n samples of [in_channels, image_size, image_size],
   // already normalised. `max_exit` < 0: all exits; otherwise samples are
   // forced out at that exit at the latest (for per-exit evaluation).

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "absl/strings/str_cat.h"
+#include "models/device.h"
 #include "models/extracted_subnet_impl.h"
 
 namespace superserve::models {
@@ -156,6 +157,17 @@ ExtractedSubnet::~ExtractedSubnet() = default;
 at::Tensor ExtractedSubnet::Forward(const at::Tensor& x) {
   torch::NoGradGuard no_grad;
   return impl_->net->forward(x);
+}
+
+absl::Status ExtractedSubnet::MoveTo(const std::string& device) {
+  if (auto st = CheckDevice(device); !st.ok()) return st;
+  try {
+    impl_->net->to(c10::Device(device));
+    return absl::OkStatus();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("moving extracted subnet to ", device, ": ", e.what_without_backtrace()));
+  }
 }
 
 absl::Status ExtractedSubnet::Save(const std::string& path) const {

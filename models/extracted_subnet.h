@@ -34,6 +34,10 @@ class ExtractedSubnet {
   // Inference forward (eval mode, no grad) of x [N, C, H, W] -> logits [N, classes].
   at::Tensor Forward(const at::Tensor& x);
 
+  // Moves the weights to `device` ("cpu", "cuda", "cuda:N"; models/device.h);
+  // Forward then expects its input there.
+  absl::Status MoveTo(const std::string& device);
+
   // Weights, statistics and the architecture needed to rebuild the module.
   absl::Status Save(const std::string& path) const;
   static absl::StatusOr<std::unique_ptr<ExtractedSubnet>> Load(const std::string& path);

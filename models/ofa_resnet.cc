@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "absl/strings/str_cat.h"
+#include "models/device.h"
 #include "models/extracted_subnet_impl.h"
 #include "operators/layer_select.h"
 #include "operators/subnet_norm.h"
@@ -132,6 +133,9 @@ TORCH_MODULE(Supernet);
 
 struct OfaResNet::Impl {
   explicit Impl(const OfaResNetConfig& c) : config(c), net(c) {}
+
+  std::string device_name = "cpu";
+  c10::Device device = c10::kCPU;
 
   // The active subnet, precomputed at actuation so Forward only reads it.
   void SetActive(const ControlTuple& canonical) {
@@ -320,10 +324,12 @@ absl::Status OfaResNet::Actuate(const ControlTuple& control) {
 
 const ControlTuple& OfaResNet::active() const { return impl_->active; }
 
-at::Tensor OfaResNet::Forward(const at::Tensor& x) {
+at::Tensor OfaResNet::Forward(const at::Tensor& input) {
   Impl& m = *impl_;
-  TORCH_CHECK(x.dim() == 4 && x.size(1) == m.config.input_channels, "OfaResNet: input must be [N, ",
-              m.config.input_channels, ", H, W], got ", x.sizes());
+  TORCH_CHECK(input.dim() == 4 && input.size(1) == m.config.input_channels,
+              "OfaResNet: input must be [N, ", m.config.input_channels, ", H, W], got ",
+              input.sizes());
+  const at::Tensor x = input.device() == m.device ? input : input.to(m.device);
   if (m.training) {
     return m.net->forward(x, m.active_shape, m.stage_depths, m.active.subnet_id,
                           m.config.num_classes);
@@ -342,6 +348,21 @@ absl::StatusOr<at::Tensor> OfaResNet::Infer(const at::Tensor& x) {
     return FromTorchError(e, "OfaResNet forward");
   }
 }
+
+absl::Status OfaResNet::MoveTo(const std::string& device) {
+  if (auto st = CheckDevice(device); !st.ok()) return st;
+  try {
+    c10::Device d(device);
+    impl_->net->to(d);
+    impl_->device = d;
+    impl_->device_name = device;
+    return absl::OkStatus();
+  } catch (const c10::Error& e) {
+    return FromTorchError(e, absl::StrCat("moving OfaResNet to ", device));
+  }
+}
+
+const std::string& OfaResNet::device() const { return impl_->device_name; }
 
 void OfaResNet::Train() {
   if (impl_->calibrating_slot != kNoSlot) return;

@@ -90,6 +90,12 @@ class OfaResNet {
   at::Tensor Forward(const at::Tensor& x);
   absl::StatusOr<at::Tensor> Infer(const at::Tensor& x);
 
+  // Moves every weight and statistic to `device` ("cpu", "cuda", "cuda:N";
+  // models/device.h checks the name). Forward then takes inputs on any
+  // device, copies them there and returns logits on `device`.
+  absl::Status MoveTo(const std::string& device);
+  const std::string& device() const;
+
   void Train();  // batch statistics, grad enabled
   void Eval();   // slot statistics, no grad
   bool is_training() const;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "models/device.h"
 
 namespace superserve::models {
 namespace {
@@ -56,6 +57,7 @@ absl::Status CheckForwardSchema(const torch::jit::Module& module, const std::str
 
 struct ScriptedSupernet::Impl {
   torch::jit::Module module;
+  c10::Device device = c10::kCPU;
   // The actuated control, as forward's arguments.
   int64_t subnet_id = -1;
   std::vector<int64_t> depths;
@@ -92,6 +94,19 @@ absl::Status ScriptedSupernet::Actuate(const ControlTuple& control) {
   return absl::OkStatus();
 }
 
+absl::Status ScriptedSupernet::MoveTo(const std::string& device) {
+  if (auto st = CheckDevice(device); !st.ok()) return st;
+  try {
+    c10::Device d(device);
+    impl_->module.to(d);
+    impl_->device = d;
+    return absl::OkStatus();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("moving the scripted supernet to ", device, ": ", e.what_without_backtrace()));
+  }
+}
+
 absl::StatusOr<at::Tensor> ScriptedSupernet::Infer(const at::Tensor& x) {
   if (impl_->subnet_id < 0) {
     return absl::FailedPreconditionError("scripted supernet: Infer before Actuate");
@@ -99,7 +114,7 @@ absl::StatusOr<at::Tensor> ScriptedSupernet::Infer(const at::Tensor& x) {
   try {
     std::vector<c10::IValue> args;
     args.reserve(5);
-    args.emplace_back(x);
+    args.emplace_back(x.device() == impl_->device ? x : x.to(impl_->device));
     args.emplace_back(impl_->subnet_id);
     args.emplace_back(c10::List<int64_t>(impl_->depths));
     args.emplace_back(c10::List<double>(impl_->expand_ratios));

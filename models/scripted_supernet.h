@@ -47,6 +47,11 @@ class ScriptedSupernet {
   // shape, unknown slot, ...) becomes INVALID_ARGUMENT with its message.
   absl::StatusOr<at::Tensor> Infer(const at::Tensor& x);
 
+  // Moves the module's parameters and buffers to `device` ("cpu", "cuda",
+  // "cuda:N"; models/device.h checks the name); Infer then copies its input
+  // there.
+  absl::Status MoveTo(const std::string& device);
+
  private:
   struct Impl;
   explicit ScriptedSupernet(std::unique_ptr<Impl> impl);

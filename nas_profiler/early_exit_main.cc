@@ -37,6 +37,9 @@ ABSL_FLAG(int, threads, 2, "Intra-op threads for training (profiling always uses
 ABSL_FLAG(int, samples, 500, "profile: batch-1 timings per application.");
 ABSL_FLAG(int, batches, 30, "profile: timed batches per batch size for the batch-time fit.");
 ABSL_FLAG(int64_t, max_steps, -1, "Stop training after this many steps (-1: all epochs).");
+ABSL_FLAG(std::string, device, "cpu",
+          "eval/profile: where the network runs (cpu, cuda, cuda:N; cuda needs a CUDA LibTorch "
+          "build, docs/gpu.md). Training stays on the CPU.");
 ABSL_FLAG(bool, json, false, "Print one JSON object as the last line.");
 
 namespace superserve::nas {
@@ -188,6 +191,10 @@ int Run(const std::string& cmd) {
       return 2;
     }
     net = *std::move(loaded);
+    if (auto st = net->MoveTo(absl::GetFlag(FLAGS_device)); !st.ok()) {
+      std::fprintf(stderr, "superserve-early-exit: --device: %s\n", st.ToString().c_str());
+      return 2;
+    }
   }
   if (cmd == "build" || cmd == "eval") {
     auto evals = EvaluateEarlyExit(*net, *test, kPixelMean, kPixelStd, FashionMnistApplications());

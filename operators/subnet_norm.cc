@@ -66,8 +66,10 @@ void SubnetNormImpl::ResetSlots(const std::vector<int64_t>& channels_per_slot) {
     total += c;
   }
   torch::NoGradGuard no_grad;
-  mean_storage.set_(torch::zeros({total}, statistics_dtype_));
-  var_storage.set_(torch::ones({total}, statistics_dtype_));
+  // On the storage's device: slots may be set after the model moved.
+  const auto options = mean_storage.options().dtype(statistics_dtype_);
+  mean_storage.set_(torch::zeros({total}, options));
+  var_storage.set_(torch::ones({total}, options));
   WriteSlotTable();
 }
 
@@ -77,22 +79,23 @@ int64_t SubnetNormImpl::AddSlot(int64_t channels) {
   torch::NoGradGuard no_grad;
   offsets_.push_back(channels > 0 ? mean_storage.size(0) : -1);
   channels_.push_back(channels);
-  mean_storage.set_(torch::cat({mean_storage, torch::zeros({channels}, statistics_dtype_)}));
-  var_storage.set_(torch::cat({var_storage, torch::ones({channels}, statistics_dtype_)}));
+  const auto options = mean_storage.options().dtype(statistics_dtype_);
+  mean_storage.set_(torch::cat({mean_storage, torch::zeros({channels}, options)}));
+  var_storage.set_(torch::cat({var_storage, torch::ones({channels}, options)}));
   WriteSlotTable();
   return num_slots() - 1;
 }
 
 void SubnetNormImpl::WriteSlotTable() {
   torch::NoGradGuard no_grad;
-  slot_offsets.set_(torch::tensor(offsets_, torch::kInt64));
-  slot_channels.set_(torch::tensor(channels_, torch::kInt64));
+  slot_offsets.set_(torch::tensor(offsets_, torch::kInt64).to(slot_offsets.device()));
+  slot_channels.set_(torch::tensor(channels_, torch::kInt64).to(slot_channels.device()));
 }
 
 void SubnetNormImpl::SyncSlotTableFromBuffers() {
   TORCH_CHECK(slot_offsets.numel() == slot_channels.numel(), "SubnetNorm: slot table mismatch");
-  auto off = slot_offsets.contiguous();
-  auto ch = slot_channels.contiguous();
+  auto off = slot_offsets.to(torch::kCPU).contiguous();
+  auto ch = slot_channels.to(torch::kCPU).contiguous();
   offsets_.assign(off.data_ptr<int64_t>(), off.data_ptr<int64_t>() + off.numel());
   channels_.assign(ch.data_ptr<int64_t>(), ch.data_ptr<int64_t>() + ch.numel());
   for (size_t s = 0; s < offsets_.size(); ++s) {

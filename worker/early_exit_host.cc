@@ -12,9 +12,11 @@ namespace superserve {
 EarlyExitHost::~EarlyExitHost() = default;
 
 absl::StatusOr<std::unique_ptr<EarlyExitHost>> EarlyExitHost::Load(const ModelEntry& model,
-                                                                   const std::string& checkpoint) {
+                                                                   const std::string& checkpoint,
+                                                                   const std::string& device) {
   auto net = models::EarlyExitNet::Load(checkpoint);
   if (!net.ok()) return net.status();
+  if (auto st = (*net)->MoveTo(device); !st.ok()) return st;
   std::unique_ptr<EarlyExitHost> host(new EarlyExitHost());
   host->net_ = *std::move(net);
   const auto& c = host->net_->config();

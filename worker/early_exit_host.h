@@ -30,8 +30,10 @@ class EarlyExitNet;
 // Torch stays in the .cc file. One caller at a time.
 class EarlyExitHost {
  public:
+  // The network runs on `device` ("cpu" or "cuda[:N]", models/device.h).
   static absl::StatusOr<std::unique_ptr<EarlyExitHost>> Load(const ModelEntry& model,
-                                                             const std::string& checkpoint);
+                                                             const std::string& checkpoint,
+                                                             const std::string& device = "cpu");
   ~EarlyExitHost();
 
   absl::StatusOr<std::vector<HostTensor>> Run(absl::Span<const v1::Tensor* const> inputs,

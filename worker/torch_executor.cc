@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "models/device.h"
 #include "models/ofa_resnet.h"
 #include "models/scripted_supernet.h"
 #include "worker/early_exit_host.h"
@@ -30,6 +31,7 @@ class Servable {
   virtual ~Servable() = default;
   virtual absl::Status Actuate(const ControlTuple& control) = 0;
   virtual absl::StatusOr<at::Tensor> Infer(const at::Tensor& x) = 0;
+  virtual absl::Status MoveTo(const std::string& device) = 0;
 };
 
 template <class Net>
@@ -38,19 +40,25 @@ class ServableNet final : public Servable {
   explicit ServableNet(std::unique_ptr<Net> net) : net_(std::move(net)) {}
   absl::Status Actuate(const ControlTuple& control) override { return net_->Actuate(control); }
   absl::StatusOr<at::Tensor> Infer(const at::Tensor& x) override { return net_->Infer(x); }
+  absl::Status MoveTo(const std::string& device) override { return net_->MoveTo(device); }
 
  private:
   std::unique_ptr<Net> net_;
 };
 
-// Loads `model`'s supernet from `path` in inference mode. An OFA-ResNet
-// checkpoint must have the shape its manifest's "architecture" states.
+// Loads `model`'s supernet from `path` in inference mode on `device`. An
+// OFA-ResNet checkpoint must have the shape its manifest's "architecture"
+// states.
 absl::StatusOr<std::unique_ptr<Servable>> LoadServable(const ModelEntry& model,
-                                                       const std::string& path) {
+                                                       const std::string& path,
+                                                       const std::string& device) {
+  std::unique_ptr<Servable> servable;
   if (model.profile.family == kTorchScriptFamily) {
     auto net = models::ScriptedSupernet::Load(path);
     if (!net.ok()) return net.status();
-    return std::make_unique<ServableNet<models::ScriptedSupernet>>(*std::move(net));
+    servable = std::make_unique<ServableNet<models::ScriptedSupernet>>(*std::move(net));
+    if (auto st = servable->MoveTo(device); !st.ok()) return st;
+    return servable;
   }
   auto net = models::OfaResNet::Load(path);
   if (!net.ok()) return net.status();
@@ -62,11 +70,15 @@ absl::StatusOr<std::unique_ptr<Servable>> LoadServable(const ModelEntry& model,
     }
   }
   (*net)->Eval();
-  return std::make_unique<ServableNet<models::OfaResNet>>(*std::move(net));
+  servable = std::make_unique<ServableNet<models::OfaResNet>>(*std::move(net));
+  if (auto st = servable->MoveTo(device); !st.ok()) return st;
+  return servable;
 }
 
 class TorchExecutor final : public Executor {
  public:
+  explicit TorchExecutor(std::string device) : device_(std::move(device)) {}
+
   std::string_view kind() const override { return "torch"; }
 
   absl::Status Load(const ModelEntry& model) override {
@@ -78,13 +90,13 @@ class TorchExecutor final : public Executor {
                     : FindCheckpoint(model.directory);
     if (!path.ok()) return path.status();
     if (model.profile.family == kEarlyExitFamily) {
-      auto host = EarlyExitHost::Load(model, *path);
+      auto host = EarlyExitHost::Load(model, *path, device_);
       if (!host.ok()) return host.status();
       std::lock_guard<std::mutex> lock(mu_);
       early_exit_[model.name] = *std::move(host);
       return absl::OkStatus();
     }
-    auto net = LoadServable(model, *path);
+    auto net = LoadServable(model, *path, device_);
     if (!net.ok()) return net.status();
     // Every subnet the router may ask for must actuate: fail at load time,
     // not on the first batch (a scripted module checks its arguments when it
@@ -199,7 +211,8 @@ class TorchExecutor final : public Executor {
       if (auto st = m.net->Actuate(control); !st.ok()) return st;
       auto logits = m.net->Infer(x);
       if (!logits.ok()) return logits.status();
-      torch::Tensor out = logits->contiguous().to(torch::kFloat32);
+      // Back on the host (on a GPU this copy is where the batch finishes).
+      torch::Tensor out = logits->to(torch::kCPU, torch::kFloat32).contiguous();
       if (out.dim() != 2 || out.size(0) != padded) {
         return absl::InternalError(absl::StrCat("model ", model, " returned shape ",
                                                 out.sizes().vec().size(), "-d for ", inputs.size(),
@@ -240,6 +253,7 @@ class TorchExecutor final : public Executor {
     auto it = early_exit_.find(model);
     return it == early_exit_.end() ? nullptr : it->second.get();
   }
+  const std::string device_;  // where every model's weights live and batches run
   std::mutex mu_;
   std::map<std::string, Loaded> models_;
   // Dynamic models (family "early_exit"), each on its own host.
@@ -264,9 +278,11 @@ absl::StatusOr<std::string> FindCheckpoint(const std::string& model_directory) {
       found.size(), " *.pt files)"));
 }
 
-absl::StatusOr<std::unique_ptr<Executor>> MakeTorchExecutor(int intra_op_threads) {
+absl::StatusOr<std::unique_ptr<Executor>> MakeTorchExecutor(int intra_op_threads,
+                                                            const std::string& device) {
+  if (auto st = models::CheckDevice(device); !st.ok()) return st;
   torch::set_num_threads(std::max(1, intra_op_threads));
-  return std::make_unique<TorchExecutor>();
+  return std::make_unique<TorchExecutor>(device);
 }
 
 }  // namespace superserve

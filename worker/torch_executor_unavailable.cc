@@ -5,7 +5,7 @@
 
 namespace superserve {
 
-absl::StatusOr<std::unique_ptr<Executor>> MakeTorchExecutor(int) {
+absl::StatusOr<std::unique_ptr<Executor>> MakeTorchExecutor(int, const std::string&) {
   return absl::UnimplementedError(
       "this build has no torch executor (SUPERSERVE_WITH_TORCH=OFF); use --emulate");
 }

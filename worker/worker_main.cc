@@ -30,6 +30,9 @@ ABSL_FLAG(std::string, tls_ca_file, "",
 ABSL_FLAG(std::string, model_repo, "", "Model repository directory (<repo>/<model>/profile.json + checkpoint).");
 ABSL_FLAG(std::string, models, "", "Comma-separated subset of the repository's models (default: all).");
 ABSL_FLAG(int32_t, threads, 1, "Intra-op threads for the torch executor.");
+ABSL_FLAG(std::string, device, "cpu",
+          "Where the torch executor keeps the supernets and runs batches: cpu, cuda or cuda:N "
+          "(cuda needs a worker built against a CUDA LibTorch: docs/gpu.md).");
 ABSL_FLAG(bool, emulate, false,
           "Sleep the profiled latency instead of running torch (reported at registration).");
 ABSL_FLAG(int32_t, instances, 1,
@@ -135,7 +138,7 @@ int main(int argc, char** argv) {
     }
     executor = std::make_unique<EmulatedExecutor>(slowdown);
   } else {
-    auto e = MakeTorchExecutor(absl::GetFlag(FLAGS_threads));
+    auto e = MakeTorchExecutor(absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_device));
     if (!e.ok()) {
       SS_LOG(ERROR) << e.status().message();
       return 1;

@@ -1,9 +1,10 @@
 // SubNetAct microbenchmarks (SuperServe §3, Fig. 5), each against its
 // baseline in the same run:
 //   actuation: OfaResNet::Actuate (in-place switch) vs loading an extracted
-//              subnet from disk (ImageNet-size OFA-ResNet50).
+//              subnet from disk (ImageNet-size OFA-ResNet50) onto --device.
 //   overhead:  actuated supernet forward vs the extracted dense subnet, same
-//              input, interleaved (Fashion-MNIST size, 1 intra-op thread).
+//              input, interleaved (Fashion-MNIST size, 1 intra-op thread),
+//              on --device (a GPU's times include the synchronisation).
 //   memory:    one supernet serving 500 subnets vs six extracted subnets
 //              spanning the size (accuracy) range (ImageNet size).
 #include <torch/torch.h>
@@ -16,10 +17,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "bench/benchmark_registry.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
+#include "models/device.h"
 #include "models/ofa_resnet.h"
+
+ABSL_FLAG(std::string, device, "cpu",
+          "actuation, overhead: where the supernet and the extracted subnet run (cpu, cuda, "
+          "cuda:N; cuda needs a CUDA LibTorch build, docs/gpu.md).");
 
 namespace superserve::bench {
 namespace {
@@ -58,12 +65,15 @@ std::vector<int> SlotsBySize(const OfaResNetConfig& c, const std::vector<Control
 }
 
 int RunActuation(const BenchmarkArgs& args) {
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (auto s = models::CheckDevice(device); !s.ok()) return Fail("--device", s);
   const OfaResNetConfig c = OfaResNetConfig::ImageNetResNet50();
   auto model = OfaResNet::Create(c, 1);
   if (!model.ok()) return Fail("create", model.status());
   std::vector<ControlTuple> archs = SlotArchitectures(c, 500, 1);
   if (auto s = (*model)->SetSlots(archs); !s.ok()) return Fail("slots", s);
   (*model)->Eval();
+  if (auto s = (*model)->MoveTo(device); !s.ok()) return Fail("move", s);
   // The baseline: a median-size subnet, extracted and stored on disk.
   const int median = SlotsBySize(c, archs)[archs.size() / 2];
   auto extracted = (*model)->Extract(archs[median]);
@@ -86,10 +96,13 @@ int RunActuation(const BenchmarkArgs& args) {
       failures += s.ok() ? 0 : 1;
       actuation_us.push_back(ToMicros(t1 - t0));
     }
+    // The baseline's switch: read the subnet and put it where it runs.
     Nanos t0 = RealClock::Get()->Now();
     auto loaded = models::ExtractedSubnet::Load(path);
-    Nanos t1 = RealClock::Get()->Now();
     if (!loaded.ok()) return Fail("load", loaded.status());
+    if (auto s = (*loaded)->MoveTo(device); !s.ok()) return Fail("move", s);
+    models::SynchronizeDevice(device);
+    Nanos t1 = RealClock::Get()->Now();
     load_ms.push_back(ToMillis(t1 - t0));
   }
   std::remove(path.c_str());
@@ -97,12 +110,13 @@ int RunActuation(const BenchmarkArgs& args) {
   const double load_p50 = Percentile(load_ms, 0.5);
   const double speedup = load_p50 * 1000.0 / p50;
   std::printf(
-      "actuation (500 slots, ImageNet OFA-ResNet50): p50 %.2f us, p99 %.2f us; load of "
-      "extracted median subnet from disk: p50 %.1f ms; speedup %.0fx\n",
-      p50, p99, load_p50, speedup);
+      "actuation (500 slots, ImageNet OFA-ResNet50, %s): p50 %.2f us, p99 %.2f us; load of "
+      "extracted median subnet from disk onto %s: p50 %.1f ms; speedup %.0fx\n",
+      device.c_str(), p50, p99, device.c_str(), load_p50, speedup);
   if (args.json) {
     std::printf("%s\n", JsonWriter()
                             .Add("benchmark", "actuation")
+                            .Add("device", device)
                             .Add("actuation_us_p50", p50)
                             .Add("actuation_us_p99", p99)
                             .Add("load_ms_p50", load_p50)
@@ -117,6 +131,8 @@ int RunActuation(const BenchmarkArgs& args) {
 }
 
 int RunOverhead(const BenchmarkArgs& args) {
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (auto s = models::CheckDevice(device); !s.ok()) return Fail("--device", s);
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
   const OfaResNetConfig c = OfaResNetConfig::FashionMnist();
@@ -138,17 +154,20 @@ int RunOverhead(const BenchmarkArgs& args) {
     if (auto st = (*model)->FinishCalibration(); !st.ok()) return Fail("calibrate", st);
   }
   (*model)->Eval();
+  if (auto s = (*model)->MoveTo(device); !s.ok()) return Fail("move", s);
 
   JsonWriter json;
-  json.Add("benchmark", "overhead").Add("intra_op_threads", static_cast<int64_t>(1));
+  json.Add("benchmark", "overhead").Add("device", device).Add("intra_op_threads",
+                                                             static_cast<int64_t>(1));
   std::vector<JsonWriter> cases;
   double worst = 0;
   for (const Subnet& s : subnets) {
     auto extracted = (*model)->Extract(archs[s.slot]);
     if (!extracted.ok()) return Fail("extract", extracted.status());
+    if (auto st = (*extracted)->MoveTo(device); !st.ok()) return Fail("move", st);
     if (auto st = (*model)->Actuate(archs[s.slot]); !st.ok()) return Fail("actuate", st);
     for (int64_t batch : {1, 16}) {
-      torch::Tensor x = torch::randn({batch, 1, 28, 28});
+      torch::Tensor x = torch::randn({batch, 1, 28, 28}).to(c10::Device(device));
       const int iters = batch == 1 ? 20 : 4;
       {  // both sides must compute the same function, or the timing means nothing
         torch::Tensor a = (*model)->Forward(x), d = (*extracted)->Forward(x);
@@ -166,6 +185,7 @@ int RunOverhead(const BenchmarkArgs& args) {
       auto time = [&](auto&& fn) {
         Nanos t0 = RealClock::Get()->Now();
         for (int i = 0; i < iters; ++i) fn();
+        models::SynchronizeDevice(device);
         return ToMicros(RealClock::Get()->Now() - t0) / iters;
       };
       for (int r = 0; r < 40; ++r) {  // interleaved, alternating which goes first
