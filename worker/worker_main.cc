@@ -1,5 +1,6 @@
 // superserve-worker: hosts supernets and runs the batches the router sends.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/clock.h"
 #include "common/init.h"
 #include "common/logging.h"
 #include "common/shutdown_signal.h"
@@ -16,6 +18,7 @@
 #include "common/model_repository.h"
 #include "common/secret.h"
 #include "worker/emulated_executor.h"
+#include "worker/latency_probe.h"
 #include "worker/router_link.h"
 #include "worker/torch_executor.h"
 
@@ -33,6 +36,12 @@ ABSL_FLAG(int32_t, threads, 1, "Intra-op threads for the torch executor.");
 ABSL_FLAG(std::string, device, "cpu",
           "Where the torch executor keeps the supernets and runs batches: cpu, cuda or cuda:N "
           "(cuda needs a worker built against a CUDA LibTorch: docs/gpu.md).");
+ABSL_FLAG(std::string, measure_profiles_to, "",
+          "Profile this machine instead of serving: load every supernet of --model_repo (or "
+          "--models) on --device, measure its latency table (every subnet at every batch size, "
+          "median of 7), write a copy of its folder with the measured profile.json to "
+          "DIR/<model>/ and exit. DIR is then a repository profiled where it will run "
+          "(docs/gpu.md).");
 ABSL_FLAG(bool, emulate, false,
           "Sleep the profiled latency instead of running torch (reported at registration).");
 ABSL_FLAG(int32_t, instances, 1,
@@ -63,6 +72,63 @@ ABSL_FLAG(int32_t, start_delay_ms, 0,
           "Testing: wait this long before starting each batch (a worker delayed on purpose). "
           "A batch that cannot start within its action window is refused: the router re-queues "
           "its queries or answers them DEADLINE_EXCEEDED.");
+
+namespace {
+
+// --measure_profiles_to: each loaded supernet's latency table measured on
+// this worker, written with a copy of its folder (checkpoint, manifest).
+int MeasureProfiles(superserve::Executor* executor,
+                    const std::vector<superserve::ModelEntry>& models, const std::string& out_dir,
+                    const std::string& device) {
+  namespace fs = std::filesystem;
+  using superserve::ModelProfile;
+  int written = 0;
+  for (const auto& m : models) {
+    if (m.profile.is_dynamic) {
+      SS_LOG(INFO) << "not measuring " << m.name
+                   << ": a dynamic model's execution times depend on its inputs "
+                      "(superserve-early-exit profile --device measures them)";
+      continue;
+    }
+    auto measured = superserve::MeasureLatencies(executor, m);
+    if (!measured.ok()) {
+      SS_LOG(ERROR) << "measuring " << m.name << ": " << measured.status().message();
+      return 1;
+    }
+    ModelProfile profile = m.profile;
+    if (auto st = profile.FillLatencies(*measured); !st.ok()) {
+      SS_LOG(ERROR) << "measuring " << m.name << ": " << st.message();
+      return 1;
+    }
+    profile.measured_on = absl::StrCat("superserve-worker --device ", device);
+    const fs::path dst = fs::path(out_dir) / m.name;
+    std::error_code ec;
+    fs::create_directories(dst, ec);
+    fs::copy(m.directory, dst,
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    if (ec) {
+      SS_LOG(ERROR) << "copying " << m.directory << " to " << dst << ": " << ec.message();
+      return 1;
+    }
+    if (auto st = profile.SaveFile((dst / "profile.json").string()); !st.ok()) {
+      SS_LOG(ERROR) << st.message();
+      return 1;
+    }
+    const auto& smallest = profile.subnets.front().latency;
+    SS_LOG(INFO) << "measured " << m.name << " on " << device << ": " << profile.subnets.size()
+                 << " subnets x " << profile.batch_sizes.size() << " batch sizes, first subnet "
+                 << superserve::ToMillis(smallest.front()) << " ms at batch " << profile.batch_sizes.front()
+                 << "; wrote " << (dst / "profile.json").string();
+    ++written;
+  }
+  if (written == 0) {
+    SS_LOG(ERROR) << "--measure_profiles_to: no supernet to measure";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace superserve;
@@ -99,8 +165,9 @@ int main(int argc, char** argv) {
   }
   std::vector<ModelEntry> models;
   const std::string subset = absl::GetFlag(FLAGS_models);
+  const std::string measure_to = absl::GetFlag(FLAGS_measure_profiles_to);
   for (auto& m : *all) {
-    if (!m.profile.latencies_measured) {
+    if (!m.profile.latencies_measured && measure_to.empty()) {
       // Its latencies are measured when the router sends it (a package the
       // router's repository or superserve-admin register holds).
       SS_LOG(INFO) << "not loading " << m.name << " at start-up: its profile leaves latency_us "
@@ -152,6 +219,13 @@ int main(int argc, char** argv) {
     }
     SS_LOG(INFO) << "loaded " << m.name << " (" << m.profile.subnets.size() << " subnets, "
                  << executor->kind() << ")";
+  }
+  if (!measure_to.empty()) {
+    if (emulate) {
+      std::fprintf(stderr, "superserve-worker: --measure_profiles_to needs the torch executor\n");
+      return 2;
+    }
+    return MeasureProfiles(executor.get(), models, measure_to, absl::GetFlag(FLAGS_device));
   }
   std::string fleet_token;
   if (const std::string f = absl::GetFlag(FLAGS_fleet_token_file); !f.empty()) {
