@@ -86,7 +86,9 @@ TEST(DeviceTest, SupernetOnCudaComputesWhatItComputesOnTheCpu) {
     torch::Tensor want = (*cpu)->Forward(x);
     torch::Tensor got = (*gpu)->Forward(x);  // input on the CPU: copied over
     EXPECT_TRUE(got.device().is_cuda());
-    EXPECT_TRUE(torch::allclose(got.cpu(), want, 1e-3, 1e-3))
+    // cuDNN convolutions run in TF32 by default (a 10-bit mantissa): logits
+    // agree to about 1e-3 relative per layer, not to the CPU's float32 bits.
+    EXPECT_TRUE(torch::allclose(got.cpu(), want, 1e-2, 1e-2))
         << "subnet " << a.subnet_id << " max diff "
         << (got.cpu() - want).abs().max().item<float>();
   }

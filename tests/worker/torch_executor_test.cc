@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -98,7 +99,9 @@ TEST(TorchExecutorTest, CudaExecutorAnswersWhatTheCpuExecutorAnswers) {
       ASSERT_EQ(got->size(), want->size());
       for (size_t i = 0; i < got->size(); ++i) {
         for (int64_t k = 0; k < (*want)[i].num_elements(); ++k) {
-          EXPECT_NEAR((*got)[i].as<float>()[k], (*want)[i].as<float>()[k], 2e-3)
+          // TF32 convolutions on the GPU (cuDNN's default): ~1e-3 relative per layer.
+          const float w = (*want)[i].as<float>()[k];
+          EXPECT_NEAR((*got)[i].as<float>()[k], w, 1e-2f * std::max(1.f, std::abs(w)))
               << model.name << " subnet " << control.subnet_id << " row " << i << " logit " << k;
         }
       }
