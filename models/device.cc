@@ -33,6 +33,18 @@ absl::Status CheckDevice(const std::string& device) {
   return absl::OkStatus();
 }
 
+absl::Status MoveModule(torch::nn::Module& module, const std::string& device,
+                        const std::string& what) {
+  if (auto st = CheckDevice(device); !st.ok()) return st;
+  try {
+    module.to(c10::Device(device));
+    return absl::OkStatus();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("moving ", what, " to ", device, ": ", e.what_without_backtrace()));
+  }
+}
+
 void SynchronizeDevice(const std::string& device) {
   if (device.rfind("cuda", 0) != 0) return;
   c10::Device d(device);

@@ -11,10 +11,20 @@
 
 #include "absl/status/status.h"
 
+namespace torch::nn {
+class Module;
+}
+
 namespace superserve::models {
 
 // OK when `device` names a device this process can run on.
 absl::Status CheckDevice(const std::string& device);
+
+// CheckDevice, then moves `module`'s parameters and buffers to `device`
+// (in place: the module's own tensor handles follow). `what` names the model
+// in the error. A refused device moves nothing.
+absl::Status MoveModule(torch::nn::Module& module, const std::string& device,
+                        const std::string& what);
 
 // Blocks until every queued kernel on `device` has finished (a no-op on the
 // CPU). Timings of GPU work call it before reading the clock.

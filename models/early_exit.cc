@@ -120,16 +120,9 @@ int EarlyExitNet::num_exits() const { return static_cast<int>(impl_->config.stag
 void EarlyExitNet::set_exit_threshold(float threshold) { impl_->config.exit_threshold = threshold; }
 
 absl::Status EarlyExitNet::MoveTo(const std::string& device) {
-  if (auto st = CheckDevice(device); !st.ok()) return st;
-  try {
-    c10::Device d(device);
-    impl_->net->to(d);
-    impl_->device = d;
-    return absl::OkStatus();
-  } catch (const c10::Error& e) {
-    return absl::InternalError(
-        absl::StrCat("moving the early-exit model to ", device, ": ", e.what_without_backtrace()));
-  }
+  if (auto st = MoveModule(*impl_->net, device, "the early-exit model"); !st.ok()) return st;
+  impl_->device = c10::Device(device);
+  return absl::OkStatus();
 }
 
 void EarlyExitNet::SetTraining(bool training) {

@@ -160,14 +160,7 @@ at::Tensor ExtractedSubnet::Forward(const at::Tensor& x) {
 }
 
 absl::Status ExtractedSubnet::MoveTo(const std::string& device) {
-  if (auto st = CheckDevice(device); !st.ok()) return st;
-  try {
-    impl_->net->to(c10::Device(device));
-    return absl::OkStatus();
-  } catch (const c10::Error& e) {
-    return absl::InternalError(
-        absl::StrCat("moving extracted subnet to ", device, ": ", e.what_without_backtrace()));
-  }
+  return MoveModule(*impl_->net, device, "extracted subnet");
 }
 
 absl::Status ExtractedSubnet::Save(const std::string& path) const {

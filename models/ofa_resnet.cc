@@ -350,16 +350,10 @@ absl::StatusOr<at::Tensor> OfaResNet::Infer(const at::Tensor& x) {
 }
 
 absl::Status OfaResNet::MoveTo(const std::string& device) {
-  if (auto st = CheckDevice(device); !st.ok()) return st;
-  try {
-    c10::Device d(device);
-    impl_->net->to(d);
-    impl_->device = d;
-    impl_->device_name = device;
-    return absl::OkStatus();
-  } catch (const c10::Error& e) {
-    return FromTorchError(e, absl::StrCat("moving OfaResNet to ", device));
-  }
+  if (auto st = MoveModule(*impl_->net, device, "OfaResNet"); !st.ok()) return st;
+  impl_->device = c10::Device(device);
+  impl_->device_name = device;
+  return absl::OkStatus();
 }
 
 const std::string& OfaResNet::device() const { return impl_->device_name; }

@@ -16,6 +16,21 @@
 namespace superserve {
 namespace {
 
+// `count` wire tensors of `shape` with uniform [0, 1) pixels, seeded.
+std::vector<v1::Tensor> RandomImages(const std::vector<int64_t>& shape, int count, uint32_t seed) {
+  int64_t sample = 1;
+  for (int64_t d : shape) sample *= d;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> pixel(0.f, 1.f);
+  std::vector<v1::Tensor> images(count);
+  for (auto& t : images) {
+    std::vector<float> v(sample);
+    for (float& x : v) x = pixel(rng);
+    EncodeTensor(MakeFloatTensor(shape, v), &t);
+  }
+  return images;
+}
+
 TEST(TorchExecutorTest, UnprofiledBatchSizesArePaddedAndAnswerOnlyTheirRows) {
   auto models = LoadModelRepository(std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/models");
   ASSERT_TRUE(models.ok()) << models.status();
@@ -28,16 +43,7 @@ TEST(TorchExecutorTest, UnprofiledBatchSizesArePaddedAndAnswerOnlyTheirRows) {
   ASSERT_TRUE(executor.ok());
   ASSERT_TRUE((*executor)->Load(model).ok());
 
-  int64_t sample = 1;
-  for (int64_t d : model.profile.input_shape) sample *= d;
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> pixel(0.f, 1.f);
-  std::vector<v1::Tensor> images(3);
-  for (auto& t : images) {
-    std::vector<float> v(sample);
-    for (float& x : v) x = pixel(rng);
-    EncodeTensor(MakeFloatTensor(model.profile.input_shape, v), &t);
-  }
+  std::vector<v1::Tensor> images = RandomImages(model.profile.input_shape, 3, 5);
   const ControlTuple& control = model.profile.subnets[1].control;
   auto batch = (*executor)->Run(model.name, control, {&images[0], &images[1], &images[2]});
   ASSERT_TRUE(batch.ok()) << batch.status();
@@ -77,16 +83,7 @@ TEST(TorchExecutorTest, CudaExecutorAnswersWhatTheCpuExecutorAnswers) {
   for (const ModelEntry& model : *models) {
     ASSERT_TRUE((*cpu)->Load(model).ok()) << model.name;
     ASSERT_TRUE((*gpu)->Load(model).ok()) << model.name;
-    int64_t sample = 1;
-    for (int64_t d : model.profile.input_shape) sample *= d;
-    std::mt19937 rng(9);
-    std::uniform_real_distribution<float> pixel(0.f, 1.f);
-    std::vector<v1::Tensor> images(4);
-    for (auto& t : images) {
-      std::vector<float> v(sample);
-      for (float& x : v) x = pixel(rng);
-      EncodeTensor(MakeFloatTensor(model.profile.input_shape, v), &t);
-    }
+    std::vector<v1::Tensor> images = RandomImages(model.profile.input_shape, 4, 9);
     const std::vector<const v1::Tensor*> batch = {&images[0], &images[1], &images[2], &images[3]};
     std::vector<ControlTuple> controls;
     for (const auto& s : model.profile.subnets) controls.push_back(s.control);
