@@ -37,6 +37,10 @@ class Executor {
   // "torch" or "emulated"; the worker reports it when registering.
   virtual std::string_view kind() const = 0;
   virtual absl::Status Load(const ModelEntry& model) = 0;
+  // Called on the thread that will run batches, before its first one: an
+  // executor whose device keeps per-thread state creates it here, not inside
+  // a served batch. The default does nothing.
+  virtual void PrepareThread() {}
   // Frees a loaded model (an unregistered one); NOT_FOUND if not loaded.
   virtual absl::Status Unload(const std::string& model) = 0;
   // `inputs` are wire tensors already checked against the model's

@@ -360,6 +360,9 @@ void RouterLink::HeartbeatLoop(Nanos interval) {
 }
 
 void RouterLink::ExecuteLoop() {
+  // Before the router's first batch can arrive, as a rule (per-thread device
+  // state; Executor::PrepareThread).
+  executor_->PrepareThread();
   while (true) {
     ReceivedBatch b;
     {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "common/model_repository.h"
 #include "superserve/v1/tensor.pb.h"
@@ -90,7 +91,13 @@ TEST(TorchExecutorTest, CudaExecutorAnswersWhatTheCpuExecutorAnswers) {
     if (controls.empty()) controls.push_back(ControlTuple());  // a dynamic model
     for (const ControlTuple& control : controls) {
       auto want = (*cpu)->Run(model.name, control, batch);
-      auto got = (*gpu)->Run(model.name, control, batch);
+      // On a fresh thread, prepared as the worker's executor thread is.
+      absl::StatusOr<std::vector<HostTensor>> got = absl::UnknownError("not run");
+      std::thread batch_thread([&] {
+        (*gpu)->PrepareThread();
+        got = (*gpu)->Run(model.name, control, batch);
+      });
+      batch_thread.join();
       ASSERT_TRUE(want.ok()) << want.status();
       ASSERT_TRUE(got.ok()) << got.status();
       ASSERT_EQ(got->size(), want->size());
