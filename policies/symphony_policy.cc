@@ -26,6 +26,7 @@ SymphonyPolicy::SymphonyPolicy(const ModelProfile& profile, SymphonyOptions opti
       timeout_(options.timeout),
       window_drop_(options.window_drop),
       window_fraction_(options.window_fraction),
+      frontrun_margin_(options.frontrun_margin),
       arrivals_(options.rate_window) {}
 
 int32_t SymphonyPolicy::TargetBatch(Nanos budget, double rate) const {
@@ -61,7 +62,10 @@ SymphonyPolicy::Candidate SymphonyPolicy::Plan(int64_t pending, Nanos deadline, 
   // cannot grow the batch. A full batch (the largest profiled) runs now.
   Nanos frontrun = std::numeric_limits<Nanos>::min();
   if (c.size < table_.max_batch()) {
-    frontrun = deadline - overhead - table_.latency(rank_, table_.BatchIndexFor(c.size + 1));
+    const auto margin =
+        static_cast<Nanos>(frontrun_margin_ * static_cast<double>(deadline - arrival));
+    frontrun =
+        deadline - overhead - table_.latency(rank_, table_.BatchIndexFor(c.size + 1)) - margin;
   }
   c.exec = std::max(now, frontrun);
   return c;

@@ -33,6 +33,12 @@ struct SymphonyOptions {
   // batch a little instead of dropping the head, while the overload spiral,
   // where the head's slack fits only a small batch, is still cut.
   double window_fraction = 0.9;
+  // The frontrun moment moves this fraction of the query's SLO budget
+  // (deadline − arrival) earlier. Symphony's scheduler plans with a high
+  // percentile of its network delay for the same reason (Symphony, Fig. 14):
+  // at the frontrun moment of a padded profile the batch has no slack left,
+  // so any dispatch jitter beyond the overhead estimate makes it late.
+  double frontrun_margin = 0.02;
   Nanos rate_window = Millis(250);
 };
 
@@ -41,9 +47,10 @@ struct SymphonyOptions {
 // accuracy). The candidate batch B is the largest EDF prefix that still
 // meets the head's deadline d when started now; with ℓ(b) the latency of b
 // queries plus the dispatch overhead estimate,
-//   exec   = max(now, d − ℓ(|B| + 1))   (frontrun: one more query would no
-//                                       longer fit, so waiting longer
-//                                       cannot grow the batch)
+//   exec   = max(now, d − ℓ(|B| + 1) − m)   (frontrun: one more query
+//                                       would no longer fit, so waiting
+//                                       longer cannot grow the batch; m is
+//                                       frontrun_margin of the SLO budget)
 //   latest = d − ℓ(|B|).
 // Before exec the policy answers WakeAt(exec) (asked again sooner on an
 // arrival, which may grow the batch and move exec earlier); at exec it
@@ -82,6 +89,7 @@ class SymphonyPolicy : public ProfiledPolicy {
   Nanos timeout_;
   bool window_drop_;
   double window_fraction_;
+  double frontrun_margin_;
   ArrivalRateEstimator arrivals_;
   int32_t target_ = 1;
   Nanos target_at_ = -1;  // when target_ was computed (recomputed every 5 ms)

@@ -30,9 +30,11 @@ ModelProfile LinearProfile() {
   return HandProfile(batches, {76}, {ms});
 }
 
+// Algorithm 1's arithmetic, exactly: no overhead, no frontrun margin.
 SymphonyOptions Deferred() {
   SymphonyOptions o;
   o.base = NoOverhead();
+  o.frontrun_margin = 0;
   return o;
 }
 
@@ -118,12 +120,31 @@ TEST(SymphonyPolicyTest, DropsInfeasibleHeadsBeforePlanning) {
 TEST(SymphonyPolicyTest, DispatchOverheadMovesTheWindowEarlier) {
   SymphonyOptions o;
   o.base.initial_overhead = Millis(1);
+  o.frontrun_margin = 0;
   SymphonyPolicy p(LinearProfile(), o);
   EdfQueue q = PaperQueue(3);  // deadline 12; frontrun 12 - 1 - ℓ(4) = 2
   const std::vector<int32_t> free = {0};
   Decision d = p.Decide({q, Micros(1500), free, 1});
   EXPECT_EQ(d.kind, Decision::Kind::kWakeAt);
   EXPECT_EQ(d.wake_at, Millis(2));
+}
+
+TEST(SymphonyPolicyTest, TheFrontrunMarginMovesTheDispatchButNotTheWindowsEnd) {
+  SymphonyOptions o = Deferred();
+  o.frontrun_margin = 0.02;  // the default
+  EXPECT_EQ(SymphonyOptions().frontrun_margin, 0.02);
+  SymphonyPolicy p(LinearProfile(), o);
+  // As WaitsUntilTheFrontrunMoment, 2 % of the 12-ms budget earlier.
+  EdfQueue q = PaperQueue(3);
+  const std::vector<int32_t> free = {0};
+  Decision d = p.Decide({q, Micros(1500), free, 1});
+  EXPECT_EQ(d.kind, Decision::Kind::kWakeAt);
+  EXPECT_EQ(d.wake_at, Millis(3) - Micros(240));
+  EXPECT_EQ(p.Urgency(q, Micros(1500)), Millis(4)) << "latest = 12 - ℓ(3), unchanged";
+  d = p.Decide({q, Millis(3) - Micros(240), free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.take, 3);
+  EXPECT_EQ(d.latest, Millis(4));
 }
 
 TEST(SymphonyPolicyTest, PaddedBatchesWaitUntilTheLatestMoment) {

@@ -567,10 +567,12 @@ TEST(EngineIntegration, AdminNeedsTheToken) {
     v1::RegisterModelRequest req;
     req.set_name("emu");
     req.set_path("emu");
+    // No worker is connected: the call waits its timeout for one (60 s by
+    // default), then answers registered-but-not-visible.
+    req.set_timeout_ms(300);
     v1::RegisterModelResponse r;
     grpc::Status s = stub->RegisterModel(&ctx, req, &r);
     ASSERT_TRUE(s.ok()) << s.error_message();
-    // No worker is connected: registered at once, visible when one loads it.
     EXPECT_EQ(r.name(), "emu");
     EXPECT_FALSE(r.visible());
     EXPECT_EQ(r.workers_size(), 0);
