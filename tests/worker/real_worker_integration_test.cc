@@ -50,7 +50,7 @@ TEST(RealWorkerIntegration, ServedSubnetIsTheSubnetThatRan) {
   ReplayOptions ro;
   ro.default_slo = Millis(1000);  // low load: the SLO is far above the batch latencies
   ro.progress = false;
-  auto records = ReplayTrace(client, testing::PoissonTrace(kQueries, 30, 3), *inputs, ro);
+  auto records = ReplayTrace(client, testing::PoissonTrace(kQueries, 100, 3), *inputs, ro);
   ASSERT_TRUE(records.ok());
   (*cluster)->Stop();
 
