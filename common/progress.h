@@ -1,12 +1,19 @@
 #ifndef SUPERSERVE_COMMON_PROGRESS_H_
 #define SUPERSERVE_COMMON_PROGRESS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 #include "common/time.h"
 
 namespace superserve {
+
+// Wall seconds elapsed on the steady clock since `start`: the progress lines
+// and reports of long offline jobs (training, search, profiling).
+inline double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Progress of a long job on stderr: a redrawn bar with rate and ETA when
 // stderr is a terminal, otherwise one plain line every `plain_interval_s`

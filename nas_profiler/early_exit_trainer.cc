@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/progress.h"
 
 namespace superserve::nas {
 namespace {
@@ -88,8 +89,7 @@ absl::Status TrainEarlyExit(models::EarlyExitNet& net, const LabeledImages& trai
         opt.step();
         loss_sum += loss.item<double>();
       }
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double secs = SecondsSince(start);
       if (o.log) {
         o.log(absl::StrFormat("epoch %d/%d: mean summed loss %.4f, %.0f s", epoch + 1, o.epochs,
                               loss_sum / std::max<int64_t>(1, steps_per_epoch), secs));

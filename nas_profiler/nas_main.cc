@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "common/init.h"
 #include "common/json_writer.h"
+#include "common/progress.h"
 #include "models/ofa_resnet.h"
 #include "nas_profiler/nas_configs.h"
 #include "nas_profiler/search.h"
@@ -260,10 +261,6 @@ std::string MachineDescription() {
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   return absl::StrCat(host, " (", cpu, "), 1 intra-op thread, ", date);
-}
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 absl::StatusOr<std::unique_ptr<models::OfaResNet>> LoadCheckpoint() {

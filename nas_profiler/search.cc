@@ -25,10 +25,6 @@ using models::OfaResNetConfig;
 
 namespace {
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 void Log(const SearchOptions& options, const std::string& line) {
   if (options.log) options.log(line);
 }

@@ -31,10 +31,6 @@ absl::Status FromTorchError(const c10::Error& e, const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", e.what_without_backtrace()));
 }
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // Random crop with zero (background) padding of 2 and a horizontal flip, per
 // image, drawn from torch's seeded global generator.
 torch::Tensor Augment(const torch::Tensor& batch) {

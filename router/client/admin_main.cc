@@ -21,6 +21,7 @@
 #include "common/model_repository.h"
 #include "common/tar_package.h"
 #include "common/secret.h"
+#include "common/progress.h"
 #include "grpcpp/grpcpp.h"
 #include "router/client/inference_client.h"
 #include "superserve/v1/admin.grpc.pb.h"
@@ -283,8 +284,7 @@ int Run(const std::vector<std::string>& args) {
     }
   }
   call.join();
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double waited = SecondsSince(start);
   for (const auto& w : resp.workers()) {
     if (w.ready()) {
       std::printf("  %s: ready (loaded in %lld ms)\n", w.worker().c_str(),
