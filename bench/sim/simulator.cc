@@ -273,9 +273,10 @@ class Simulation final : public ServingObserver {
   void Start(int32_t worker, const BatchPlan& b) {
     const ModelProfile& profile = *models_[model_index_.at(b.model)].profile;
     const Nanos start = std::max(clock_.Now() + options_.start_delay, b.earliest);
+    const Nanos overhead = DrawOverhead();
     if (b.latest > 0 && start > b.latest) {  // the worker refuses it
       ++result_.refused;
-      completions_.push({start + options_.dispatch_overhead, b.worker, b.batch_id, 0, b.queries,
+      completions_.push({start + overhead, b.worker, b.batch_id, 0, b.queries,
                          {}, /*refused=*/true});
       return;
     }
@@ -304,7 +305,7 @@ class Simulation final : public ServingObserver {
       exec = LatencyOf(profile, b.subnet_index, b.batch_size);
     }
     result_.worker_busy[worker] += exec;
-    completions_.push({start + options_.dispatch_overhead + exec, b.worker, b.batch_id, exec,
+    completions_.push({start + overhead + exec, b.worker, b.batch_id, exec,
                        b.queries, std::move(query_times)});
   }
 
@@ -364,6 +365,13 @@ class Simulation final : public ServingObserver {
     return result_.timeline[i];
   }
 
+  Nanos DrawOverhead() {
+    const auto& samples = options_.dispatch_overhead_samples;
+    if (samples.empty()) return options_.dispatch_overhead;
+    std::uniform_int_distribution<size_t> pick(0, samples.size() - 1);
+    return std::max<Nanos>(0, samples[pick(overhead_rng_)]);
+  }
+
   Nanos LatencyOf(const ModelProfile& profile, int32_t subnet, int32_t batch_size) {
     int bi = profile.BatchIndex(batch_size);
     Nanos base = static_cast<Nanos>(static_cast<double>(profile.subnets[subnet].latency[bi]) *
@@ -391,6 +399,9 @@ class Simulation final : public ServingObserver {
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>>
       completions_;
   std::mt19937_64 rng_;
+  // Its own stream (options_ is initialized before it), so that drawing
+  // overheads leaves the noise draws of a seed as they were.
+  std::mt19937_64 overhead_rng_{options_.seed * 0x9e3779b97f4a7c15ULL + 1};
   double sigma_ = 0;
   std::vector<Nanos> latencies_;
   std::vector<double> exec_us_;  // dynamic models: each query's own time

@@ -31,6 +31,11 @@ struct SimulatorOptions {
   // Router -> worker -> router time added to every batch (RPC + transfer);
   // reported to the policy as telemetry overhead.
   Nanos dispatch_overhead = Micros(500);
+  // When not empty, each batch's overhead is drawn from these instead
+  // (uniformly, seeded): an empirical distribution, e.g. the per-query
+  // overheads a live run measured, so that the tail of the machine's RPC and
+  // scheduling delays reaches the simulation and not only their median.
+  std::vector<Nanos> dispatch_overhead_samples;
   // At each of these times one more worker (the highest live id) fails; the
   // serving core applies the router's rule to its in-flight batch: queries
   // that can still make their deadline are re-queued, the rest dropped.

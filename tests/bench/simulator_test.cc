@@ -38,6 +38,50 @@ TEST(SimulatorTest, SingleQueryRunsAtBatchOneOnTheMostAccurateSubnet) {
   EXPECT_EQ(r->p99_latency, Millis(4.5));
 }
 
+TEST(SimulatorTest, OverheadSamplesReplaceTheConstantAndReachTheTail) {
+  ModelProfile p = Profile();
+  SimulatorOptions o;
+  o.workers = 1;
+  o.slo = Millis(20);
+  o.dispatch_overhead = Micros(500);
+  // Lone queries far apart: each runs alone at batch 1 (4 ms) plus the
+  // overhead its batch drew.
+  std::vector<Nanos> arrivals;
+  for (int i = 0; i < 400; ++i) arrivals.push_back(Millis(50) * i);
+  auto constant = Make("slackfit", p);
+  auto base = Simulate(p, arrivals, constant.get(), o);
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_EQ(base->p99_latency, Millis(4.5));
+
+  // One sample in ten is 10 ms: about 40 queries take 14 ms, the rest 5 ms;
+  // the 14 ms ones still meet the 20-ms SLO.
+  o.dispatch_overhead_samples = {Millis(1), Millis(1), Millis(1), Millis(1), Millis(1),
+                                 Millis(1), Millis(1), Millis(1), Millis(1), Millis(10)};
+  auto drawn = Make("slackfit", p);
+  auto r = Simulate(p, arrivals, drawn.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 400);
+  EXPECT_EQ(r->p99_latency, Millis(14));
+  // Half the draws 17 ms: on the most accurate subnet (4 ms) those queries
+  // would miss the 20-ms SLO. The same seed draws the same ones.
+  o.dispatch_overhead_samples = {Millis(1), Millis(17)};
+  auto tail = Make("slackfit", p);
+  auto r3 = Simulate(p, arrivals, tail.get(), o);
+  ASSERT_TRUE(r3.ok());
+  // The policy sees the tail in its telemetry: after the first few late
+  // queries it serves the fastest subnet (1 + 17 ms fits), where the
+  // constant overhead let it serve the most accurate one.
+  EXPECT_DOUBLE_EQ(base->mean_accuracy(), 80);
+  EXPECT_LT(r3->mean_accuracy(), 72);
+  EXPECT_GT(r3->late, 0);
+  EXPECT_LT(r3->late, 40);
+  EXPECT_EQ(r3->met + r3->late + r3->dropped, 400);
+  auto again = Make("slackfit", p);
+  auto r4 = Simulate(p, arrivals, again.get(), o);
+  ASSERT_TRUE(r4.ok());
+  EXPECT_EQ(r4->late, r3->late);
+}
+
 TEST(SimulatorTest, EveryQueryEndsExactlyOnceForEveryPolicy) {
   ModelProfile p = Profile();
   // Bursty overload for 3 workers, with two failures on the way.
