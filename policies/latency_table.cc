@@ -53,13 +53,20 @@ void LatencyTable::RebuildDerived() {
                                  static_cast<double>(profiled_[i]));
       }
     }
-    if (!ratio_scratch_.empty()) {
-      auto mid = ratio_scratch_.begin() + ratio_scratch_.size() / 2;
+    if (!ratio_scratch_.empty() &&
+        ratio_scratch_.size() >= std::min(options_.drift_min_tuples, estimate_.size())) {
+      // The lower median: with two measured tuples one stalled tuple cannot
+      // set the drift alone.
+      auto mid = ratio_scratch_.begin() + (ratio_scratch_.size() - 1) / 2;
       std::nth_element(ratio_scratch_.begin(), mid, ratio_scratch_.end());
       const double drift = *mid;
+      // Within the deadband the profile stands (its own margin included).
+      const bool drifted =
+          drift >= options_.drift_deadband || drift <= 1.0 / options_.drift_deadband;
+      const double scale = drifted ? drift : 1.0 + options_.unmeasured_margin;
       for (size_t i = 0; i < estimate_.size(); ++i) {
         if (!is_measured_[i]) {
-          estimate_[i] = static_cast<Nanos>(static_cast<double>(profiled_[i]) * drift);
+          estimate_[i] = static_cast<Nanos>(static_cast<double>(profiled_[i]) * scale);
         }
       }
     }

@@ -111,7 +111,9 @@ std::string PolicySpecJson(const PolicySpec& spec) {
       .Add("min_samples", static_cast<int64_t>(l.min_samples))
       .Add("min_relative_change", l.min_relative_change)
       .Add("unmeasured_margin", l.unmeasured_margin)
-      .Add("unmeasured_follow_drift", l.unmeasured_follow_drift);
+      .Add("unmeasured_follow_drift", l.unmeasured_follow_drift)
+      .Add("drift_min_tuples", static_cast<int64_t>(l.drift_min_tuples))
+      .Add("drift_deadband", l.drift_deadband);
   JsonWriter base;
   base.Add("latency", latency)
       .Add("initial_overhead_ns", static_cast<int64_t>(b.initial_overhead))

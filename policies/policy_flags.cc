@@ -29,7 +29,8 @@ ABSL_FLAG(bool, drop_below_first_bucket, superserve::SlackFitOptions().drop_belo
 ABSL_FLAG(bool, follow_drift,
           superserve::LatencyTable::Options().unmeasured_follow_drift,
           "Tuples without enough telemetry follow the median measured/profiled latency ratio of "
-          "the measured ones (the reproduction's setting; off live, see docs/engine.md).");
+          "the measured ones, once 3 are measured (a host slower than its profile; "
+          "docs/scheduling.md). false = they keep their profiled latency.");
 ABSL_FLAG(std::string, bucket_ties,
           superserve::BucketTiesName(superserve::SlackFitOptions().bucket_ties),
           "slackfit*: within a bucket the largest batch, ties to: throughput | accuracy.");

@@ -17,7 +17,7 @@ namespace superserve {
 //   --fixed_subnet            -1 (clipper+: the most accurate subnet)
 //   --buckets                 8 (SlackFit's K)
 //   --drop_below_first_bucket false
-//   --follow_drift            false
+//   --follow_drift            true
 //   --bucket_ties             throughput
 //   --fit_margin              -1 (the policy's default)
 //   --guard_headroom          0.9

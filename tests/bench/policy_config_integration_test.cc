@@ -77,7 +77,7 @@ TEST(PolicyConfigIntegration, RouterSimAndReproPrintTheSameDefaults) {
   EXPECT_THAT(router, HasSubstr("\"policy\":\"ratefit\""));
   EXPECT_THAT(router, HasSubstr("\"num_buckets\":8"));
   EXPECT_THAT(router, HasSubstr("\"drop_below_first_bucket\":false"));
-  EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":false"));
+  EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":true"));
   EXPECT_THAT(router, HasSubstr("\"initial_overhead_ns\":500000"));
   EXPECT_THAT(router, HasSubstr("\"overhead_quantile\":0.5"));
   EXPECT_EQ(router.front(), '{');
@@ -88,14 +88,14 @@ TEST(PolicyConfigIntegration, RouterSimAndReproPrintTheSameDefaults) {
 TEST(PolicyConfigIntegration, TheSameFlagsGiveTheSameConfiguration) {
   // Underscored and dashed spellings both work, on every binary.
   const std::vector<std::string> flags = {
-      "--policy=slackfit-rg", "--buckets=12", "--drop-below-first-bucket", "--follow_drift=true",
+      "--policy=slackfit-rg", "--buckets=12", "--drop-below-first-bucket", "--follow_drift=false",
       "--bucket_ties=accuracy", "--guard-headroom=1.1", "--overhead_quantile=0.9",
       "--initial_overhead_us=750"};
   const std::string router = PolicyConfigOf("superserve-router", flags);
   EXPECT_THAT(router, HasSubstr("\"policy\":\"slackfit-rg\""));
   EXPECT_THAT(router, HasSubstr("\"num_buckets\":12"));
   EXPECT_THAT(router, HasSubstr("\"drop_below_first_bucket\":true"));
-  EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":true"));
+  EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":false"));
   EXPECT_THAT(router, HasSubstr("\"bucket_ties\":\"accuracy\""));
   EXPECT_THAT(router, HasSubstr("\"initial_overhead_ns\":750000"));
   for (const std::string& b : kBinaries) EXPECT_EQ(PolicyConfigOf(b, flags), router) << b;

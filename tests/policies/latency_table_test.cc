@@ -71,6 +71,57 @@ TEST(LatencyTableTest, UnmeasuredTuplesFollowTheMedianMeasuredDrift) {
   }
 }
 
+TEST(LatencyTableTest, OneStalledTupleDoesNotScaleTheOthers) {
+  // Early in a run: the first measured tuple's p99 is one stalled batch
+  // (90x its profile). The drift waits for drift_min_tuples (2) measured
+  // tuples, so the unmeasured ones keep their profiled latency; then the
+  // lower median ignores the stall.
+  ModelProfile p = testing::ThreeSubnetProfile();
+  LatencyTable::Options o;
+  o.min_samples = 4;
+  LatencyTable t(p, o);
+  ASSERT_TRUE(o.unmeasured_follow_drift) << "the default";
+  ASSERT_EQ(o.drift_min_tuples, 2u);
+  for (int i = 0; i < 3; ++i) t.Record(0, 0, Millis(1));
+  t.Record(0, 0, Millis(90));  // (70 %, 1): 1 ms, one batch stalled
+  EXPECT_EQ(t.latency(0, 0), Millis(90));
+  EXPECT_EQ(t.latency(2, 3), Millis(18)) << "one measured tuple: no drift";
+  for (int i = 0; i < 4; ++i) t.Record(1, 1, Micros(4200));  // (75 %, 2): 3 ms -> 4.2 ms
+  // Ratios 90 and 1.4: the lower median 1.4 scales (80 %, 8)'s 18 ms.
+  EXPECT_EQ(t.latency(2, 3), Micros(25200));
+  for (int i = 0; i < 4; ++i) t.Record(2, 2, Millis(15));  // (80 %, 4): 10 ms -> 15 ms
+  // Ratios 90, 1.4, 1.5: the median 1.5.
+  EXPECT_EQ(t.latency(2, 3), Millis(27));
+  EXPECT_EQ(t.min_latency(), Micros(2250)) << "(70 %, 2) follows too: 1.5 ms x 1.5";
+}
+
+TEST(LatencyTableTest, ADriftWithinTheDeadbandLeavesTheProfile) {
+  ModelProfile p = testing::ThreeSubnetProfile();
+  LatencyTable::Options o;
+  o.min_samples = 4;
+  o.unmeasured_margin = 0.06;
+  LatencyTable t(p, o);
+  // Noise: three tuples' p99s 1.05x, 1.08x and 1.06x their profile (< 1.1).
+  for (int i = 0; i < 4; ++i) {
+    t.Record(0, 0, Micros(1050));
+    t.Record(1, 1, Micros(3240));
+    t.Record(2, 2, Micros(10600));
+  }
+  EXPECT_EQ(t.latency(2, 3), Micros(18 * 1060)) << "the profile and its margin stand";
+  // The host slows down: (80 %, 4) now at 2x, (75 %, 2) at 1.6x: median 1.6.
+  for (int i = 0; i < 64; ++i) {
+    t.Record(1, 1, Micros(4800));
+    t.Record(2, 2, Millis(20));
+  }
+  EXPECT_EQ(t.latency(2, 3), Micros(28800));
+  // And recovers: back inside the band, the profile stands again.
+  for (int i = 0; i < 64; ++i) {
+    t.Record(1, 1, Micros(3150));
+    t.Record(2, 2, Micros(10500));
+  }
+  EXPECT_EQ(t.latency(2, 3), Micros(18 * 1060));
+}
+
 TEST(RollingPercentileTest, HighPercentileOfWindow) {
   RollingPercentile r(100, 0.99);
   for (int i = 1; i <= 100; ++i) r.Add(i);

@@ -72,7 +72,7 @@ TEST(PolicyFlagsTest, TheDefaultsAreTheLiveOnes) {
   const PolicyConfig c;
   EXPECT_EQ(c.slackfit.num_buckets, 8);
   EXPECT_FALSE(c.slackfit.drop_below_first_bucket);
-  EXPECT_FALSE(c.slackfit.base.latency.unmeasured_follow_drift);
+  EXPECT_TRUE(c.slackfit.base.latency.unmeasured_follow_drift);
   EXPECT_EQ(c.slackfit.bucket_ties, LatencyBuckets::Ties::kThroughput);
   EXPECT_EQ(c.slackfit.base.overhead_quantile, 0.5);
   EXPECT_EQ(c.slackfit.base.initial_overhead, Micros(500));
@@ -85,7 +85,7 @@ TEST(PolicyFlagsTest, EveryFlagReachesTheConfig) {
   absl::SetFlag(&FLAGS_fixed_subnet, 3);
   absl::SetFlag(&FLAGS_buckets, 12);
   absl::SetFlag(&FLAGS_drop_below_first_bucket, true);
-  absl::SetFlag(&FLAGS_follow_drift, true);
+  absl::SetFlag(&FLAGS_follow_drift, false);
   absl::SetFlag(&FLAGS_bucket_ties, "accuracy");
   absl::SetFlag(&FLAGS_fit_margin, 0.05);
   absl::SetFlag(&FLAGS_guard_headroom, 1.2);
@@ -100,7 +100,7 @@ TEST(PolicyFlagsTest, EveryFlagReachesTheConfig) {
   EXPECT_EQ(c.fixed_subnet_id, 3);
   EXPECT_EQ(c.slackfit.num_buckets, 12);
   EXPECT_TRUE(c.slackfit.drop_below_first_bucket);
-  EXPECT_TRUE(c.slackfit.base.latency.unmeasured_follow_drift);
+  EXPECT_FALSE(c.slackfit.base.latency.unmeasured_follow_drift);
   EXPECT_EQ(c.slackfit.bucket_ties, LatencyBuckets::Ties::kAccuracy);
   EXPECT_EQ(c.slackfit.fit_margin, 0.05);
   EXPECT_EQ(c.slackfit.guard_headroom, 1.2);
