@@ -47,9 +47,13 @@ void LatencyTable::RebuildDerived() {
   const size_t nb = batch_sizes_.size();
   if (options_.unmeasured_follow_drift) {
     ratio_scratch_.clear();
+    const size_t early = std::min(options_.drift_min_samples, options_.min_samples);
     for (size_t i = 0; i < estimate_.size(); ++i) {
       if (is_measured_[i]) {
         ratio_scratch_.push_back(static_cast<double>(estimate_[i]) /
+                                 static_cast<double>(profiled_[i]));
+      } else if (measured_[i].count() >= early) {
+        ratio_scratch_.push_back(static_cast<double>(measured_[i].value()) /
                                  static_cast<double>(profiled_[i]));
       }
     }
@@ -117,7 +121,16 @@ bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {
                       batch_index;
   RollingPercentile& m = measured_[cell];
   m.Add(measured);
-  if (m.count() < options_.min_samples) return false;
+  if (m.count() < options_.min_samples) {
+    // The tuple's first drift_min_samples samples: it joins the drift median
+    // (once; later drift refreshes read its current p99).
+    if (options_.unmeasured_follow_drift &&
+        m.count() == std::min(options_.drift_min_samples, options_.min_samples)) {
+      RebuildDerived();
+      return true;
+    }
+    return false;
+  }
   // The first time a tuple has enough samples it always takes its measured
   // value (and joins the drift median); afterwards only moves > the
   // threshold count.

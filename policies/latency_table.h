@@ -50,6 +50,11 @@ class LatencyTable {
     // ignore one stalled tuple; more delay the correction at start-up, where
     // the late answers of a slow host concentrate.
     size_t drift_min_tuples = 2;
+    // A tuple joins the drift median after this many samples (the rolling
+    // p99 of those), before its own estimate moves at min_samples: a slow
+    // host's late answers concentrate in the first seconds of traffic, while
+    // the tuples in use collect their first 16 samples.
+    size_t drift_min_samples = 4;
     // A drift within [1/this, this] leaves the profile standing: measured
     // p99s sit a few percent above a profiled mean by noise alone, and
     // scaling every unmeasured tuple by that would only cost accuracy

@@ -35,6 +35,7 @@ TEST(LatencyTableTest, RollingHighPercentileReplacesProfileAfterEnoughSamples) {
   o.window = 32;
   o.min_samples = 8;
   o.quantile = 0.9;
+  o.unmeasured_follow_drift = false;  // this tuple alone
   LatencyTable t(p, o);
   uint64_t v0 = t.version();
   for (int i = 0; i < 7; ++i) EXPECT_FALSE(t.Record(0, 0, Millis(2)));
@@ -93,6 +94,24 @@ TEST(LatencyTableTest, OneStalledTupleDoesNotScaleTheOthers) {
   // Ratios 90, 1.4, 1.5: the median 1.5.
   EXPECT_EQ(t.latency(2, 3), Millis(27));
   EXPECT_EQ(t.min_latency(), Micros(2250)) << "(70 %, 2) follows too: 1.5 ms x 1.5";
+}
+
+TEST(LatencyTableTest, TheDriftStartsFromTuplesWithFourSamples) {
+  // A host 2x slower than the profile, right after start: two tuples have 4
+  // samples each, none has the 16 that move its own estimate, and every
+  // tuple already follows their drift.
+  ModelProfile p = testing::ThreeSubnetProfile();
+  LatencyTable t(p);  // the defaults: 16 samples, drift from 4, 2 tuples
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(t.Record(0, 0, Millis(2)));
+    EXPECT_FALSE(t.Record(1, 1, Millis(6)));
+  }
+  EXPECT_EQ(t.latency(2, 3), Millis(18));
+  EXPECT_TRUE(t.Record(0, 0, Millis(2)));
+  EXPECT_EQ(t.latency(2, 3), Millis(18)) << "one tuple with 4 samples: no drift yet";
+  EXPECT_TRUE(t.Record(1, 1, Millis(6)));
+  EXPECT_EQ(t.latency(2, 3), Millis(36));
+  EXPECT_EQ(t.latency(0, 0), Millis(2)) << "the early tuples follow it too";
 }
 
 TEST(LatencyTableTest, ADriftWithinTheDeadbandLeavesTheProfile) {
