@@ -38,8 +38,8 @@ class LatencyTable {
     // mean), so the estimates a policy compares are on different footings:
     // on a machine slower than its profile (a busy host, co-located work) an
     // accuracy-seeking policy walks through the optimistic unmeasured tuples
-    // one by one and answers late (the main job beside one CPU hog: ratefit
-    // 0.954 / 0.965 without, 0.999 / 0.997 with; docs/scheduling.md).
+    // one by one and answers late (a fixed bursty trace beside one CPU hog:
+    // ratefit 0.77-0.97 without, 0.988-0.994 with; docs/scheduling.md).
     // --follow_drift.
     bool unmeasured_follow_drift = true;
     // The drift (the lower median of the measured ratios) applies once this
