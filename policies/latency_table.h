@@ -95,7 +95,8 @@ class LatencyTable {
   int LargestBatchWithin(int rank, Nanos budget) const;
 
   // Feeds one measured execution time of (subnet_index, batch_index).
-  // Returns true when the tuple's estimate changed.
+  // Returns true when estimates may have changed (version() moved): this
+  // tuple's, or every unmeasured one's through the drift.
   bool Record(int subnet_index, int batch_index, Nanos measured);
   // Bumped whenever an estimate changes, so that derived structures (buckets)
   // know when to rebuild.
