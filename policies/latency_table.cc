@@ -40,34 +40,45 @@ LatencyTable::LatencyTable(const ModelProfile& profile, Options options) : optio
   }
   measured_.assign(num_subnets_ * nb, RollingPercentile(options_.window, options_.quantile));
   is_measured_.assign(num_subnets_ * nb, 0);
+  unmeasured_scale_ = 1.0 + options_.unmeasured_margin;
   RebuildDerived();
+}
+
+double LatencyTable::UnmeasuredScale() {
+  ratio_scratch_.clear();
+  const size_t early = std::min(options_.drift_min_samples, options_.min_samples);
+  for (size_t i = 0; i < estimate_.size(); ++i) {
+    if (is_measured_[i]) {
+      ratio_scratch_.push_back(static_cast<double>(estimate_[i]) /
+                               static_cast<double>(profiled_[i]));
+    } else if (measured_[i].count() >= early) {
+      ratio_scratch_.push_back(static_cast<double>(measured_[i].value()) /
+                               static_cast<double>(profiled_[i]));
+    }
+  }
+  double drift = 0;
+  if (!ratio_scratch_.empty() &&
+      ratio_scratch_.size() >= std::min(options_.drift_min_tuples, estimate_.size())) {
+    // The lower median: with two measured tuples one stalled tuple cannot
+    // set the drift alone.
+    auto mid = ratio_scratch_.begin() + (ratio_scratch_.size() - 1) / 2;
+    std::nth_element(ratio_scratch_.begin(), mid, ratio_scratch_.end());
+    drift = *mid;
+  } else if (startup_drift_ > 0) {
+    drift = startup_drift_;
+  }
+  if (drift <= 0) return 0;
+  // Within the deadband the profile stands (its own margin included).
+  const bool drifted = drift >= options_.drift_deadband || drift <= 1.0 / options_.drift_deadband;
+  return drifted ? drift : 1.0 + options_.unmeasured_margin;
 }
 
 void LatencyTable::RebuildDerived() {
   const size_t nb = batch_sizes_.size();
   if (options_.unmeasured_follow_drift) {
-    ratio_scratch_.clear();
-    const size_t early = std::min(options_.drift_min_samples, options_.min_samples);
-    for (size_t i = 0; i < estimate_.size(); ++i) {
-      if (is_measured_[i]) {
-        ratio_scratch_.push_back(static_cast<double>(estimate_[i]) /
-                                 static_cast<double>(profiled_[i]));
-      } else if (measured_[i].count() >= early) {
-        ratio_scratch_.push_back(static_cast<double>(measured_[i].value()) /
-                                 static_cast<double>(profiled_[i]));
-      }
-    }
-    if (!ratio_scratch_.empty() &&
-        ratio_scratch_.size() >= std::min(options_.drift_min_tuples, estimate_.size())) {
-      // The lower median: with two measured tuples one stalled tuple cannot
-      // set the drift alone.
-      auto mid = ratio_scratch_.begin() + (ratio_scratch_.size() - 1) / 2;
-      std::nth_element(ratio_scratch_.begin(), mid, ratio_scratch_.end());
-      const double drift = *mid;
-      // Within the deadband the profile stands (its own margin included).
-      const bool drifted =
-          drift >= options_.drift_deadband || drift <= 1.0 / options_.drift_deadband;
-      const double scale = drifted ? drift : 1.0 + options_.unmeasured_margin;
+    const double scale = UnmeasuredScale();
+    if (scale > 0) {
+      unmeasured_scale_ = scale;
       for (size_t i = 0; i < estimate_.size(); ++i) {
         if (!is_measured_[i]) {
           estimate_[i] = static_cast<Nanos>(static_cast<double>(profiled_[i]) * scale);
@@ -120,17 +131,30 @@ bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {
   const size_t cell = static_cast<size_t>(rank_of_subnet_[subnet_index]) * batch_sizes_.size() +
                       batch_index;
   RollingPercentile& m = measured_[cell];
+  const size_t before = m.count();
   m.Add(measured);
-  if (m.count() < options_.min_samples) {
-    // The tuple's first drift_min_samples samples: it joins the drift median
-    // (once; later drift refreshes read its current p99).
-    if (options_.unmeasured_follow_drift &&
-        m.count() == std::min(options_.drift_min_samples, options_.min_samples)) {
-      RebuildDerived();
-      return true;
+  bool changed = false;
+  if (options_.unmeasured_follow_drift) {
+    // A tuple joins the drift median once, at drift_min_samples samples;
+    // later drift refreshes read its current p99.
+    const size_t early = std::min(options_.drift_min_samples, options_.min_samples);
+    const bool joins = before < early && m.count() >= early;
+    if (joins) ++drift_tuples_;
+    if (drift_tuples_ >= std::min(options_.drift_min_tuples, estimate_.size())) {
+      if (!startup_ratios_.empty()) {  // the start-up drift has done its job
+        std::vector<double>().swap(startup_ratios_);
+        startup_drift_ = 0;
+      }
+      if (joins && m.count() < options_.min_samples) {
+        RebuildDerived();
+        changed = true;
+      }
+    } else if (options_.startup_drift && profiled_[cell] > 0) {
+      changed = RecordStartupRatio(static_cast<double>(measured) /
+                                   static_cast<double>(profiled_[cell]));
     }
-    return false;
   }
+  if (m.count() < options_.min_samples) return changed;
   // The first time a tuple has enough samples it always takes its measured
   // value (and joins the drift median); afterwards only moves > the
   // threshold count.
@@ -139,9 +163,32 @@ bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {
   const double moved = static_cast<double>(m.value() - estimate_[cell]);
   if (!first &&
       std::abs(moved) <= options_.min_relative_change * static_cast<double>(estimate_[cell])) {
-    return false;
+    return changed;
   }
   estimate_[cell] = m.value();
+  RebuildDerived();
+  return true;
+}
+
+bool LatencyTable::RecordStartupRatio(double ratio) {
+  const size_t window = std::max<size_t>(options_.window, 1);
+  if (startup_ratios_.size() < window) {
+    startup_ratios_.push_back(ratio);
+  } else {
+    startup_ratios_[startup_next_] = ratio;
+  }
+  startup_next_ = (startup_next_ + 1) % window;
+  if (startup_ratios_.size() < std::max<size_t>(options_.drift_min_samples, 1)) return false;
+  ratio_scratch_ = startup_ratios_;
+  auto mid = ratio_scratch_.begin() + (ratio_scratch_.size() - 1) / 2;
+  std::nth_element(ratio_scratch_.begin(), mid, ratio_scratch_.end());
+  startup_drift_ = *mid;
+  // Rebuild (O(subnets x batches)) only when the applied scale moves.
+  const double scale = UnmeasuredScale();
+  if (scale <= 0 ||
+      std::abs(scale - unmeasured_scale_) <= options_.min_relative_change * unmeasured_scale_) {
+    return false;
+  }
   RebuildDerived();
   return true;
 }

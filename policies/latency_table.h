@@ -55,6 +55,15 @@ class LatencyTable {
     // host's late answers concentrate in the first seconds of traffic, while
     // the tuples in use collect their first 16 samples.
     size_t drift_min_samples = 4;
+    // Before drift_min_tuples tuples have drift_min_samples samples each,
+    // the drift is the lower median of every batch's measured/profiled ratio
+    // so far (the last `window` batches, once there are drift_min_samples of
+    // them), whatever its tuple: traffic at start spreads over many tuples,
+    // and on a host slower than its profile the first bursts arrive while
+    // none of them has 4 samples (beside a CPU hog, 73 of the main job's 84
+    // late answers fell in the first second). The median of several batches
+    // ignores one stalled batch as the two-tuple rule does.
+    bool startup_drift = true;
     // A drift within [1/this, this] leaves the profile standing: measured
     // p99s sit a few percent above a profiled mean by noise alone, and
     // scaling every unmeasured tuple by that would only cost accuracy
@@ -104,6 +113,13 @@ class LatencyTable {
 
  private:
   void RebuildDerived();
+  // What unmeasured tuples' profiled latencies are multiplied by now (the
+  // drift outside the deadband, else 1 + unmeasured_margin); 0 when no
+  // drift is known yet (they keep what they have).
+  double UnmeasuredScale();
+  // One batch's ratio into the start-up drift; true when it moved the
+  // unmeasured estimates.
+  bool RecordStartupRatio(double ratio);
 
   Options options_;
   int num_subnets_ = 0;
@@ -118,6 +134,13 @@ class LatencyTable {
   std::vector<RollingPercentile> measured_;
   std::vector<uint8_t> is_measured_;
   std::vector<double> ratio_scratch_;
+  // The start-up drift (Options::startup_drift): a ring of the last `window`
+  // batch ratios, while fewer than drift_min_tuples tuples qualify.
+  std::vector<double> startup_ratios_;
+  size_t startup_next_ = 0;
+  double startup_drift_ = 0;  // 0: not enough batches yet
+  size_t drift_tuples_ = 0;   // tuples with drift_min_samples samples
+  double unmeasured_scale_ = 1;  // what RebuildDerived last applied
   Nanos min_latency_ = 0;
   Nanos max_latency_ = 0;
   uint64_t version_ = 0;

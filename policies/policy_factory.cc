@@ -114,6 +114,7 @@ std::string PolicySpecJson(const PolicySpec& spec) {
       .Add("unmeasured_follow_drift", l.unmeasured_follow_drift)
       .Add("drift_min_tuples", static_cast<int64_t>(l.drift_min_tuples))
       .Add("drift_min_samples", static_cast<int64_t>(l.drift_min_samples))
+      .Add("startup_drift", l.startup_drift)
       .Add("drift_deadband", l.drift_deadband);
   JsonWriter base;
   base.Add("latency", latency)

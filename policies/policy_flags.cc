@@ -29,9 +29,10 @@ ABSL_FLAG(bool, drop_below_first_bucket, superserve::SlackFitOptions().drop_belo
 ABSL_FLAG(bool, follow_drift,
           superserve::LatencyTable::Options().unmeasured_follow_drift,
           "Tuples without enough telemetry follow the drift of those with some: the lower median "
-          "of their measured/profiled latency ratios, once 2 tuples have 4 samples, unless "
-          "within 10 % (a host slower than its profile; docs/scheduling.md). false = they keep "
-          "their profiled latency.");
+          "of their measured/profiled latency ratios, once 2 tuples have 4 samples (before "
+          "that, the lower median of every batch's ratio, from the 4th batch), unless within "
+          "10 % (a host slower than its profile; docs/scheduling.md). false = they keep their "
+          "profiled latency.");
 ABSL_FLAG(std::string, bucket_ties,
           superserve::BucketTiesName(superserve::SlackFitOptions().bucket_ties),
           "slackfit*: within a bucket the largest batch, ties to: throughput | accuracy.");

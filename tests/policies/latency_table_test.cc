@@ -99,19 +99,59 @@ TEST(LatencyTableTest, OneStalledTupleDoesNotScaleTheOthers) {
 TEST(LatencyTableTest, TheDriftStartsFromTuplesWithFourSamples) {
   // A host 2x slower than the profile, right after start: two tuples have 4
   // samples each, none has the 16 that move its own estimate, and every
-  // tuple already follows their drift.
+  // tuple already follows their drift (p99s, not the start-up median).
   ModelProfile p = testing::ThreeSubnetProfile();
-  LatencyTable t(p);  // the defaults: 16 samples, drift from 4, 2 tuples
+  LatencyTable::Options o;  // the defaults: 16 samples, drift from 4, 2 tuples
+  o.startup_drift = false;  // the tuple rule alone
+  LatencyTable t(p, o);
   for (int i = 0; i < 3; ++i) {
     EXPECT_FALSE(t.Record(0, 0, Millis(2)));
     EXPECT_FALSE(t.Record(1, 1, Millis(6)));
   }
   EXPECT_EQ(t.latency(2, 3), Millis(18));
-  EXPECT_TRUE(t.Record(0, 0, Millis(2)));
+  t.Record(0, 0, Millis(2));
   EXPECT_EQ(t.latency(2, 3), Millis(18)) << "one tuple with 4 samples: no drift yet";
-  EXPECT_TRUE(t.Record(1, 1, Millis(6)));
-  EXPECT_EQ(t.latency(2, 3), Millis(36));
+  EXPECT_TRUE(t.Record(1, 1, Micros(6600)));
+  EXPECT_EQ(t.latency(2, 3), Millis(36)) << "ratios 2 and 2.2 (p99s): the lower median";
   EXPECT_EQ(t.latency(0, 0), Millis(2)) << "the early tuples follow it too";
+}
+
+TEST(LatencyTableTest, BeforeTwoTuplesQualifyEveryBatchCountsTowardsTheDrift) {
+  // Traffic at start spreads over tuples: four batches on four different
+  // tuples, each 2x-3x its profile, and no tuple has 4 samples.
+  ModelProfile p = testing::ThreeSubnetProfile();
+  LatencyTable t(p);
+  ASSERT_TRUE(LatencyTable::Options().startup_drift) << "the default";
+  EXPECT_FALSE(t.Record(0, 0, Millis(2)));     // (70 %, 1): 1 ms, ratio 2
+  EXPECT_FALSE(t.Record(1, 1, Millis(9)));     // (75 %, 2): 3 ms, ratio 3
+  EXPECT_FALSE(t.Record(2, 2, Millis(25)));    // (80 %, 4): 10 ms, ratio 2.5
+  EXPECT_EQ(t.latency(2, 3), Millis(18)) << "three batches: no drift yet";
+  EXPECT_TRUE(t.Record(0, 1, Micros(3300)));  // (70 %, 2): 1.5 ms, ratio 2.2
+  // Ratios 2, 2.2, 2.5, 3: the lower median 2.2 scales every tuple.
+  EXPECT_EQ(t.latency(2, 3), Micros(39600));
+  EXPECT_EQ(t.latency(0, 0), Micros(2200));
+  // One stalled batch among them does not move the lower median much.
+  EXPECT_TRUE(t.Record(1, 0, Millis(200)));   // (75 %, 1): 2 ms, ratio 100
+  EXPECT_EQ(t.latency(2, 3), Millis(45)) << "ratios 2, 2.2, 2.5, 3, 100: median 2.5";
+  // Once two tuples have 4 samples, their p99s take over.
+  for (int i = 0; i < 3; ++i) t.Record(0, 0, Micros(1600));  // p99 of (0,0): 2 ms
+  for (int i = 0; i < 3; ++i) t.Record(1, 1, Micros(4800));  // p99 of (1,1): 9 ms
+  // Tuple ratios 2 and 3 (p99 = the largest of 4): the lower median 2.
+  EXPECT_EQ(t.latency(2, 3), Millis(36));
+}
+
+TEST(LatencyTableTest, StartUpBatchesOnAProfiledHostLeaveTheProfile) {
+  // Noise within the deadband, and one stall: the profile stands.
+  ModelProfile p = testing::ThreeSubnetProfile();
+  LatencyTable::Options o;
+  o.unmeasured_margin = 0.06;
+  LatencyTable t(p, o);
+  EXPECT_FALSE(t.Record(0, 0, Micros(1050)));
+  EXPECT_FALSE(t.Record(1, 1, Micros(2900)));
+  EXPECT_FALSE(t.Record(2, 2, Millis(90)));  // stalled
+  EXPECT_FALSE(t.Record(0, 1, Micros(1600)));
+  EXPECT_FALSE(t.Record(2, 0, Micros(5200)));
+  EXPECT_EQ(t.latency(2, 3), Micros(18 * 1060));
 }
 
 TEST(LatencyTableTest, ADriftWithinTheDeadbandLeavesTheProfile) {

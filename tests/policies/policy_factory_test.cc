@@ -92,7 +92,7 @@ TEST(PolicySpecJsonTest, NamesEveryOption) {
         "\"drop_below_first_bucket\":false", "\"bucket_ties\":\"accuracy\"", "\"guard_headroom\"",
         "\"guard_upgrades_only\":true", "\"rate_window_ns\":100000000", "\"fit_margin\"",
         "\"initial_overhead_ns\":500000", "\"overhead_quantile\":0.5",
-        "\"unmeasured_follow_drift\":true", "\"drift_min_tuples\":2", "\"telemetry_expiry_ns\"", "\"min_samples\":16"}) {
+        "\"unmeasured_follow_drift\":true", "\"drift_min_tuples\":2", "\"startup_drift\":true", "\"telemetry_expiry_ns\"", "\"min_samples\":16"}) {
     EXPECT_THAT(json, ::testing::HasSubstr(field));
   }
   EXPECT_EQ(json.find('\n'), std::string::npos) << "one line";
