@@ -96,6 +96,14 @@ void LatencyTable::RebuildDerived() {
       suffix_min_[b * num_subnets_ + r] = m;
     }
   }
+  batch_suffix_min_.resize(estimate_.size());
+  for (size_t r = 0; r < static_cast<size_t>(num_subnets_); ++r) {
+    Nanos m = INT64_MAX;
+    for (size_t b = nb; b-- > 0;) {
+      m = std::min(m, estimate_[r * nb + b]);
+      batch_suffix_min_[r * nb + b] = m;
+    }
+  }
   ++version_;
 }
 
@@ -117,10 +125,20 @@ int LatencyTable::HighestRankWithin(int batch_index, Nanos budget) const {
 }
 
 int LatencyTable::LargestBatchWithin(int rank, Nanos budget) const {
-  for (int b = num_batches() - 1; b >= 0; --b) {
-    if (latency(rank, b) <= budget) return b;
+  const Nanos* sm = &batch_suffix_min_[static_cast<size_t>(rank) * batch_sizes_.size()];
+  if (sm[0] > budget) return -1;
+  // sm is non-decreasing in the batch index: the last index with sm <=
+  // budget has its own latency equal to sm (the next one does not fit).
+  int lo = 0, hi = num_batches() - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (sm[mid] <= budget) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
   }
-  return -1;
+  return lo;
 }
 
 bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {

@@ -101,6 +101,8 @@ class LatencyTable {
   // are not monotonic in accuracy.
   int HighestRankWithin(int batch_index, Nanos budget) const;
   // Largest batch index whose latency for `rank` is <= budget, or -1.
+  // O(log B) through a suffix minimum along the batch sizes, exact where
+  // corrected latencies are not monotonic in batch size.
   int LargestBatchWithin(int rank, Nanos budget) const;
 
   // Feeds one measured execution time of (subnet_index, batch_index).
@@ -131,6 +133,7 @@ class LatencyTable {
   std::vector<Nanos> profiled_;
   std::vector<Nanos> estimate_;
   std::vector<Nanos> suffix_min_;  // [batch][rank]: min latency over ranks >= rank
+  std::vector<Nanos> batch_suffix_min_;  // [rank][batch]: min over batches >= batch
   std::vector<RollingPercentile> measured_;
   std::vector<uint8_t> is_measured_;
   std::vector<double> ratio_scratch_;

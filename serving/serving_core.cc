@@ -709,6 +709,9 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         const SubnetProfile* subnet =
             b->subnet_index >= 0 ? &m->profile.subnets[b->subnet_index] : nullptr;
         const size_t n = b->queries.size();
+        // One answer and one report per query: grow the effects once.
+        e.answers.reserve(e.answers.size() + n);
+        e.done.reserve(e.done.size() + n);
         std::vector<char> answered(n, 0);
         int32_t foreign = 0, duplicate = 0;
         for (size_t i = 0; i < outcome.outputs.size(); ++i) {

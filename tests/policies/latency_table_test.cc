@@ -1,5 +1,8 @@
 #include "policies/latency_table.h"
 
+#include <random>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "policies/arrival_rate.h"
 #include "policies/rolling_percentile.h"
@@ -27,6 +30,40 @@ TEST(LatencyTableTest, RanksByAccuracyAndSearchesExactly) {
   EXPECT_EQ(t.BatchIndexFor(3), 2);
   EXPECT_EQ(t.BatchIndexFor(1), 0);
   EXPECT_EQ(t.BatchIndexFor(2), 1);
+}
+
+TEST(LatencyTableTest, LargestBatchWithinMatchesALinearScanOnRandomRows) {
+  // Rows deliberately not monotonic in batch size (measured corrections can
+  // make them so): the binary search over the suffix minimum must agree with
+  // the scan from the largest batch down.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> ms(0.5, 20.0);
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::vector<int32_t> batches = {1, 2, 4, 8, 16, 32, 64};
+    std::vector<double> acc;
+    std::vector<std::vector<double>> lat;
+    for (int s = 0; s < 4; ++s) {
+      acc.push_back(70 + s);
+      std::vector<double> row;
+      for (size_t b = 0; b < batches.size(); ++b) row.push_back(ms(rng));
+      lat.push_back(row);
+    }
+    LatencyTable t(testing::HandProfile(batches, acc, lat));
+    for (int rank = 0; rank < t.num_subnets(); ++rank) {
+      for (double budget_ms = 0.25; budget_ms < 21; budget_ms += 0.25) {
+        const Nanos budget = Micros(budget_ms * 1000);
+        int expected = -1;
+        for (int b = t.num_batches() - 1; b >= 0; --b) {
+          if (t.latency(rank, b) <= budget) {
+            expected = b;
+            break;
+          }
+        }
+        ASSERT_EQ(t.LargestBatchWithin(rank, budget), expected)
+            << "trial " << trial << " rank " << rank << " budget " << budget_ms << " ms";
+      }
+    }
+  }
 }
 
 TEST(LatencyTableTest, RollingHighPercentileReplacesProfileAfterEnoughSamples) {
