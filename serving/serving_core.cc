@@ -894,6 +894,18 @@ Nanos ServingCore::Tick() {
       m->scheduler.clear_wake();
       ScheduleLocked(m, now, &e);
     }
+    // Superseded entries at the top would each cost the owner an empty
+    // tick (a deferring policy moves its wake-up on most arrivals): drop
+    // them, as the loop above would, before naming the next tick.
+    while (!wakes_.empty()) {
+      const auto [at, id] = wakes_.top();
+      ServedModel* m = models_.Find(id);
+      if (m != nullptr && m->wake_listed == at) {
+        if (m->scheduler.wake_at() == at) break;
+        m->wake_listed = 0;  // answered otherwise since
+      }
+      wakes_.pop();
+    }
     if (!wakes_.empty()) next = std::min(next, std::max(wakes_.top().first, now + 1));
     next = std::min(next, std::max(next_housekeeping_, now + 1));
     if (housekeeping && observer_ != nullptr) {
