@@ -107,12 +107,14 @@ void LatencyTable::RebuildDerived() {
   ++version_;
 }
 
-int LatencyTable::HighestRankWithin(int batch_index, Nanos budget) const {
-  const Nanos* sm = &suffix_min_[static_cast<size_t>(batch_index) * num_subnets_];
-  if (sm[0] > budget) return -1;
-  // sm is non-decreasing in rank: the last rank with sm <= budget has its own
-  // latency equal to sm (the rank above it does not fit).
-  int lo = 0, hi = num_subnets_ - 1;
+namespace {
+
+// The last index of a suffix minimum sm[0..n) (non-decreasing) with sm <=
+// budget, or -1. At that index the row's own latency equals sm: the next
+// index does not fit, so the minimum there is the entry itself.
+int LastWithin(const Nanos* sm, int n, Nanos budget) {
+  if (n <= 0 || sm[0] > budget) return -1;
+  int lo = 0, hi = n - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) / 2;
     if (sm[mid] <= budget) {
@@ -124,21 +126,16 @@ int LatencyTable::HighestRankWithin(int batch_index, Nanos budget) const {
   return lo;
 }
 
+}  // namespace
+
+int LatencyTable::HighestRankWithin(int batch_index, Nanos budget) const {
+  return LastWithin(&suffix_min_[static_cast<size_t>(batch_index) * num_subnets_], num_subnets_,
+                    budget);
+}
+
 int LatencyTable::LargestBatchWithin(int rank, Nanos budget) const {
-  const Nanos* sm = &batch_suffix_min_[static_cast<size_t>(rank) * batch_sizes_.size()];
-  if (sm[0] > budget) return -1;
-  // sm is non-decreasing in the batch index: the last index with sm <=
-  // budget has its own latency equal to sm (the next one does not fit).
-  int lo = 0, hi = num_batches() - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (sm[mid] <= budget) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
+  return LastWithin(&batch_suffix_min_[static_cast<size_t>(rank) * batch_sizes_.size()],
+                    num_batches(), budget);
 }
 
 bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {
