@@ -822,6 +822,16 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
 
 // ---------------------------------------------------------------- timer
 
+ServedModel* ServingCore::CurrentWakeLocked(Nanos at, ModelId id) {
+  ServedModel* m = models_.Find(id);
+  if (m == nullptr || m->wake_listed != at) return nullptr;  // removed, or superseded
+  if (m->scheduler.wake_at() != at) {  // answered otherwise since
+    m->wake_listed = 0;
+    return nullptr;
+  }
+  return m;
+}
+
 Nanos ServingCore::Tick() {
   Effects e;
   Nanos next;
@@ -872,10 +882,9 @@ Nanos ServingCore::Tick() {
     while (!wakes_.empty() && wakes_.top().first <= now) {
       const auto [at, id] = wakes_.top();
       wakes_.pop();
-      ServedModel* m = models_.Find(id);
-      if (m == nullptr || m->wake_listed != at) continue;  // removed, or superseded
+      ServedModel* m = CurrentWakeLocked(at, id);
+      if (m == nullptr) continue;
       m->wake_listed = 0;
-      if (m->scheduler.wake_at() != at) continue;  // answered otherwise since
       if (m->scheduler.empty()) {
         m->scheduler.clear_wake();
         continue;
@@ -899,11 +908,7 @@ Nanos ServingCore::Tick() {
     // them, as the loop above would, before naming the next tick.
     while (!wakes_.empty()) {
       const auto [at, id] = wakes_.top();
-      ServedModel* m = models_.Find(id);
-      if (m != nullptr && m->wake_listed == at) {
-        if (m->scheduler.wake_at() == at) break;
-        m->wake_listed = 0;  // answered otherwise since
-      }
+      if (CurrentWakeLocked(at, id) != nullptr) break;
       wakes_.pop();
     }
     if (!wakes_.empty()) next = std::min(next, std::max(wakes_.top().first, now + 1));

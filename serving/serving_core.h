@@ -248,6 +248,10 @@ class ServingCore {
   void RequeueLocked(QueryId id, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers the model's expired and cancelled queued queries.
   void SweepLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The model whose current wake-up the heap entry (at, id) is, or nullptr
+  // for a stale entry (model removed, wake-up moved, or the policy answered
+  // otherwise since: that one's listing is cleared).
+  ServedModel* CurrentWakeLocked(Nanos at, ModelId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerGoneLocked(int32_t worker, const absl::Status& why, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RejectLocked(QueryHandle* handle, absl::string_view model, const absl::Status& status,

@@ -231,6 +231,54 @@ TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
   EXPECT_EQ(core_->Stats().pending, 0);
 }
 
+// Answers every question with a wake-up at `*wake` (a deferring policy, as
+// Symphony's, moves its wake-up on most arrivals).
+class WakeScriptPolicy final : public Policy {
+ public:
+  explicit WakeScriptPolicy(const Nanos* wake) : wake_(wake) {}
+  std::string_view name() const override { return "wake-script"; }
+  Decision Decide(const SchedulingContext&) override { return Decision::WakeAt(*wake_); }
+
+ private:
+  const Nanos* wake_;
+};
+
+TEST(ServingCoreWakeTest, ASupersededWakeUpCostsNoTick) {
+  SimulatedClock clock(Seconds(1));
+  ServingOptions o;
+  o.missed_heartbeats = 0;
+  o.overload.shed = false;
+  ServingCore core(o, &clock);
+  const ModelProfile profile = testing::ThreeSubnetProfile();
+  Nanos wake = clock.Now() + Millis(2);
+  ASSERT_TRUE(core.AddModel(profile, std::make_unique<WakeScriptPolicy>(&wake)).ok());
+  WorkerRegistration r;
+  r.name = "w";
+  r.models = {profile.model};
+  ASSERT_TRUE(core.RegisterWorker(r, std::make_shared<Channel>()).ok());
+  std::vector<std::unique_ptr<Handle>> handles;
+  auto submit = [&] {
+    handles.push_back(std::make_unique<Handle>());
+    QueryRequest q;
+    q.model = profile.model;
+    q.deadline = clock.Now() + Millis(100);
+    core.Submit(handles.back().get(), q);
+  };
+  submit();  // lists a wake-up at +2 ms
+  wake = clock.Now() + Millis(5);
+  submit();  // moves it to +5 ms: the +2 ms entry is superseded
+  // The next tick is the current wake-up, not the superseded one (nor the
+  // 10-ms housekeeping interval).
+  EXPECT_EQ(core.Tick(), clock.Now() + Millis(5));
+  ASSERT_TRUE(clock.AdvanceTo(clock.Now() + Millis(5)).ok());
+  // Fired at +5 ms, the policy asks again for +7 ms; nothing stale remains.
+  wake = clock.Now() + Millis(2);
+  EXPECT_EQ(core.Tick(), clock.Now() + Millis(2));
+  for (const auto& h : handles) EXPECT_EQ(h->answers, 0) << "still queued, not lost";
+  core.Shutdown();
+  for (const auto& h : handles) EXPECT_EQ(h->answers, 1);
+}
+
 // Random clients, workers and operators; at the end every handle has exactly
 // one answer and nothing is left pending.
 TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
