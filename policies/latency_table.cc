@@ -67,6 +67,10 @@ double LatencyTable::UnmeasuredScale() {
   } else if (startup_drift_ > 0) {
     drift = startup_drift_;
   }
+  return ScaleForDrift(drift);
+}
+
+double LatencyTable::ScaleForDrift(double drift) const {
   if (drift <= 0) return 0;
   // Within the deadband the profile stands (its own margin included).
   const bool drifted = drift >= options_.drift_deadband || drift <= 1.0 / options_.drift_deadband;
@@ -158,6 +162,7 @@ bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {
     if (drift_tuples_ >= std::min(options_.drift_min_tuples, estimate_.size())) {
       if (!startup_ratios_.empty()) {  // the start-up drift has done its job
         std::vector<double>().swap(startup_ratios_);
+        std::vector<double>().swap(startup_sorted_);
         startup_drift_ = 0;
       }
       if (joins && m.count() < options_.min_samples) {
@@ -190,16 +195,19 @@ bool LatencyTable::RecordStartupRatio(double ratio) {
   if (startup_ratios_.size() < window) {
     startup_ratios_.push_back(ratio);
   } else {
+    startup_sorted_.erase(std::lower_bound(startup_sorted_.begin(), startup_sorted_.end(),
+                                           startup_ratios_[startup_next_]));
     startup_ratios_[startup_next_] = ratio;
   }
+  startup_sorted_.insert(std::upper_bound(startup_sorted_.begin(), startup_sorted_.end(), ratio),
+                         ratio);
   startup_next_ = (startup_next_ + 1) % window;
   if (startup_ratios_.size() < std::max<size_t>(options_.drift_min_samples, 1)) return false;
-  ratio_scratch_ = startup_ratios_;
-  auto mid = ratio_scratch_.begin() + (ratio_scratch_.size() - 1) / 2;
-  std::nth_element(ratio_scratch_.begin(), mid, ratio_scratch_.end());
-  startup_drift_ = *mid;
+  startup_drift_ = startup_sorted_[(startup_sorted_.size() - 1) / 2];  // the lower median
+  // Fewer than drift_min_tuples tuples qualify (the caller's condition), so
+  // UnmeasuredScale would take the start-up drift: skip its O(tuples) scan.
   // Rebuild (O(subnets x batches)) only when the applied scale moves.
-  const double scale = UnmeasuredScale();
+  const double scale = ScaleForDrift(startup_drift_);
   if (scale <= 0 ||
       std::abs(scale - unmeasured_scale_) <= options_.min_relative_change * unmeasured_scale_) {
     return false;

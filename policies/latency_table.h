@@ -119,6 +119,8 @@ class LatencyTable {
   // drift outside the deadband, else 1 + unmeasured_margin); 0 when no
   // drift is known yet (they keep what they have).
   double UnmeasuredScale();
+  // That scale for a known drift (> 0), or 0.
+  double ScaleForDrift(double drift) const;
   // One batch's ratio into the start-up drift; true when it moved the
   // unmeasured estimates.
   bool RecordStartupRatio(double ratio);
@@ -140,6 +142,7 @@ class LatencyTable {
   // The start-up drift (Options::startup_drift): a ring of the last `window`
   // batch ratios, while fewer than drift_min_tuples tuples qualify.
   std::vector<double> startup_ratios_;
+  std::vector<double> startup_sorted_;  // the same ratios, ascending
   size_t startup_next_ = 0;
   double startup_drift_ = 0;  // 0: not enough batches yet
   size_t drift_tuples_ = 0;   // tuples with drift_min_samples samples

@@ -74,8 +74,9 @@ Nanos ProfiledPolicy::EstimatedLatency(int32_t subnet_index, int32_t batch_size)
 
 void ProfiledPolicy::OnCompletion(const CompletionTelemetry& t) {
   int bi = -1;
-  for (int b = 0; b < table_.num_batches(); ++b) {
-    if (table_.batch_size(b) == t.batch_size) bi = b;
+  if (t.batch_size >= 1 && t.batch_size <= table_.max_batch()) {
+    const int b = table_.BatchIndexFor(t.batch_size);
+    if (table_.batch_size(b) == t.batch_size) bi = b;  // a profiled size
   }
   if (bi >= 0 && t.exec > 0) table_.Record(t.subnet_index, bi, t.exec);
   if (t.overhead >= 0 && t.subnet_index >= 0) {

@@ -7,7 +7,7 @@ namespace superserve {
 
 void WorkerSpeed::Record(Nanos measured, Nanos profiled) {
   if (measured <= 0 || profiled <= 0) return;
-  const double bound = std::log(options_.clip);
+  const double bound = log_clip_;
   double sample = std::log(static_cast<double>(measured) / static_cast<double>(profiled));
   if (samples_ == 0) {
     // The first sample is clipped around 1 (no estimate yet).
@@ -17,10 +17,7 @@ void WorkerSpeed::Record(Nanos measured, Nanos profiled) {
     log_factor_ += options_.weight * (sample - log_factor_);
   }
   ++samples_;
-}
-
-double WorkerSpeed::factor() const {
-  return samples_ < options_.min_samples ? 1.0 : std::exp(log_factor_);
+  if (samples_ >= options_.min_samples) factor_ = std::exp(log_factor_);
 }
 
 double LowerMedian(std::vector<double> factors) {

@@ -1,6 +1,7 @@
 #ifndef SUPERSERVE_SERVING_WORKER_SPEED_H_
 #define SUPERSERVE_SERVING_WORKER_SPEED_H_
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -23,18 +24,22 @@ class WorkerSpeed {
     int32_t min_samples = 4;  // factor() is 1 below this
   };
   WorkerSpeed() : WorkerSpeed(Options()) {}
-  explicit WorkerSpeed(Options options) : options_(options) {}
+  explicit WorkerSpeed(Options options)
+      : options_(options), log_clip_(std::log(options.clip)) {}
 
   // One batch: `measured` execution time of what the profile puts at
   // `profiled`. Non-positive values are ignored.
   void Record(Nanos measured, Nanos profiled);
   // The estimate (1 until min_samples batches were recorded).
-  double factor() const;
+  // O(1): the serving core reads every worker's factor every few batches.
+  double factor() const { return factor_; }
   int64_t samples() const { return samples_; }
 
  private:
   Options options_;
+  double log_clip_;
   double log_factor_ = 0;
+  double factor_ = 1.0;  // exp(log_factor_) once min_samples were recorded
   int64_t samples_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "policies/latency_table.h"
 
+#include <algorithm>
+#include <deque>
 #include <random>
 #include <vector>
 
@@ -224,6 +226,37 @@ TEST(RollingPercentileTest, HighPercentileOfWindow) {
   EXPECT_EQ(r.value(), 99);
   for (int i = 0; i < 100; ++i) r.Add(5);  // old samples scroll out
   EXPECT_EQ(r.value(), 5);
+}
+
+// Against a sort of the window, with duplicates, windows of 1 to 64 and a
+// stride: the value is the percentile of the window at the last recompute.
+TEST(RollingPercentileTest, MatchesASortOfTheWindowAtEachRecompute) {
+  std::mt19937_64 rng(7);
+  for (size_t window : {1, 2, 7, 64}) {
+    for (size_t stride : {1, 16}) {
+      for (double q : {0.0, 0.5, 0.99, 1.0}) {
+        RollingPercentile r(window, q, stride);
+        std::deque<Nanos> last;
+        Nanos expected = 0;
+        size_t since = 0;
+        for (int i = 0; i < 500; ++i) {
+          const Nanos v = static_cast<Nanos>(rng() % 20);  // many ties
+          r.Add(v);
+          last.push_back(v);
+          if (last.size() > window) last.pop_front();
+          if (last.size() < window || ++since >= stride) {
+            since = 0;
+            std::vector<Nanos> sorted(last.begin(), last.end());
+            std::sort(sorted.begin(), sorted.end());
+            expected = sorted[static_cast<size_t>(
+                q * static_cast<double>(sorted.size() - 1) + 0.5)];
+          }
+          ASSERT_EQ(r.value(), expected) << "window " << window << " stride " << stride
+                                         << " q " << q << " sample " << i;
+        }
+      }
+    }
+  }
 }
 
 TEST(ArrivalRateEstimatorTest, CountsArrivalsInWindow) {
