@@ -264,6 +264,9 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
                         b.queries.end());
       }
     }
+    if (d.take_ids.empty()) {
+      b.queries.reserve(static_cast<size_t>(std::min<int64_t>(d.take, queue_.size())));
+    }
     for (int32_t i = 0; d.take_ids.empty() && i < d.take && !queue_.empty(); ++i) {
       Query q = queue_.Pop();
       if (!cancelled_.empty() && cancelled_.erase(q.id)) {

@@ -290,9 +290,13 @@ absl::Status ServingCore::CheckApplicationLocked(absl::string_view application) 
 }
 
 int32_t ServingCore::ApplicationIdLocked(absl::string_view application) {
+  // Clients mostly repeat their tag (or send none): one compare, no hash.
+  if (last_application_ >= 0 && *application_names_[last_application_] == application) {
+    return last_application_;
+  }
   auto it = applications_.find(application);
-  if (it != applications_.end()) return it->second;
-  const int32_t id = static_cast<int32_t>(applications_.size());
+  if (it != applications_.end()) return last_application_ = it->second;
+  const int32_t id = last_application_ = static_cast<int32_t>(applications_.size());
   applications_.emplace(std::string(application), id);
   application_names_.push_back(std::make_shared<const std::string>(std::string(application)));
   const std::string_view name(application.data(), application.size());

@@ -275,6 +275,7 @@ class ServingCore {
   absl::flat_hash_map<std::string, int32_t> applications_ ABSL_GUARDED_BY(mu_);
   // Application id -> tag, for the observer's per-application metrics.
   std::vector<std::shared_ptr<const std::string>> application_names_ ABSL_GUARDED_BY(mu_);
+  int32_t last_application_ ABSL_GUARDED_BY(mu_) = -1;  // ApplicationIdLocked's last answer
   QueryId next_query_id_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
   ServingStats stats_ ABSL_GUARDED_BY(mu_);
