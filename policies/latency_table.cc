@@ -72,6 +72,7 @@ double LatencyTable::UnmeasuredScale() {
 
 double LatencyTable::ScaleForDrift(double drift) const {
   if (drift <= 0) return 0;
+  comparable_scale_ = drift;
   // Within the deadband the profile stands (its own margin included).
   const bool drifted = drift >= options_.drift_deadband || drift <= 1.0 / options_.drift_deadband;
   return drifted ? drift : 1.0 + options_.unmeasured_margin;

@@ -92,6 +92,26 @@ class LatencyTable {
   Nanos latency(int rank, int batch_index) const {
     return estimate_[static_cast<size_t>(rank) * batch_sizes_.size() + batch_index];
   }
+  // The latency of a tuple for comparing tuples' speeds: its profiled
+  // latency times the measured tuples' drift (even inside the deadband),
+  // unless its own measurement departs from that by more than the deadband.
+  // The estimates mix rolling p99s of 64 samples (measured tuples) with
+  // profiled means (unmeasured ones), so by them an unmeasured tuple looks
+  // faster than a measured one of the same speed, and a p99's noise (a few
+  // percent) exceeds the gap between neighbouring subnets; the profile
+  // ranks those, a measurement only overrules it where it is no noise.
+  Nanos ComparableLatency(int rank, int batch_index) const {
+    const size_t i = static_cast<size_t>(rank) * batch_sizes_.size() + batch_index;
+    const double predicted =
+        static_cast<double>(profiled_[i]) * (comparable_scale_ > 0 ? comparable_scale_ : 1.0);
+    if (is_measured_[i]) {
+      const double ratio = static_cast<double>(estimate_[i]) / predicted;
+      if (ratio >= options_.drift_deadband || ratio * options_.drift_deadband <= 1.0) {
+        return estimate_[i];
+      }
+    }
+    return static_cast<Nanos>(predicted);
+  }
   // Fastest tuple overall (the drop threshold of accuracy-adaptive policies).
   Nanos min_latency() const { return min_latency_; }
   Nanos max_latency() const { return max_latency_; }
@@ -147,6 +167,7 @@ class LatencyTable {
   double startup_drift_ = 0;  // 0: not enough batches yet
   size_t drift_tuples_ = 0;   // tuples with drift_min_samples samples
   double unmeasured_scale_ = 1;  // what RebuildDerived last applied
+  double comparable_scale_ = 0;  // the drift without the deadband; 0: none known
   Nanos min_latency_ = 0;
   Nanos max_latency_ = 0;
   uint64_t version_ = 0;

@@ -91,7 +91,7 @@ class RateFitPolicy : public ProfiledPolicy {
   std::vector<double> capacity_;    // per rank: max batch / latency within budget_
   std::vector<double> suffix_max_;  // per rank: max capacity over ranks >= it
   std::vector<int> frontier_;       // ranks faster than every more accurate one
-  int fastest_rank_ = 0;            // the rank with the highest capacity
+  int fastest_rank_ = 0;            // the highest capacity by LatencyTable::ComparableLatency
   Nanos sustain_latency_ = 0;       // see FastestLatency()
 };
 
