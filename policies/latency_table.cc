@@ -67,12 +67,12 @@ double LatencyTable::UnmeasuredScale() {
   } else if (startup_drift_ > 0) {
     drift = startup_drift_;
   }
+  if (drift > 0) comparable_scale_ = drift;
   return ScaleForDrift(drift);
 }
 
 double LatencyTable::ScaleForDrift(double drift) const {
   if (drift <= 0) return 0;
-  comparable_scale_ = drift;
   // Within the deadband the profile stands (its own margin included).
   const bool drifted = drift >= options_.drift_deadband || drift <= 1.0 / options_.drift_deadband;
   return drifted ? drift : 1.0 + options_.unmeasured_margin;
@@ -208,6 +208,7 @@ bool LatencyTable::RecordStartupRatio(double ratio) {
   // Fewer than drift_min_tuples tuples qualify (the caller's condition), so
   // UnmeasuredScale would take the start-up drift: skip its O(tuples) scan.
   // Rebuild (O(subnets x batches)) only when the applied scale moves.
+  comparable_scale_ = startup_drift_;
   const double scale = ScaleForDrift(startup_drift_);
   if (scale <= 0 ||
       std::abs(scale - unmeasured_scale_) <= options_.min_relative_change * unmeasured_scale_) {

@@ -123,9 +123,8 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     // estimates, which may be a more accurate neighbour of fastest_rank_
     // that only looks faster: the backlog check below steps down to
     // fastest_rank_ when the queue needs it, while a rate measured over
-    // 100 ms alone does not demand the last percent (starting at
-    // fastest_rank_ cost a time-varying GPU-shaped case of the property
-    // test 0.35 accuracy points, for no attainment anywhere).
+    // 100 ms alone does not demand the last percent (docs/scheduling.md,
+    // "Overload").
     r = HighestRankWithCapacity(std::min(need, suffix_max_.empty() ? 0.0 : suffix_max_[0]));
     r = UpperRank(ctx, slo, r < 0 ? fastest_rank_ : r);
   }
