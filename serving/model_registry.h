@@ -38,8 +38,10 @@ struct ServedModel {
   // (-1 = not listed); the core's bookkeeping, so that a scheduling pass
   // visits only those models, however many idle ones are registered.
   int32_t active_slot = -1;
-  // The policy wake-up the core has listed for this model (0 = none).
+  // The policy wake-up the core has listed for this model (0 = none), and
+  // its position in the core's WakeQueue (-1 = not listed).
   Nanos wake_listed = 0;
+  int32_t wake_slot = -1;
   // ServingCore::CloseModel: no new queries; removed once drained.
   bool closed = false;
 };

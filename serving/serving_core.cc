@@ -113,6 +113,7 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
       }
     }
     UnmarkActiveLocked(m);
+    wakes_.Erase(m);
     removed = models_.Remove(name);
     if (options_.log_lifecycle) SS_LOG(INFO) << "model " << name << " removed";
   }
@@ -437,7 +438,7 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
   }
   if (s.wake_at() > 0 && s.wake_at() != m->wake_listed) {
     m->wake_listed = s.wake_at();
-    wakes_.emplace(s.wake_at(), m->id);
+    wakes_.Update(m);
   }
   if (s.wake_at() > 0 && s.wake_at() < next_tick_) {
     next_tick_ = s.wake_at();
@@ -826,15 +827,6 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
 
 // ---------------------------------------------------------------- timer
 
-ServedModel* ServingCore::CurrentWakeLocked(Nanos at, ModelId id) {
-  ServedModel* m = models_.Find(id);
-  if (m == nullptr || m->wake_listed != at) return nullptr;  // removed, or superseded
-  if (m->scheduler.wake_at() != at) {  // answered otherwise since
-    m->wake_listed = 0;
-    return nullptr;
-  }
-  return m;
-}
 
 Nanos ServingCore::Tick() {
   Effects e;
@@ -883,12 +875,11 @@ Nanos ServingCore::Tick() {
     // are scheduled most urgent first, as for a free worker.
     std::vector<std::pair<Nanos, ServedModel*>>& due = order_scratch_;
     due.clear();
-    while (!wakes_.empty() && wakes_.top().first <= now) {
-      const auto [at, id] = wakes_.top();
-      wakes_.pop();
-      ServedModel* m = CurrentWakeLocked(at, id);
-      if (m == nullptr) continue;
-      m->wake_listed = 0;
+    while (!wakes_.empty() && wakes_.top()->wake_listed <= now) {
+      ServedModel* m = wakes_.top();
+      const Nanos at = m->wake_listed;
+      wakes_.Pop();
+      if (m->scheduler.wake_at() != at) continue;  // answered otherwise since
       if (m->scheduler.empty()) {
         m->scheduler.clear_wake();
         continue;
@@ -907,15 +898,13 @@ Nanos ServingCore::Tick() {
       m->scheduler.clear_wake();
       ScheduleLocked(m, now, &e);
     }
-    // Superseded entries at the top would each cost the owner an empty
-    // tick (a deferring policy moves its wake-up on most arrivals): drop
-    // them, as the loop above would, before naming the next tick.
-    while (!wakes_.empty()) {
-      const auto [at, id] = wakes_.top();
-      if (CurrentWakeLocked(at, id) != nullptr) break;
-      wakes_.pop();
+    // Wake-ups answered otherwise since, at the top, would each cost the
+    // owner an empty tick: drop them, as the loop above would, before
+    // naming the next tick.
+    while (!wakes_.empty() && wakes_.top()->scheduler.wake_at() != wakes_.top()->wake_listed) {
+      wakes_.Pop();
     }
-    if (!wakes_.empty()) next = std::min(next, std::max(wakes_.top().first, now + 1));
+    if (!wakes_.empty()) next = std::min(next, std::max(wakes_.top()->wake_listed, now + 1));
     next = std::min(next, std::max(next_housekeeping_, now + 1));
     if (housekeeping && observer_ != nullptr) {
       models_.ForEach([&](ServedModel* m) {

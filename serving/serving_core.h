@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <queue>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -22,6 +21,7 @@
 #include "serving/model_registry.h"
 #include "serving/query_handle.h"
 #include "serving/serving_observer.h"
+#include "serving/wake_queue.h"
 #include "serving/worker_channel.h"
 #include "serving/worker_pool.h"
 
@@ -248,10 +248,6 @@ class ServingCore {
   void RequeueLocked(QueryId id, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers the model's expired and cancelled queued queries.
   void SweepLocked(ServedModel* m, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The model whose current wake-up the heap entry (at, id) is, or nullptr
-  // for a stale entry (model removed, wake-up moved, or the policy answered
-  // otherwise since: that one's listing is cleared).
-  ServedModel* CurrentWakeLocked(Nanos at, ModelId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerGoneLocked(int32_t worker, const absl::Status& why, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RejectLocked(QueryHandle* handle, absl::string_view model, const absl::Status& status,
@@ -289,11 +285,10 @@ class ServingCore {
   // lowest free workers a few at a time, instead of testing every worker
   // that serves it (hundreds), so an arrival costs O(1) in the pool's size.
   std::vector<uint64_t> free_bits_ ABSL_GUARDED_BY(mu_);
-  // Policy wake-ups (time, model), earliest first; an entry is current while
-  // its model's wake_listed equals its time (superseded ones are skipped).
-  std::priority_queue<std::pair<Nanos, ModelId>, std::vector<std::pair<Nanos, ModelId>>,
-                      std::greater<>>
-      wakes_ ABSL_GUARDED_BY(mu_);
+  // Policy wake-ups, one per model at its wake_listed, earliest first. A
+  // listed wake-up is current while the model's scheduler still asks for it
+  // (a decision taken since may have answered it otherwise).
+  WakeQueue<ServedModel> wakes_ ABSL_GUARDED_BY(mu_);
   // Liveness checks, busy fractions and queue gauges run at most once per
   // tick interval: Ticks asked for by policy wake-ups come far more often.
   Nanos next_housekeeping_ ABSL_GUARDED_BY(mu_) = 0;
