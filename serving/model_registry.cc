@@ -15,14 +15,14 @@ absl::StatusOr<ServedModel*> ModelRegistry::Add(const ModelProfile& profile,
   ServedModel* raw = model.get();
   by_id_.emplace(id, std::move(model));
   index_.emplace(id, raw);
-  by_name_.emplace(profile.model, id);
+  by_name_.emplace(profile.model, raw);
   return raw;
 }
 
 std::unique_ptr<ServedModel> ModelRegistry::Remove(absl::string_view name) {
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return nullptr;
-  auto m = by_id_.find(it->second);
+  auto m = by_id_.find(it->second->id);
   std::unique_ptr<ServedModel> out = std::move(m->second);
   index_.erase(m->first);
   by_id_.erase(m);
@@ -32,7 +32,7 @@ std::unique_ptr<ServedModel> ModelRegistry::Remove(absl::string_view name) {
 
 ServedModel* ModelRegistry::Find(absl::string_view name) const {
   auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : Find(it->second);
+  return it == by_name_.end() ? nullptr : it->second;
 }
 
 ServedModel* ModelRegistry::Find(ModelId id) const {

@@ -67,7 +67,7 @@ class ModelRegistry {
 
  private:
   std::map<ModelId, std::unique_ptr<ServedModel>> by_id_;
-  absl::flat_hash_map<std::string, ModelId> by_name_;
+  absl::flat_hash_map<std::string, ServedModel*> by_name_;  // one lookup per query
   absl::flat_hash_map<ModelId, ServedModel*> index_;  // by_id_ for lookups: O(1) per answer
   absl::flat_hash_map<std::string, int64_t> last_version_;
   ModelId next_id_ = 1;
