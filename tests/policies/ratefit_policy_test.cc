@@ -71,8 +71,9 @@ TEST(RateFitPolicyTest, StepsDownToTheMostAccurateSubnetThatCarriesTheRate) {
 }
 
 // The serving core's overload plan asks with assume_overload: the answer is
-// the one for a rate no subnet carries (the fastest subnet's largest batch
-// within the slack), and the real decision after it is the one before it.
+// the one for a rate no subnet carries (the fastest subnet's batch of the
+// highest throughput within the slack and the batch budget), and the real
+// decision after it is the one before it.
 TEST(RateFitPolicyTest, AskedToAssumeOverloadAnswersWithItsHighestThroughput) {
   RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
@@ -109,6 +110,41 @@ TEST(RateFitPolicyTest, AHeadTooLateForTheChosenSubnetGetsOneThatFits) {
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(d.subnet_index, 0);
   EXPECT_EQ(d.batch_size, 2);
+}
+
+// CPU-shaped: flat up to batch 4, then a knee: batch 8 serves the most
+// queries per ms (75 %: 8 / 3 ms, where 4 / 2 ms and 16 / 16 ms). A full
+// queue gets that batch, not the largest that fits (which also took the
+// backlog check down to the 70 % subnet: 2 rounds of batch 16 at 75 % are
+// 32 ms > 0.8 x 35 / 1.05; 4 rounds of batch 8 are 12 ms).
+TEST(RateFitPolicyTest, RunsTheBatchOfTheHighestThroughputNotTheLargest) {
+  RateFitPolicy p(testing::HandProfile({1, 2, 4, 8, 16}, {70, 75},
+                                       {{1, 1, 1, 1.5, 8}, {2, 2, 2, 3, 16}}),
+                  NoOverhead());
+  EdfQueue q;
+  Fill(&q, 32, 35);
+  const Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 1);
+  EXPECT_EQ(d.batch_size, 8);
+  EXPECT_EQ(d.take, 8);
+}
+
+// Within the slack but not within the batch budget (0.7 x 40 = 28 ms):
+// batch 8 of the 80 % subnet (30 ms) is not run; batch 4 (10 ms) is, and a
+// queue of one batch 8 would have failed the backlog check (30 > 0.8 x
+// 37.6 / 1.05) and stepped down to 75 %.
+TEST(RateFitPolicyTest, RunsNoBatchLongerThanTheBatchBudget) {
+  RateFitPolicy p(testing::HandProfile({1, 2, 4, 8}, {70, 75, 80},
+                                       {{1, 1.5, 2.5, 4.5}, {2, 3, 5, 9}, {4, 6, 10, 30}}),
+                  NoOverhead());
+  EdfQueue q;
+  Fill(&q, 8, 37.6);
+  const Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 2);
+  EXPECT_EQ(d.batch_size, 4);
+  EXPECT_EQ(d.take, 4);
 }
 
 TEST(RateFitPolicyTest, DecisionsDoNotDependOnTheBucketCount) {
