@@ -147,7 +147,14 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     const int bi = BatchFor(rank, view.slack);
     if (bi < 0) return false;
     const int64_t b = table_.batch_size(bi);
-    const int64_t rounds = ((view.pending + b - 1) / b + workers - 1) / workers;
+    const int64_t batches = (view.pending + b - 1) / b;
+    // As many batches as free workers: each starts now and fits the head's
+    // slack (fit margin included), so the queue clears. The backlog factor
+    // is the margin for rounds that wait for a busy worker, whose free time
+    // the policy does not know (a queue of 3 with one free worker and a
+    // batch within the slack but above 0.8 x it stepped down for nothing).
+    if (batches <= static_cast<int64_t>(ctx.free_workers.size())) return true;
+    const int64_t rounds = (batches + workers - 1) / workers;
     const double clearing =
         static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, bi));
     return clearing <= options_.backlog_factor * static_cast<double>(view.slack) ||

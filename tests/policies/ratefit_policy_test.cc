@@ -102,6 +102,26 @@ TEST(RateFitPolicyTest, AQueueThatTheSubnetCannotClearInTimeStepsDown) {
   EXPECT_EQ(d.take, 8);
 }
 
+// One batch per free worker clears at once, even where the batch (80 %,
+// 18 ms) leaves less than the backlog factor's margin of the head's slack
+// (0.8 x 20 / 1.05 = 15.2 ms); one query more needs a second round on the
+// one worker, and that steps down to 70 % (2 x 4.5 ms; 75 %: 2 x 9 ms).
+TEST(RateFitPolicyTest, AQueueTheFreeWorkersTakeAtOnceDoesNotStepDown) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 8, 20);
+  Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 2);
+  EXPECT_EQ(d.batch_size, 8);
+  EdfQueue more;
+  Fill(&more, 9, 20);
+  d = DecideOn(&p, more);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 8);
+}
+
 TEST(RateFitPolicyTest, AHeadTooLateForTheChosenSubnetGetsOneThatFits) {
   RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
