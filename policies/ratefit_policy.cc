@@ -151,8 +151,9 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     // As many batches as free workers: each starts now and fits the head's
     // slack (fit margin included), so the queue clears. The backlog factor
     // is the margin for rounds that wait for a busy worker, whose free time
-    // the policy does not know (a queue of 3 with one free worker and a
-    // batch within the slack but above 0.8 x it stepped down for nothing).
+    // the policy does not know (linear100 bursty: queues that one free
+    // worker took whole, at a batch between 0.8 x the slack and the slack,
+    // stepped down from the envelope's subnet for nothing).
     if (batches <= static_cast<int64_t>(ctx.free_workers.size())) return true;
     const int64_t rounds = (batches + workers - 1) / workers;
     const double clearing =
