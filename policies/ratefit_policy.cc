@@ -36,6 +36,9 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
   suffix_max_.assign(s, 0.0);
   fastest_rank_ = 0;
   double fastest = 0;
+  const int nb = table_.num_batches();
+  batch_overhead_ = overhead_estimate();
+  best_batch_upto_.assign(static_cast<size_t>(s) * nb, 0);
   for (int r = 0; r < s; ++r) {
     // The highest-throughput rank (the overload plan's answer, the drop
     // rule's and the backlog check's last resort) is picked by
@@ -44,7 +47,7 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
     // speed, so past the peak the policy wandered onto slower unmeasured
     // ranks next to the fastest one (docs/scheduling.md, "Overload").
     double comparable = 0;
-    for (int bi = 0; bi < table_.num_batches(); ++bi) {
+    for (int bi = 0; bi < nb; ++bi) {
       const Nanos l = table_.latency(r, bi);
       if (l > budget) break;
       const double b = table_.batch_size(bi) * 1e9;
@@ -54,6 +57,11 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
     if (comparable >= fastest) {  // ties: accuracy
       fastest = comparable;
       fastest_rank_ = r;
+    }
+    uint8_t* best = &best_batch_upto_[static_cast<size_t>(r) * nb];
+    for (int bi = 1; bi < nb; ++bi) {
+      best[bi] = Throughput(r, bi) > Throughput(r, best[bi - 1]) ? static_cast<uint8_t>(bi)
+                                                                 : best[bi - 1];
     }
   }
   for (int r = s - 1; r >= 0; --r) {
@@ -67,6 +75,30 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
   for (int r = 0; r < s; ++r) {
     if (capacity_[r] >= suffix_max_[r]) frontier_.push_back(r);
   }
+}
+
+double RateFitPolicy::Throughput(int rank, int batch_index) const {
+  return table_.batch_size(batch_index) /
+         static_cast<double>(table_.latency(rank, batch_index) + batch_overhead_);
+}
+
+int RateFitPolicy::BatchFor(int rank, Nanos slack) const {
+  const Nanos within = std::min(slack, budget_);
+  const int largest = table_.LargestBatchWithin(rank, within);
+  // Not even batch 1 within the budget (an SLO barely above the latencies):
+  // the largest batch within the slack, as before there was a budget here.
+  if (largest < 0) return table_.LargestBatchWithin(rank, slack);
+  const int best = best_batch_upto_[static_cast<size_t>(rank) * table_.num_batches() + largest];
+  if (table_.latency(rank, best) <= within) return best;
+  // Corrected latencies not monotone in batch size: a smaller batch can be
+  // the slower one. Scan.
+  int pick = largest;
+  for (int bi = 0; bi < largest; ++bi) {
+    if (table_.latency(rank, bi) <= within && Throughput(rank, bi) > Throughput(rank, pick)) {
+      pick = bi;
+    }
+  }
+  return pick;
 }
 
 Nanos RateFitPolicy::FastestLatency() const {
@@ -133,10 +165,18 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   // a queue that has already formed). The highest rank <= r that clears it,
   // by bisection (clearing time grows with accuracy on a Pareto profile).
   auto clears = [&](int rank) {
-    const int bi = table_.LargestBatchWithin(rank, view.slack);
+    const int bi = BatchFor(rank, view.slack);
     if (bi < 0) return false;
     const int64_t b = table_.batch_size(bi);
-    const int64_t rounds = ((view.pending + b - 1) / b + workers - 1) / workers;
+    const int64_t batches = (view.pending + b - 1) / b;
+    // As many batches as free workers: each starts now and fits the head's
+    // slack (fit margin included), so the queue clears. The backlog factor
+    // is the margin for rounds that wait for a busy worker, whose free time
+    // the policy does not know (linear100 bursty: queues that one free
+    // worker took whole, at a batch between 0.8 x the slack and the slack,
+    // stepped down from the envelope's subnet for nothing).
+    if (batches <= static_cast<int64_t>(ctx.free_workers.size())) return true;
+    const int64_t rounds = (batches + workers - 1) / workers;
     const double clearing =
         static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, bi));
     return clearing <= options_.backlog_factor * static_cast<double>(view.slack) ||
@@ -155,7 +195,7 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     // common footing (the frontier is built from the estimates).
     r = lo >= 0 ? frontier_[lo] : fastest_rank_;
   }
-  int b = table_.LargestBatchWithin(r, view.slack);
+  int b = BatchFor(r, view.slack);
   if (b >= 0) {
     if (view.pending < table_.batch_size(b)) b = std::min(b, table_.BatchIndexFor(view.pending));
     return Choice{r, b};

@@ -1,6 +1,7 @@
 #ifndef SUPERSERVE_POLICIES_RATEFIT_POLICY_H_
 #define SUPERSERVE_POLICIES_RATEFIT_POLICY_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,17 @@ struct RateFitOptions {
 };
 
 // The default policy ("ratefit"): serve the most accurate subnet whose
-// capacity covers the load, with Clipper+'s adaptive batching. Per decision:
+// capacity covers the load, at the batch that capacity was computed for.
+// Per decision:
 // the arrival rate over the last rate_window and the SLO (the head's deadline
 // minus its arrival) give the per-worker throughput needed; the subnet is the
 // most accurate one whose best batch within the SLO's batch budget delivers
 // it (O(log S) through a suffix maximum, rebuilt when the SLO or the latency
 // estimates change), stepped down along the capacity frontier (bisection,
 // O(log S x B)) until the queued queries clear within the head's slack at
-// its batch; the batch is the largest that fits the head's slack, cut to
-// what is queued. If that subnet cannot meet the head's deadline even at
+// its batch; the batch is the one with the highest throughput within both
+// the head's slack and the batch budget (BatchFor), cut to what is queued.
+// If that subnet cannot meet the head's deadline even at
 // batch 1, the most accurate subnet that fits at the queued batch, else the
 // largest batch of the fastest subnet. Asked with
 // SchedulingContext::assume_overload (the serving core's overload plan), it
@@ -82,6 +85,26 @@ class RateFitPolicy : public ProfiledPolicy {
   void RefreshCapacity(Nanos budget);
   // Highest rank whose capacity (queries/s per worker) is >= need, or -1.
   int HighestRankWithCapacity(double need) const;
+  // Queries per nanosecond of (rank, batch_index) on a worker: the batch's
+  // estimate plus the dispatch overhead, which every batch pays (it breaks
+  // the ties of a profile linear in batch size past a knee towards the
+  // larger batch).
+  double Throughput(int rank, int batch_index) const;
+  // The batch `rank` runs when the head has `slack` left: of the batches
+  // within both the slack and the capacity budget (budget_), the one with
+  // the highest Throughput(), or -1 if none fits. That is the batch its
+  // capacity_ counts (up to the overhead's tie-break), so the rate check,
+  // the backlog check and the dispatch agree on what the subnet delivers.
+  // The largest batch within the slack (Clipper+'s rule, ratefit's before)
+  // can be slower per query: CPU-shaped profiles are flat in batch between
+  // two knees and linear past the second (rank 3 of the property test's
+  // cpu10 profile serves 16 in 6.1 ms, 32 in 16.7 ms), so during bursts
+  // the backlog check, sized for the slow batch, stepped down to rank 0.
+  // And it can exceed the budget: at rank 6 of linear10, batch 32 takes
+  // 61 ms of an 82-ms SLO, more than 0.8 x the slack of a fresh head, and
+  // the backlog check stepped down for a queue of 3 queries. O(log B)
+  // through a per-rank prefix argmax of throughput, rebuilt with capacity_.
+  int BatchFor(int rank, Nanos slack) const;
 
   RateFitOptions options_;
   ArrivalRateEstimator arrivals_;
@@ -91,7 +114,10 @@ class RateFitPolicy : public ProfiledPolicy {
   std::vector<double> capacity_;    // per rank: max batch / latency within budget_
   std::vector<double> suffix_max_;  // per rank: max capacity over ranks >= it
   std::vector<int> frontier_;       // ranks faster than every more accurate one
-  int fastest_rank_ = 0;            // the highest capacity by LatencyTable::ComparableLatency
+  // [rank][batch]: the batch index <= batch with the highest throughput.
+  std::vector<uint8_t> best_batch_upto_;
+  Nanos batch_overhead_ = 0;  // the overhead estimate best_batch_upto_ was built with
+  int fastest_rank_ = 0;      // the highest capacity by LatencyTable::ComparableLatency
   Nanos sustain_latency_ = 0;       // see FastestLatency()
 };
 

@@ -72,8 +72,9 @@ TEST(RateFitPolicyTest, StepsDownToTheMostAccurateSubnetThatCarriesTheRate) {
 }
 
 // The serving core's overload plan asks with assume_overload: the answer is
-// the one for a rate no subnet carries (the fastest subnet's largest batch
-// within the slack), and the real decision after it is the one before it.
+// the one for a rate no subnet carries (the fastest subnet's batch of the
+// highest throughput within the slack and the batch budget), and the real
+// decision after it is the one before it.
 TEST(RateFitPolicyTest, AskedToAssumeOverloadAnswersWithItsHighestThroughput) {
   RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
@@ -131,6 +132,26 @@ TEST(RateFitPolicyTest, AQueueThatTheSubnetCannotClearInTimeStepsDown) {
   EXPECT_EQ(d.take, 8);
 }
 
+// One batch per free worker clears at once, even where the batch (80 %,
+// 18 ms) leaves less than the backlog factor's margin of the head's slack
+// (0.8 x 20 / 1.05 = 15.2 ms); one query more needs a second round on the
+// one worker, and that steps down to 70 % (2 x 4.5 ms; 75 %: 2 x 9 ms).
+TEST(RateFitPolicyTest, AQueueTheFreeWorkersTakeAtOnceDoesNotStepDown) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 8, 20);
+  Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 2);
+  EXPECT_EQ(d.batch_size, 8);
+  EdfQueue more;
+  Fill(&more, 9, 20);
+  d = DecideOn(&p, more);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 8);
+}
+
 TEST(RateFitPolicyTest, AHeadTooLateForTheChosenSubnetGetsOneThatFits) {
   RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
@@ -139,6 +160,41 @@ TEST(RateFitPolicyTest, AHeadTooLateForTheChosenSubnetGetsOneThatFits) {
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(d.subnet_index, 0);
   EXPECT_EQ(d.batch_size, 2);
+}
+
+// CPU-shaped: flat up to batch 4, then a knee: batch 8 serves the most
+// queries per ms (75 %: 8 / 3 ms, where 4 / 2 ms and 16 / 16 ms). A full
+// queue gets that batch, not the largest that fits (which also took the
+// backlog check down to the 70 % subnet: 2 rounds of batch 16 at 75 % are
+// 32 ms > 0.8 x 35 / 1.05; 4 rounds of batch 8 are 12 ms).
+TEST(RateFitPolicyTest, RunsTheBatchOfTheHighestThroughputNotTheLargest) {
+  RateFitPolicy p(testing::HandProfile({1, 2, 4, 8, 16}, {70, 75},
+                                       {{1, 1, 1, 1.5, 8}, {2, 2, 2, 3, 16}}),
+                  NoOverhead());
+  EdfQueue q;
+  Fill(&q, 32, 35);
+  const Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 1);
+  EXPECT_EQ(d.batch_size, 8);
+  EXPECT_EQ(d.take, 8);
+}
+
+// Within the slack but not within the batch budget (0.7 x 40 = 28 ms):
+// batch 8 of the 80 % subnet (30 ms) is not run; batch 4 (10 ms) is, and a
+// queue of one batch 8 would have failed the backlog check (30 > 0.8 x
+// 37.6 / 1.05) and stepped down to 75 %.
+TEST(RateFitPolicyTest, RunsNoBatchLongerThanTheBatchBudget) {
+  RateFitPolicy p(testing::HandProfile({1, 2, 4, 8}, {70, 75, 80},
+                                       {{1, 1.5, 2.5, 4.5}, {2, 3, 5, 9}, {4, 6, 10, 30}}),
+                  NoOverhead());
+  EdfQueue q;
+  Fill(&q, 8, 37.6);
+  const Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, 2);
+  EXPECT_EQ(d.batch_size, 4);
+  EXPECT_EQ(d.take, 4);
 }
 
 TEST(RateFitPolicyTest, DecisionsDoNotDependOnTheBucketCount) {
