@@ -172,9 +172,8 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     // As many batches as free workers: each starts now and fits the head's
     // slack (fit margin included), so the queue clears. The backlog factor
     // is the margin for rounds that wait for a busy worker, whose free time
-    // the policy does not know (linear100 bursty: queues that one free
-    // worker took whole, at a batch between 0.8 x the slack and the slack,
-    // stepped down from the envelope's subnet for nothing).
+    // the policy does not know; applied to a queue one free worker takes
+    // whole, it would step down from a subnet that serves it in time.
     if (batches <= static_cast<int64_t>(ctx.free_workers.size())) return true;
     const int64_t rounds = (batches + workers - 1) / workers;
     const double clearing =

@@ -95,15 +95,12 @@ class RateFitPolicy : public ProfiledPolicy {
   // the highest Throughput(), or -1 if none fits. That is the batch its
   // capacity_ counts (up to the overhead's tie-break), so the rate check,
   // the backlog check and the dispatch agree on what the subnet delivers.
-  // The largest batch within the slack (Clipper+'s rule, ratefit's before)
-  // can be slower per query: CPU-shaped profiles are flat in batch between
-  // two knees and linear past the second (rank 3 of the property test's
-  // cpu10 profile serves 16 in 6.1 ms, 32 in 16.7 ms), so during bursts
-  // the backlog check, sized for the slow batch, stepped down to rank 0.
-  // And it can exceed the budget: at rank 6 of linear10, batch 32 takes
-  // 61 ms of an 82-ms SLO, more than 0.8 x the slack of a fresh head, and
-  // the backlog check stepped down for a queue of 3 queries. O(log B)
-  // through a per-rank prefix argmax of throughput, rebuilt with capacity_.
+  // The largest batch within the slack (Clipper+'s rule) can be slower per
+  // query (CPU-shaped profiles are flat in batch between two knees and
+  // linear past the second) and can exceed the budget, and a backlog check
+  // sized for it steps down during bursts from a subnet that would have
+  // served them (docs/scheduling.md). O(log B) through a per-rank prefix
+  // argmax of throughput, rebuilt with capacity_.
   int BatchFor(int rank, Nanos slack) const;
 
   RateFitOptions options_;

@@ -6,9 +6,13 @@
 // simulator's own event loop, so the figure is a lower bound on the core's.
 // "On one core" is measured as this thread's CPU time (the machines are
 // shared: wall time there counts other processes' turns too); wall-clock
-// figures are reported beside it.
+// figures are reported beside it. Even CPU time moves 2-3x between runs on a
+// shared host (caches, frequency), so both cases run kRepeats times,
+// interleaved, and the median and the fastest repetition are reported; the
+// target is judged on the median.
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -98,25 +102,43 @@ Run Measure(int32_t models, int32_t workers, double rate, Nanos duration) {
   return run;
 }
 
+// The repetition at the median (upper median) and the fastest one, by CPU time.
+std::pair<Run, Run> MedianAndFastest(std::vector<Run> runs) {
+  std::sort(runs.begin(), runs.end(),
+            [](const Run& a, const Run& b) { return a.seconds < b.seconds; });
+  return {runs[runs.size() / 2], runs.front()};
+}
+
 int RunSymphony(const BenchmarkArgs& args) {
   constexpr int32_t kWorkers = 256;
+  constexpr int kRepeats = 5;
   // About half of what 256 workers sustain at SLO 25 ms (~187k q/s staggered).
   const double rate = 0.5 * StaggeredBound(1.053, 5.072, 25, kWorkers).throughput;
   const Nanos duration = Seconds(2);
-  const Run one = Measure(1, kWorkers, rate, duration);
-  const Run many = Measure(100, kWorkers, rate, duration);
+  std::vector<Run> ones, manys;
+  for (int i = 0; i < kRepeats; ++i) {
+    ones.push_back(Measure(1, kWorkers, rate, duration));
+    manys.push_back(Measure(100, kWorkers, rate, duration));
+    std::fprintf(stderr, "symphony: repetition %d/%d: 1 model %.2f M/s, 100 models %.2f M/s\n",
+                 i + 1, kRepeats, ones.back().per_s() / 1e6, manys.back().per_s() / 1e6);
+  }
+  const auto [one, one_best] = MedianAndFastest(ones);
+  const auto [many, many_best] = MedianAndFastest(manys);
   const double ratio = many.per_s() / one.per_s();
   for (const auto& [label, r] : {std::pair<const char*, const Run&>{"1 model   ", one},
                                  std::pair<const char*, const Run&>{"100 models", many}}) {
     std::printf("%s x %d workers, %.0f q/s for %.0f s: %lld queries, %lld batches, %lld "
-                "decisions in %.3f s CPU = %.2f M decisions/s (wall %.3f s: %.2f M/s; "
-                "attainment %.4f)\n",
+                "decisions in %.3f s CPU = %.2f M decisions/s (median of %d; wall %.3f s: "
+                "%.2f M/s; attainment %.4f)\n",
                 label, kWorkers, rate, ToSeconds(duration), static_cast<long long>(r.queries),
                 static_cast<long long>(r.batches), static_cast<long long>(r.decisions), r.seconds,
-                r.per_s() / 1e6, r.wall_seconds, r.per_wall_s() / 1e6, r.attainment);
+                r.per_s() / 1e6, kRepeats, r.wall_seconds, r.per_wall_s() / 1e6, r.attainment);
   }
-  std::printf("100 models / 1 model: %.3f (target >= 1 M decisions/s with 100 models: %s)\n", ratio,
-              many.per_s() >= 1e6 ? "met" : "missed");
+  std::printf("fastest of %d: 1 model %.2f M decisions/s, 100 models %.2f M decisions/s\n",
+              kRepeats, one_best.per_s() / 1e6, many_best.per_s() / 1e6);
+  std::printf("100 models / 1 model: %.3f (target >= 1 M decisions/s with 100 models, median: "
+              "%s)\n",
+              ratio, many.per_s() >= 1e6 ? "met" : "missed");
   if (args.json) {
     std::printf("%s\n", JsonWriter()
                             .Add("benchmark", "symphony")
@@ -125,6 +147,9 @@ int RunSymphony(const BenchmarkArgs& args) {
                             .Add("decisions_per_s_100_models", many.per_s())
                             .Add("decisions_per_s_1_model", one.per_s())
                             .Add("ratio_100_vs_1", ratio)
+                            .Add("repeats", kRepeats)
+                            .Add("best_decisions_per_s_100_models", many_best.per_s())
+                            .Add("best_decisions_per_s_1_model", one_best.per_s())
                             .Add("wall_decisions_per_s_100_models", many.per_wall_s())
                             .Add("wall_decisions_per_s_1_model", one.per_wall_s())
                             .Add("queries_per_s_100_models", many.queries / many.seconds)
