@@ -1,6 +1,7 @@
 #include "policies/ratefit_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -150,6 +151,7 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     }
   }
   int r = fastest_rank_;  // the overload plan: the highest throughput
+  bool near_peak = true;
   if (!ctx.assume_overload) {
     // A rate beyond every capacity starts from the highest capacity by the
     // estimates, which may be a more accurate neighbour of fastest_rank_
@@ -164,18 +166,19 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     // to drain before it expires (at 5 % spare, draining takes 20x as long
     // as building).
     const double peak = suffix_max_.empty() ? 0.0 : suffix_max_[0];
-    r = HighestRankWithCapacity(need * (1.0 + options_.peak_band) >= peak ? peak : need);
+    near_peak = need * (1.0 + options_.peak_band) >= peak;
+    r = HighestRankWithCapacity(near_peak ? peak : need);
     r = UpperRank(ctx, slo, r < 0 ? fastest_rank_ : r);
   }
   // The backlog: the queued queries must all be served within the head's
   // slack by the workers at this subnet's batch (the rate says nothing about
   // a queue that has already formed). The highest rank <= r that clears it,
   // by bisection (clearing time grows with accuracy on a Pareto profile).
-  auto clears = [&](int rank) {
+  auto clears = [&](int rank, int64_t pending) {
     const int bi = BatchFor(rank, view.slack);
     if (bi < 0) return false;
     const int64_t b = table_.batch_size(bi);
-    const int64_t batches = (view.pending + b - 1) / b;
+    const int64_t batches = (pending + b - 1) / b;
     // As many batches as free workers: each starts now and fits the head's
     // slack (fit margin included), so the queue clears. The backlog factor
     // is the margin for rounds that wait for a busy worker, whose free time
@@ -188,14 +191,31 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     return clearing <= options_.backlog_factor * static_cast<double>(view.slack) ||
            BacklogVetted(ctx, rank, view, clearing);
   };
-  if (!clears(r)) {
+  // A burst: the rate over rate_window can exceed a capacity that the queue
+  // absorbs (the envelope's fixed subnet rides bursts out in its queue,
+  // where stepping down on every 100-ms peak costs accuracy). One step up
+  // the frontier is taken if the queue, plus what that rank's shortfall
+  // against the rate adds over burst_horizon, still passes the backlog
+  // check; if the burst goes on, the next decisions' queue says so. Not near
+  // the peak (see peak_band), and one step only: more let a steady load sit
+  // above the chosen rank's capacity, its queue growing until the backlog
+  // check steps down past the rate's choice (docs/scheduling.md).
+  if (!near_peak && options_.burst_horizon > 0) {
+    const auto up = std::upper_bound(frontier_.begin(), frontier_.end(), r);
+    if (up != frontier_.end()) {
+      const double shortfall = std::max(0.0, need - capacity_[*up]) *
+                               static_cast<double>(workers) * ToSeconds(options_.burst_horizon);
+      if (clears(*up, view.pending + static_cast<int64_t>(std::ceil(shortfall)))) r = *up;
+    }
+  }
+  if (!clears(r, view.pending)) {
     // Bisection over the frontier below r (frontier_ is ascending in rank).
     int lo = -1;
     int hi = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), r) -
                               frontier_.begin());  // frontier_[hi] >= r does not clear
     while (hi - lo > 1) {
       const int mid = (lo + hi) / 2;
-      (clears(frontier_[mid]) ? lo : hi) = mid;
+      (clears(frontier_[mid], view.pending) ? lo : hi) = mid;
     }
     // No rank on the frontier clears it: the highest throughput, on a
     // common footing (the frontier is built from the estimates).

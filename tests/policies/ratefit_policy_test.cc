@@ -71,6 +71,50 @@ TEST(RateFitPolicyTest, StepsDownToTheMostAccurateSubnetThatCarriesTheRate) {
   EXPECT_EQ(DecideOn(&at1600, q, /*live_workers=*/2).subnet_index, 1);
 }
 
+// A burst the queue absorbs: 950 q/s per worker on 4 workers is above the
+// 75 % subnet's capacity (889), but what that shortfall adds over the burst
+// horizon (61 x 4 x 0.2 s = 49 queries) plus the queue clears in two rounds
+// of batch 8 (18 ms <= 0.8 x 35 / 1.05), so the rate's choice (70 %) steps up
+// one rank. At 1,200 q/s per worker the shortfall (249 queries, 8 rounds)
+// does not clear, and the rate's choice stands.
+TEST(RateFitPolicyTest, ABurstTheQueueAbsorbsStepsUpOneRank) {
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  RateFitPolicy burst(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&burst, 4 * 950);
+  EXPECT_EQ(DecideOn(&burst, q, /*live_workers=*/4).subnet_index, 1);
+  RateFitPolicy steady(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&steady, 4 * 1200);
+  EXPECT_EQ(DecideOn(&steady, q, /*live_workers=*/4).subnet_index, 0);
+  RateFitOptions off = NoOverhead();
+  off.burst_horizon = 0;
+  RateFitPolicy without(ThreeSubnetProfile(), off);
+  Arrivals(&without, 4 * 950);
+  EXPECT_EQ(DecideOn(&without, q, /*live_workers=*/4).subnet_index, 0);
+}
+
+// Near the peak, the peak's rank: capacities 1,778 q/s (70 %, 8 / 4.5 ms) and
+// 1,739 (71 %, 8 / 4.6 ms). 1,720 q/s is within 5 % of the peak, so the
+// 70 % subnet runs although the 71 % one carries the rate; at 1,600 the
+// 71 % one does.
+TEST(RateFitPolicyTest, ARateWithinThePeakBandRunsThePeakRank) {
+  const ModelProfile profile =
+      testing::HandProfile({1, 2, 4, 8}, {70, 71}, {{1, 1.5, 2.5, 4.5}, {1, 1.5, 2.5, 4.6}});
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  RateFitPolicy near(profile, NoOverhead());
+  Arrivals(&near, 1720);
+  EXPECT_EQ(DecideOn(&near, q).subnet_index, 0);
+  RateFitPolicy below(profile, NoOverhead());
+  Arrivals(&below, 1600);
+  EXPECT_EQ(DecideOn(&below, q).subnet_index, 1);
+  RateFitOptions no_band = NoOverhead();
+  no_band.peak_band = 0;
+  RateFitPolicy without(profile, no_band);
+  Arrivals(&without, 1720);
+  EXPECT_EQ(DecideOn(&without, q).subnet_index, 1);
+}
+
 // The serving core's overload plan asks with assume_overload: the answer is
 // the one for a rate no subnet carries (the fastest subnet's batch of the
 // highest throughput within the slack and the batch budget), and the real
