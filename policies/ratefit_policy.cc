@@ -23,6 +23,75 @@ void RateFitPolicy::OnArrival(const Query& q, Nanos now) {
   long_arrivals_.Add(now);
 }
 
+Decision RateFitPolicy::Decide(const SchedulingContext& ctx) {
+  Decision d = ProfiledPolicy::Decide(ctx);
+  // The overload plan's answers are hypothetical: nothing is dispatched.
+  if (d.kind == Decision::Kind::kDispatch && !ctx.assume_overload && d.worker >= 0) {
+    if (static_cast<size_t>(d.worker) >= busy_until_.size()) busy_until_.resize(d.worker + 1, 0);
+    const Nanos latency = table_.latency(table_.rank_of_subnet(d.subnet_index),
+                                         table_.BatchIndexFor(d.batch_size));
+    busy_until_[d.worker] = ctx.now + overhead_estimate() +
+                            static_cast<Nanos>(ctx.worker_speed * static_cast<double>(latency));
+  }
+  return d;
+}
+
+void RateFitPolicy::OnCompletion(const CompletionTelemetry& t) {
+  ProfiledPolicy::OnCompletion(t);
+  if (t.worker >= 0 && static_cast<size_t>(t.worker) < busy_until_.size()) busy_until_[t.worker] = 0;
+}
+
+void RateFitPolicy::CollectBusyOffsets(const SchedulingContext& ctx, int64_t workers) {
+  busy_offsets_.clear();
+  const int64_t busy = workers - static_cast<int64_t>(ctx.free_workers.size());
+  for (size_t w = 0; w < busy_until_.size(); ++w) {
+    if (static_cast<int64_t>(busy_offsets_.size()) >= busy) break;
+    if (busy_until_[w] <= 0) continue;
+    // free_workers is ascending (SchedulingContext).
+    if (std::binary_search(ctx.free_workers.begin(), ctx.free_workers.end(),
+                           static_cast<int32_t>(w))) {
+      continue;
+    }
+    busy_offsets_.push_back(std::max<Nanos>(0, busy_until_[w] - ctx.now));
+  }
+}
+
+bool RateFitPolicy::Clears(const SchedulingContext& ctx, const QueueView& view, int64_t workers,
+                           int rank, int64_t pending) {
+  const int bi = BatchFor(rank, view.slack);
+  if (bi < 0) return false;
+  const int64_t b = table_.batch_size(bi);
+  const int64_t batches = (pending + b - 1) / b;
+  const int64_t free = static_cast<int64_t>(ctx.free_workers.size());
+  // As many batches as free workers: each starts now and fits the head's
+  // slack (fit margin included), so the queue clears.
+  if (batches <= free) return true;
+  const Nanos latency = table_.latency(rank, bi);
+  // Rounds over all workers as if each were free now, within backlog_factor
+  // of the slack: the margin for the wait for busy workers.
+  const int64_t rounds = (batches + workers - 1) / workers;
+  const double clearing = static_cast<double>(rounds) * static_cast<double>(latency);
+  if (clearing <= options_.backlog_factor * static_cast<double>(view.slack)) return true;
+  // Or by when each worker frees up: the free ones now, the busy ones this
+  // policy dispatched to when their batch ends by its estimate, any other
+  // after one batch of this rank; each runs batches back to back until the
+  // head's slack. Where the rounds' margin is too much (one round that
+  // needs a busy worker, whose batch is about to end) this passes; where a
+  // busy worker frees up late it does not, but the rounds may. Either
+  // clearing passes: each alone lost accuracy on the property test
+  // (docs/scheduling.md).
+  const Nanos slack = view.slack;
+  int64_t can = free * (slack / latency);
+  for (Nanos offset : busy_offsets_) {
+    if (offset < slack) can += (slack - offset) / latency;
+  }
+  const int64_t unknown = std::max<int64_t>(
+      0, workers - free - static_cast<int64_t>(busy_offsets_.size()));
+  if (latency < slack) can += unknown * ((slack - latency) / latency);
+  if (can >= batches) return true;
+  return BacklogVetted(ctx, rank, view, clearing);
+}
+
 void RateFitPolicy::RefreshCapacity(Nanos budget) {
   // Rebuilding is O(subnets x batches): only when the budget moved by more
   // than 1 % or an estimate changed.
@@ -174,22 +243,9 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   // slack by the workers at this subnet's batch (the rate says nothing about
   // a queue that has already formed). The highest rank <= r that clears it,
   // by bisection (clearing time grows with accuracy on a Pareto profile).
+  CollectBusyOffsets(ctx, workers);
   auto clears = [&](int rank, int64_t pending) {
-    const int bi = BatchFor(rank, view.slack);
-    if (bi < 0) return false;
-    const int64_t b = table_.batch_size(bi);
-    const int64_t batches = (pending + b - 1) / b;
-    // As many batches as free workers: each starts now and fits the head's
-    // slack (fit margin included), so the queue clears. The backlog factor
-    // is the margin for rounds that wait for a busy worker, whose free time
-    // the policy does not know; applied to a queue one free worker takes
-    // whole, it would step down from a subnet that serves it in time.
-    if (batches <= static_cast<int64_t>(ctx.free_workers.size())) return true;
-    const int64_t rounds = (batches + workers - 1) / workers;
-    const double clearing =
-        static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, bi));
-    return clearing <= options_.backlog_factor * static_cast<double>(view.slack) ||
-           BacklogVetted(ctx, rank, view, clearing);
+    return Clears(ctx, view, workers, rank, pending);
   };
   // A burst: the rate over rate_window can exceed a capacity that the queue
   // absorbs (the envelope's fixed subnet rides bursts out in its queue,

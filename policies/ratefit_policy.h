@@ -52,7 +52,8 @@ struct RateFitOptions {
 // it (O(log S) through a suffix maximum, rebuilt when the SLO or the latency
 // estimates change), stepped down along the capacity frontier (bisection,
 // O(log S x B)) until the queued queries clear within the head's slack at
-// its batch; the batch is the one with the highest throughput within both
+// its batch (by rounds over all workers within backlog_factor of the
+// slack, or by when each worker frees up: see Clears); the batch is the one with the highest throughput within both
 // the head's slack and the batch budget (BatchFor), cut to what is queued.
 // If that subnet cannot meet the head's deadline even at
 // batch 1, the most accurate subnet that fits at the queued batch, else the
@@ -69,6 +70,9 @@ class RateFitPolicy : public ProfiledPolicy {
   explicit RateFitPolicy(const ModelProfile& profile) : RateFitPolicy(profile, RateFitOptions()) {}
 
   void OnArrival(const Query& q, Nanos now) override;
+  // Decide, noting when the dispatched batch ends on its worker.
+  Decision Decide(const SchedulingContext& ctx) override;
+  void OnCompletion(const CompletionTelemetry& t) override;
 
  protected:
   // For policies that refine the rate's choice (ShadowFitPolicy).
@@ -93,6 +97,14 @@ class RateFitPolicy : public ProfiledPolicy {
   Nanos FastestLatency() const override;
 
  private:
+  // Whether `pending` queries clear at `rank` within the head's slack (the
+  // backlog check; see Choose). busy_offsets_ must be current.
+  bool Clears(const SchedulingContext& ctx, const QueueView& view, int64_t workers, int rank,
+              int64_t pending);
+  // Fills busy_offsets_: for the busy workers this policy last dispatched
+  // to, how long until that batch ends by its estimate (0 if overdue), at
+  // most workers - free of them.
+  void CollectBusyOffsets(const SchedulingContext& ctx, int64_t workers);
   // Recomputes capacity_ / suffix_max_ for `budget` if it or the table moved.
   void RefreshCapacity(Nanos budget);
   // Highest rank whose capacity (queries/s per worker) is >= need, or -1.
@@ -128,6 +140,10 @@ class RateFitPolicy : public ProfiledPolicy {
   Nanos batch_overhead_ = 0;  // the overhead estimate best_batch_upto_ was built with
   int fastest_rank_ = 0;      // the highest capacity by LatencyTable::ComparableLatency
   Nanos sustain_latency_ = 0;       // see FastestLatency()
+  // Per worker id: when the batch this policy last dispatched to it ends by
+  // the estimate at dispatch (0: none running that the policy knows of).
+  std::vector<Nanos> busy_until_;
+  std::vector<Nanos> busy_offsets_;  // scratch: CollectBusyOffsets()
 };
 
 }  // namespace superserve

@@ -166,20 +166,59 @@ TEST(RateFitPolicyTest, AskedToAssumeOverloadComparesMeasuredAndUnmeasuredSubnet
   EXPECT_EQ(d.batch_size, 8);
 }
 
+// One worker, head slack 35 ms (33.3 after the fit margin). 24 queued: 3
+// batches of 8 back to back take 54 ms at 80 %, 27 ms at 75 %. 32 queued: 4
+// batches take 36 ms at 75 %, 18 ms at 70 %.
 TEST(RateFitPolicyTest, AQueueThatTheSubnetCannotClearInTimeStepsDown) {
   RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
-  Fill(&q, 24, 35);  // 3 rounds of 8: 80 % takes 54 ms, 75 % 27 ms > 0.8 x 33.3, 70 % 13.5 ms
+  Fill(&q, 24, 35);
   Decision d = DecideOn(&p, q);
-  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.subnet_index, 1);
   EXPECT_EQ(d.batch_size, 8);
   EXPECT_EQ(d.take, 8);
+  RateFitPolicy more_queued(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue more;
+  Fill(&more, 32, 35);
+  d = DecideOn(&more_queued, more);
+  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.batch_size, 8);
+}
+
+// Two workers, worker 0 free, 32 queued (4 batches of 8), head slack 40 ms
+// (38.1 after the fit margin). At 80 % (batch 8: 18 ms) two rounds take
+// 36 ms, more than 0.8 x 38.1: the rounds say no. By when the workers free
+// up: the free one takes 2 batches back to back, and the busy one, which
+// this policy dispatched a 1-ms batch to just now, 2 more: the queue clears
+// at 80 %. A busy worker the policy knows nothing of counts as free after
+// one batch of the rank asked about: 2 + 1 batches, a step down to 75 %.
+TEST(RateFitPolicyTest, ABusyWorkerAboutToFreeUpCountsFromWhenItDoes) {
+  const std::vector<int32_t> first = {0};
+  auto run = [&](bool busy_just_dispatched) {
+    RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+    if (busy_just_dispatched) {
+      // Worker 1 takes one query at 70 % batch 1 (1 ms) now.
+      EdfQueue one;
+      one.Push({100, 0, kNow - Millis(39), kNow + Millis(1.2)});
+      const std::vector<int32_t> w1 = {1};
+      const Decision d = p.Decide(SchedulingContext{one, kNow, absl::MakeConstSpan(w1), 2});
+      EXPECT_EQ(d.worker, 1);
+    }
+    EdfQueue q;
+    Fill(&q, 32, 40);
+    return p.Decide(SchedulingContext{q, kNow, absl::MakeConstSpan(first), 2}).subnet_index;
+  };
+  EXPECT_EQ(run(/*busy_just_dispatched=*/true), 2);
+  // Unknown to the policy, the busy worker counts as free after one batch
+  // of the rank asked about (18 ms): 2 + 1 batches < 4.
+  EXPECT_EQ(run(/*busy_just_dispatched=*/false), 1);
 }
 
 // One batch per free worker clears at once, even where the batch (80 %,
 // 18 ms) leaves less than the backlog factor's margin of the head's slack
-// (0.8 x 20 / 1.05 = 15.2 ms); one query more needs a second round on the
-// one worker, and that steps down to 70 % (2 x 4.5 ms; 75 %: 2 x 9 ms).
+// (0.8 x 20 / 1.05 = 15.2 ms); one query more needs a second batch on the
+// one worker, 36 ms at 80 %, and that steps down to 75 % (2 x 9 ms back to
+// back, within the 19 ms).
 TEST(RateFitPolicyTest, AQueueTheFreeWorkersTakeAtOnceDoesNotStepDown) {
   RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
@@ -192,7 +231,7 @@ TEST(RateFitPolicyTest, AQueueTheFreeWorkersTakeAtOnceDoesNotStepDown) {
   Fill(&more, 9, 20);
   d = DecideOn(&p, more);
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.subnet_index, 0);
+  EXPECT_EQ(d.subnet_index, 1);
   EXPECT_EQ(d.batch_size, 8);
 }
 
