@@ -53,8 +53,11 @@ struct RateFitOptions {
 // estimates change), stepped down along the capacity frontier (bisection,
 // O(log S x B)) until the queued queries clear within the head's slack at
 // its batch (by rounds over all workers within backlog_factor of the
-// slack, or by when each worker frees up: see Clears); the batch is the one with the highest throughput within both
-// the head's slack and the batch budget (BatchFor), cut to what is queued.
+// slack, or by when each worker frees up: see Clears); the batch is the
+// one with the highest throughput within both the head's slack and the
+// batch budget (BatchFor), cut to what is queued. A burst the queue absorbs
+// steps the rate's choice up one rank (burst_horizon); a rate near the peak
+// takes the peak's rank (peak_band).
 // If that subnet cannot meet the head's deadline even at
 // batch 1, the most accurate subnet that fits at the queued batch, else the
 // largest batch of the fastest subnet. Asked with
