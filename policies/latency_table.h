@@ -39,7 +39,7 @@ class LatencyTable {
     // on a machine slower than its profile (a busy host, co-located work) an
     // accuracy-seeking policy walks through the optimistic unmeasured tuples
     // one by one and answers late (a fixed bursty trace beside one CPU hog:
-    // ratefit 0.77-0.97 without, 0.988-0.994 with; docs/scheduling.md).
+    // ratefit 0.77-0.97 without, 0.988-0.994 with; docs/scheduling-ratefit-history.md).
     // --follow_drift.
     bool unmeasured_follow_drift = true;
     // The drift (the lower median of the measured ratios) applies once this

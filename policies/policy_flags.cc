@@ -31,7 +31,7 @@ ABSL_FLAG(bool, follow_drift,
           "Tuples without enough telemetry follow the drift of those with some: the lower median "
           "of their measured/profiled latency ratios, once 2 tuples have 4 samples (before "
           "that, the lower median of every batch's ratio, from the 4th batch), unless within "
-          "10 % (a host slower than its profile; docs/scheduling.md). false = they keep their "
+          "10 % (a host slower than its profile; docs/scheduling-ratefit-history.md). false = they keep their "
           "profiled latency.");
 ABSL_FLAG(std::string, bucket_ties,
           superserve::BucketTiesName(superserve::SlackFitOptions().bucket_ties),

@@ -79,7 +79,7 @@ bool RateFitPolicy::Clears(const SchedulingContext& ctx, const QueueView& view, 
   // needs a busy worker, whose batch is about to end) this passes; where a
   // busy worker frees up late it does not, but the rounds may. Either
   // clearing passes: each alone lost accuracy on the property test
-  // (docs/scheduling.md).
+  // (docs/scheduling-ratefit-history.md).
   const Nanos slack = view.slack;
   int64_t can = free * (slack / latency);
   for (Nanos offset : busy_offsets_) {
@@ -115,7 +115,7 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
     // ComparableLatency: by the estimates a measured rank (its p99) looks
     // slower than an unmeasured neighbour (its profiled mean) of the same
     // speed, so past the peak the policy wandered onto slower unmeasured
-    // ranks next to the fastest one (docs/scheduling.md, "Overload").
+    // ranks next to the fastest one (docs/scheduling-ratefit-history.md, "Overload").
     double comparable = 0;
     for (int bi = 0; bi < nb; ++bi) {
       const Nanos l = table_.latency(r, bi);
@@ -226,7 +226,7 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
     // estimates, which may be a more accurate neighbour of fastest_rank_
     // that only looks faster: the backlog check below steps down to
     // fastest_rank_ when the queue needs it, while a rate measured over
-    // 100 ms alone does not demand the last percent (docs/scheduling.md,
+    // 100 ms alone does not demand the last percent (docs/scheduling-ratefit-history.md,
     // "Overload").
     //
     // A rate within peak_band of the highest capacity is served at that
@@ -255,7 +255,7 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   // check; if the burst goes on, the next decisions' queue says so. Not near
   // the peak (see peak_band), and one step only: more let a steady load sit
   // above the chosen rank's capacity, its queue growing until the backlog
-  // check steps down past the rate's choice (docs/scheduling.md).
+  // check steps down past the rate's choice (docs/scheduling-ratefit-history.md).
   if (!near_peak && options_.burst_horizon > 0) {
     const auto up = std::upper_bound(frontier_.begin(), frontier_.end(), r);
     if (up != frontier_.end()) {

@@ -20,7 +20,7 @@ struct RateFitOptions {
   // A subnet's capacity counts only batches whose latency is at most this
   // fraction of (SLO - dispatch overhead): a query waits for a worker to
   // free up, then runs. 0.5, 0.8 and 0.9 did worse on the property test
-  // (tests/bench/default_policy_property_test.cc; docs/scheduling.md).
+  // (tests/bench/default_policy_property_test.cc; docs/scheduling-ratefit-history.md).
   double batch_budget = 0.7;
   // Capacity needed, as a multiple of the measured arrival rate.
   double headroom = 1.0;
@@ -28,7 +28,7 @@ struct RateFitOptions {
   // the peak's rank: near the peak no rank drains what a step up on a noisy
   // rate estimate leaves behind. 0.02 was too narrow for the 100-ms
   // window's noise on the property test's near-peak case; 0.05 and 0.1 both
-  // held it (docs/scheduling.md).
+  // held it (docs/scheduling-ratefit-history.md).
   double peak_band = 0.05;
   // A rate above the next more accurate frontier rank's capacity still takes
   // that rank if the queue, plus the shortfall over this horizon, passes
@@ -126,7 +126,7 @@ class RateFitPolicy : public ProfiledPolicy {
   // query (CPU-shaped profiles are flat in batch between two knees and
   // linear past the second) and can exceed the budget, and a backlog check
   // sized for it steps down during bursts from a subnet that would have
-  // served them (docs/scheduling.md). O(log B) through a per-rank prefix
+  // served them (docs/scheduling-ratefit-history.md). O(log B) through a per-rank prefix
   // argmax of throughput, rebuilt with capacity_.
   int BatchFor(int rank, Nanos slack) const;
 
