@@ -322,11 +322,16 @@ void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outc
                                Effects* e) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
+  AnswerPendingLocked(it, models_.Find(it->second.model), std::move(answer), outcome, now, e);
+}
+
+void ServingCore::AnswerPendingLocked(PendingMap::iterator it, const ServedModel* m,
+                                      QueryAnswer answer, QueryOutcome outcome, Nanos now,
+                                      Effects* e) {
   const PendingQuery& p = it->second;
   if (outcome == QueryOutcome::kOk && now > p.query.deadline) outcome = QueryOutcome::kLate;
-  const ServedModel* m = models_.Find(p.model);
   QueryDone done;
-  done.id = id;
+  done.id = it->first;
   done.outcome = outcome;
   done.now = now;
   done.latency = now - p.query.arrival;
@@ -717,7 +722,8 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         // One answer and one report per query: grow the effects once.
         e.answers.reserve(e.answers.size() + n);
         e.done.reserve(e.done.size() + n);
-        std::vector<char> answered(n, 0);
+        std::vector<char>& answered = answered_scratch_;
+        answered.assign(n, 0);
         int32_t foreign = 0, duplicate = 0;
         for (size_t i = 0; i < outcome.outputs.size(); ++i) {
           const QueryId id = outcome.outputs[i].first;
@@ -745,7 +751,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           a.batch_size = static_cast<int32_t>(n);
           a.queued = pit->second.dispatched_at - pit->second.query.arrival;
           a.exec = outcome.exec;
-          AnswerLocked(id, std::move(a), QueryOutcome::kOk, now, &e);
+          AnswerPendingLocked(pit, m, std::move(a), QueryOutcome::kOk, now, &e);
         }
         if (foreign > 0 || duplicate > 0 || outcome.outputs.size() != n) {
           SS_LOG(WARNING) << "worker " << *w->name << " batch " << b->id << ": "

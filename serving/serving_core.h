@@ -240,8 +240,15 @@ class ServingCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  using PendingMap = absl::flat_hash_map<QueryId, PendingQuery>;
   // Answers an accepted query and forgets it.
   void AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outcome, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for a query the caller already found, of model `m` (may be
+  // null): a batch's answers then cost one lookup per query, and none for
+  // the model.
+  void AnswerPendingLocked(PendingMap::iterator it, const ServedModel* m, QueryAnswer answer,
+                           QueryOutcome outcome, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome, Nanos now,
                   Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -267,7 +274,7 @@ class ServingCore {
   mutable absl::Mutex mu_;
   ModelRegistry models_ ABSL_GUARDED_BY(mu_);
   WorkerPool workers_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<QueryId, PendingQuery> pending_ ABSL_GUARDED_BY(mu_);
+  PendingMap pending_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int32_t> applications_ ABSL_GUARDED_BY(mu_);
   // Application id -> tag, for the observer's per-application metrics.
   std::vector<std::shared_ptr<const std::string>> application_names_ ABSL_GUARDED_BY(mu_);
@@ -278,6 +285,8 @@ class ServingCore {
   std::vector<FreeSlot> slots_ ABSL_GUARDED_BY(mu_);  // scratch
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch
   std::vector<QueryId> sweep_cancelled_ ABSL_GUARDED_BY(mu_);  // scratch
+  // OnBatchResult's answered flags, kept between batches: no allocation per batch.
+  std::vector<char> answered_scratch_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
   std::vector<ServedModel*> active_ ABSL_GUARDED_BY(mu_);  // see MarkActiveLocked
   std::vector<ServedModel*> active_scratch_ ABSL_GUARDED_BY(mu_);
