@@ -326,11 +326,13 @@ void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outc
 }
 
 void ServingCore::AnswerPendingLocked(PendingMap::iterator it, const ServedModel* m,
-                                      QueryAnswer answer, QueryOutcome outcome, Nanos now,
+                                      QueryAnswer&& answer, QueryOutcome outcome, Nanos now,
                                       Effects* e) {
   const PendingQuery& p = it->second;
   if (outcome == QueryOutcome::kOk && now > p.query.deadline) outcome = QueryOutcome::kLate;
-  QueryDone done;
+  // The report is filled where Apply reads it, not copied there.
+  QueryDone& done =
+      e->done.emplace_back(m != nullptr ? m->name : unknown_model_, QueryDone()).second;
   done.id = it->first;
   done.outcome = outcome;
   done.now = now;
@@ -344,7 +346,6 @@ void ServingCore::AnswerPendingLocked(PendingMap::iterator it, const ServedModel
       !application_names_[p.query.application]->empty()) {
     done.application = application_names_[p.query.application];
   }
-  e->done.emplace_back(m != nullptr ? m->name : unknown_model_, done);
   e->answers.emplace_back(p.handle, std::move(answer));
   pending_.erase(it);
   ++stats_.answered;

@@ -247,7 +247,7 @@ class ServingCore {
   // The same for a query the caller already found, of model `m` (may be
   // null): a batch's answers then cost one lookup per query, and none for
   // the model.
-  void AnswerPendingLocked(PendingMap::iterator it, const ServedModel* m, QueryAnswer answer,
+  void AnswerPendingLocked(PendingMap::iterator it, const ServedModel* m, QueryAnswer&& answer,
                            QueryOutcome outcome, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome, Nanos now,
