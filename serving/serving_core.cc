@@ -245,18 +245,19 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                          m->scheduler.queued(), " queries queued for model ", *m->name)),
                      QueryOutcome::kDeadlineExceeded, now, &e);
       } else {
-        PendingQuery p;
-        p.query.id = ++next_query_id_;
+        // Built in its slot of the map, not moved there.
+        const QueryId id = ++next_query_id_;
+        PendingQuery& p = pending_.try_emplace(id).first->second;
+        p.query.id = id;
         p.query.application = ApplicationIdLocked(request.application);
         p.query.arrival = now;
         p.query.deadline = request.deadline;
         p.handle = handle;
         p.input = std::move(request.payload);
         p.model = m->id;
-        handle->query_id = p.query.id;
+        handle->query_id = id;
         m->scheduler.Push(p.query, now);
         MarkActiveLocked(m);
-        pending_.emplace(p.query.id, std::move(p));
         ++stats_.accepted;
         ScheduleLocked(m, now, &e);
       }
@@ -483,8 +484,10 @@ void ServingCore::RecordSpeedLocked(WorkerRecord* w, const ServedModel& m, const
 
 void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, double worker_speed) {
   ModelScheduler& s = m->scheduler;
-  ScheduleResult r =
-      s.Schedule(now, &slots_, static_cast<int32_t>(s.workers().size()), worker_speed);
+  // Nothing below schedules again (answers and dispatches only), so the
+  // scratch is not overwritten while it is read.
+  ScheduleResult& r = schedule_scratch_;
+  s.Schedule(now, &slots_, static_cast<int32_t>(s.workers().size()), worker_speed, &r);
   for (QueryId id : r.dropped) {
     FailLocked(id, absl::DeadlineExceededError("dropped: deadline cannot be met"),
                QueryOutcome::kDeadlineExceeded, now, e);

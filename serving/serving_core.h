@@ -283,6 +283,7 @@ class ServingCore {
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
   ServingStats stats_ ABSL_GUARDED_BY(mu_);
   std::vector<FreeSlot> slots_ ABSL_GUARDED_BY(mu_);  // scratch
+  ScheduleResult schedule_scratch_ ABSL_GUARDED_BY(mu_);  // ScheduleOfferLocked's
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch
   std::vector<QueryId> sweep_cancelled_ ABSL_GUARDED_BY(mu_);  // scratch
   // OnBatchResult's answered flags, kept between batches: no allocation per batch.
