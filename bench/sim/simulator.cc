@@ -367,15 +367,18 @@ class Simulation final : public ServingObserver {
   // The simulated model a report names, -1 for none. Keyed by the address of
   // the core's name string, which stays put while the model is served (a
   // simulation never removes one): each answer hashes a pointer, not a name.
+  // A batch's answers come one after another: the last one's is remembered.
   int64_t ModelIndexOf(const std::string* name) {
     if (name == nullptr) return -1;
+    if (name == last_name_) return last_index_;
     auto [it, added] = index_by_name_.try_emplace(name, -1);
     if (added) {
       if (auto m = model_index_.find(*name); m != model_index_.end()) {
         it->second = static_cast<int64_t>(m->second);
       }
     }
-    return it->second;
+    last_name_ = name;
+    return last_index_ = it->second;
   }
 
   Nanos DrawOverhead() {
@@ -400,6 +403,8 @@ class Simulation final : public ServingObserver {
   absl::Span<const int32_t> model_of_;
   absl::flat_hash_map<std::string, size_t> model_index_;
   absl::flat_hash_map<const std::string*, int64_t> index_by_name_;  // see ModelIndexOf
+  const std::string* last_name_ = nullptr;
+  int64_t last_index_ = -1;
   SimulatorOptions options_;
   SimulatedClock clock_;
   ServingCore* core_ = nullptr;
