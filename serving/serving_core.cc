@@ -323,12 +323,13 @@ void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outc
                                Effects* e) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
-  AnswerPendingLocked(it, models_.Find(it->second.model), std::move(answer), outcome, now, e);
+  const QueryAnswer& a = e->answers.emplace_back(it->second.handle, std::move(answer)).second;
+  ReportAnsweredLocked(it, models_.Find(it->second.model), a, outcome, now, e);
 }
 
-void ServingCore::AnswerPendingLocked(PendingMap::iterator it, const ServedModel* m,
-                                      QueryAnswer&& answer, QueryOutcome outcome, Nanos now,
-                                      Effects* e) {
+void ServingCore::ReportAnsweredLocked(PendingMap::iterator it, const ServedModel* m,
+                                       const QueryAnswer& answer, QueryOutcome outcome, Nanos now,
+                                       Effects* e) {
   const PendingQuery& p = it->second;
   if (outcome == QueryOutcome::kOk && now > p.query.deadline) outcome = QueryOutcome::kLate;
   // The report is filled where Apply reads it, not copied there.
@@ -347,7 +348,6 @@ void ServingCore::AnswerPendingLocked(PendingMap::iterator it, const ServedModel
       !application_names_[p.query.application]->empty()) {
     done.application = application_names_[p.query.application];
   }
-  e->answers.emplace_back(p.handle, std::move(answer));
   pending_.erase(it);
   ++stats_.answered;
 }
@@ -747,7 +747,12 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           answered[k] = 1;
           auto pit = pending_.find(id);
           if (pit == pending_.end()) continue;
-          QueryAnswer a;
+          // Filled where Apply delivers it from, not moved there.
+          QueryAnswer& a = e.answers
+                               .emplace_back(std::piecewise_construct,
+                                             std::forward_as_tuple(pit->second.handle),
+                                             std::forward_as_tuple())
+                               .second;
           a.output = std::move(outcome.outputs[i].second);
           a.subnet_id = subnet != nullptr ? subnet->id : -1;
           a.accuracy = subnet != nullptr ? subnet->accuracy : 0;
@@ -755,7 +760,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           a.batch_size = static_cast<int32_t>(n);
           a.queued = pit->second.dispatched_at - pit->second.query.arrival;
           a.exec = outcome.exec;
-          AnswerPendingLocked(pit, m, std::move(a), QueryOutcome::kOk, now, &e);
+          ReportAnsweredLocked(pit, m, a, QueryOutcome::kOk, now, &e);
         }
         if (foreign > 0 || duplicate > 0 || outcome.outputs.size() != n) {
           SS_LOG(WARNING) << "worker " << *w->name << " batch " << b->id << ": "

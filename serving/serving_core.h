@@ -244,12 +244,12 @@ class ServingCore {
   // Answers an accepted query and forgets it.
   void AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outcome, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The same for a query the caller already found, of model `m` (may be
-  // null): a batch's answers then cost one lookup per query, and none for
-  // the model.
-  void AnswerPendingLocked(PendingMap::iterator it, const ServedModel* m, QueryAnswer&& answer,
-                           QueryOutcome outcome, Nanos now, Effects* e)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rest of answering, for a query the caller found (of model `m`, may
+  // be null) and whose `answer` it already put in the effects: a batch's
+  // answers then cost one lookup per query, none for the model, and no copy.
+  void ReportAnsweredLocked(PendingMap::iterator it, const ServedModel* m,
+                            const QueryAnswer& answer, QueryOutcome outcome, Nanos now,
+                            Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome, Nanos now,
                   Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RequeueLocked(QueryId id, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
