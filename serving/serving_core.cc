@@ -47,15 +47,22 @@ void ServingCore::Apply(Effects* e) {
     channel->Send(std::move(plan));
   }
   for (auto& [handle, answer] : e->answers) handle->Deliver(std::move(answer));
-  for (auto& [channel, why] : e->closes) channel->Close(why);
+  const Effects::Rare* rare = e->rare.get();
+  if (rare != nullptr) {
+    for (auto& [channel, why] : rare->closes) channel->Close(why);
+  }
   if (observer_ != nullptr) {
     for (auto& [model, done] : e->done) {
       done.model = model.get();
       observer_->OnQueryDone(done);
     }
-    for (const auto& [model, depth] : e->depths) observer_->OnQueueDepth(*model, depth);
-    for (const auto& [worker, fraction] : e->busy) observer_->OnWorkerBusyFraction(*worker, fraction);
-    for (const auto& [model, worker] : e->refused) observer_->OnBatchRefused(*model, *worker);
+    if (rare != nullptr) {
+      for (const auto& [model, depth] : rare->depths) observer_->OnQueueDepth(*model, depth);
+      for (const auto& [worker, fraction] : rare->busy) {
+        observer_->OnWorkerBusyFraction(*worker, fraction);
+      }
+      for (const auto& [model, worker] : rare->refused) observer_->OnBatchRefused(*model, *worker);
+    }
     if (e->workers_alive >= 0) observer_->OnWorkersAlive(e->workers_alive);
   }
   if (e->wake > 0 && request_tick_) request_tick_(e->wake);
@@ -780,7 +787,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         // The worker could not start within the window: try again elsewhere
         // first (this worker may take them below if no other one did).
         ++stats_.refused;
-        e.refused.emplace_back(m->name, w->name);
+        e.rare_effects().refused.emplace_back(m->name, w->name);
         for (QueryId id : b->queries) RequeueLocked(id, now, &e);
         ScheduleLocked(m, now, &e, /*except=*/worker);
       } else {
@@ -814,8 +821,8 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
   }
   std::vector<InflightBatch> lost = workers_.MarkDead(worker);
   RefreshFreeLocked(worker);
-  e->closes.emplace_back(channel, absl::UnavailableError(
-                                      absl::StrCat("worker declared dead: ", why.message())));
+  e->rare_effects().closes.emplace_back(
+      channel, absl::UnavailableError(absl::StrCat("worker declared dead: ", why.message())));
   e->workers_alive = workers_.alive();
   std::vector<ServedModel*> affected;
   for (ServedModel* m : models_.All()) {
@@ -868,8 +875,9 @@ Nanos ServingCore::Tick() {
     if (housekeeping && observer_ != nullptr) {
       for (WorkerRecord& w : workers_.records()) {
         if (!w.alive || now - w.busy_since < kBusyWindow) continue;
-        e.busy.emplace_back(w.name, std::min(1.0, static_cast<double>(w.busy) /
-                                                      static_cast<double>(now - w.busy_since)));
+        e.rare_effects().busy.emplace_back(
+            w.name, std::min(1.0, static_cast<double>(w.busy) /
+                                      static_cast<double>(now - w.busy_since)));
         w.busy = 0;
         w.busy_since = now;
       }
@@ -923,7 +931,7 @@ Nanos ServingCore::Tick() {
     next = std::min(next, std::max(next_housekeeping_, now + 1));
     if (housekeeping && observer_ != nullptr) {
       models_.ForEach([&](ServedModel* m) {
-        e.depths.emplace_back(m->name, static_cast<int64_t>(m->scheduler.queued()));
+        e.rare_effects().depths.emplace_back(m->name, static_cast<int64_t>(m->scheduler.queued()));
       });
     }
     next_tick_ = next;
@@ -961,7 +969,7 @@ void ServingCore::Shutdown() {
       const std::shared_ptr<WorkerChannel> channel = w.channel;
       workers_.MarkDead(w.id);
       RefreshFreeLocked(w.id);
-      e.closes.emplace_back(channel, absl::UnavailableError("shutting down"));
+      e.rare_effects().closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
     e.workers_alive = workers_.alive();
   }

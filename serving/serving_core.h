@@ -199,18 +199,24 @@ class ServingCore {
   };
   // Work decided under mu_ and carried out after it is released.
   struct Effects {
-    std::vector<std::tuple<std::shared_ptr<WorkerChannel>, std::shared_ptr<const std::string>,
-                           Nanos>>
-        registered;
     std::vector<std::pair<std::shared_ptr<WorkerChannel>, BatchPlan>> sends;
     std::vector<std::pair<QueryHandle*, QueryAnswer>> answers;
-    std::vector<std::pair<std::shared_ptr<WorkerChannel>, absl::Status>> closes;
     std::vector<std::pair<std::shared_ptr<const std::string>, QueryDone>> done;
-    std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
-    std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
-    // (model, worker) of each batch refused for a closed window.
-    std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
-        refused;
+    // Worker losses and housekeeping: kept apart, so that an arrival or a
+    // batch result (nearly every call) neither builds nor frees them.
+    struct Rare {
+      std::vector<std::pair<std::shared_ptr<WorkerChannel>, absl::Status>> closes;
+      std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
+      std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
+      // (model, worker) of each batch refused for a closed window.
+      std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
+          refused;
+    };
+    std::unique_ptr<Rare> rare;  // null: none of them
+    Rare& rare_effects() {
+      if (rare == nullptr) rare = std::make_unique<Rare>();
+      return *rare;
+    }
     int32_t workers_alive = -1;  // >= 0: report it
     Nanos wake = 0;              // > 0: ask the owner for a Tick at this time
   };
