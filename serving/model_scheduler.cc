@@ -195,9 +195,25 @@ void ModelScheduler::Push(const Query& q, Nanos now) {
   policy_->OnArrival(q, now);
 }
 
+void ScheduleResult::Clear() {
+  dropped.clear();
+  shed.clear();
+  cancelled.clear();
+  batches.clear();
+  invalid.clear();
+}
+
 ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
                                         int32_t live_workers, double worker_speed) {
   ScheduleResult r;
+  Schedule(now, slots, live_workers, worker_speed, &r);
+  return r;
+}
+
+void ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t live_workers,
+                              double worker_speed, ScheduleResult* out) {
+  out->Clear();
+  ScheduleResult& r = *out;
   // The wake-up reflects the policy's latest answer: one that dispatched,
   // or stopped for want of slots, has none pending.
   if (!queue_.empty() && !slots->empty()) wake_at_ = 0;
@@ -214,7 +230,7 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
     if (d.drop < 0 || d.drop > static_cast<int32_t>(queue_.size())) {
       r.invalid = absl::StrCat("policy ", std::string(policy_->name()), " dropped ", d.drop, " of ",
                                queue_.size(), " queued queries");
-      return r;
+      return;
     }
     if (d.drop > 0) last_loss_ = now;
     for (int32_t i = 0; i < d.drop; ++i) {
@@ -224,11 +240,11 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
     }
     if (d.kind == Decision::Kind::kWakeAt) {
       wake_at_ = d.wake_at;
-      return r;
+      return;
     }
     if (d.kind != Decision::Kind::kDispatch) {
       if (d.drop > 0) continue;  // ask again about what is left
-      return r;
+      return;
     }
     auto slot = std::find_if(slots->begin(), slots->end(),
                              [&](const FreeSlot& s) { return s.worker == d.worker; });
@@ -244,7 +260,7 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
       r.invalid = absl::StrCat("policy ", std::string(policy_->name()), " returned an invalid dispatch (worker ",
                                d.worker, ", take ", d.take, ", batch ", d.batch_size,
                                ", subnet index ", d.subnet_index, ")");
-      return r;
+      return;
     }
     TakenBatch b;
     b.worker = d.worker;
@@ -288,7 +304,6 @@ ScheduleResult ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots,
     if (--slot->slots <= 0) slots->erase(slot);
     r.batches.push_back(std::move(b));
   }
-  return r;
 }
 
 ModelScheduler::Requeue ModelScheduler::TryRequeue(const Query& q, Nanos now) {

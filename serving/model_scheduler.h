@@ -42,6 +42,7 @@ struct ScheduleResult {
   std::vector<QueryId> cancelled;  // the client gave up while queued
   std::vector<TakenBatch> batches;
   std::string invalid;             // non-empty: the policy returned a bad dispatch
+  void Clear();  // empties it, keeping the vectors' capacity
 };
 
 // How the scheduler keeps goodput at capacity past the peak, whatever the
@@ -153,6 +154,10 @@ class ModelScheduler {
   // sees in its SchedulingContext.
   ScheduleResult Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t live_workers,
                           double worker_speed = 1.0);
+  // The same into `r`, cleared first: a caller that schedules on every
+  // arrival keeps one, and the vectors' capacity with it.
+  void Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t live_workers, double worker_speed,
+                ScheduleResult* r);
   // The wake-up the policy asked for in its latest answer (0 = none);
   // Schedule sets it.
   Nanos wake_at() const { return wake_at_; }

@@ -47,15 +47,22 @@ void ServingCore::Apply(Effects* e) {
     channel->Send(std::move(plan));
   }
   for (auto& [handle, answer] : e->answers) handle->Deliver(std::move(answer));
-  for (auto& [channel, why] : e->closes) channel->Close(why);
+  const Effects::Rare* rare = e->rare.get();
+  if (rare != nullptr) {
+    for (auto& [channel, why] : rare->closes) channel->Close(why);
+  }
   if (observer_ != nullptr) {
     for (auto& [model, done] : e->done) {
       done.model = model.get();
       observer_->OnQueryDone(done);
     }
-    for (const auto& [model, depth] : e->depths) observer_->OnQueueDepth(*model, depth);
-    for (const auto& [worker, fraction] : e->busy) observer_->OnWorkerBusyFraction(*worker, fraction);
-    for (const auto& [model, worker] : e->refused) observer_->OnBatchRefused(*model, *worker);
+    if (rare != nullptr) {
+      for (const auto& [model, depth] : rare->depths) observer_->OnQueueDepth(*model, depth);
+      for (const auto& [worker, fraction] : rare->busy) {
+        observer_->OnWorkerBusyFraction(*worker, fraction);
+      }
+      for (const auto& [model, worker] : rare->refused) observer_->OnBatchRefused(*model, *worker);
+    }
     if (e->workers_alive >= 0) observer_->OnWorkersAlive(e->workers_alive);
   }
   if (e->wake > 0 && request_tick_) request_tick_(e->wake);
@@ -245,18 +252,19 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                          m->scheduler.queued(), " queries queued for model ", *m->name)),
                      QueryOutcome::kDeadlineExceeded, now, &e);
       } else {
-        PendingQuery p;
-        p.query.id = ++next_query_id_;
+        // Built in its slot of the map, not moved there.
+        const QueryId id = ++next_query_id_;
+        PendingQuery& p = pending_.try_emplace(id).first->second;
+        p.query.id = id;
         p.query.application = ApplicationIdLocked(request.application);
         p.query.arrival = now;
         p.query.deadline = request.deadline;
         p.handle = handle;
         p.input = std::move(request.payload);
         p.model = m->id;
-        handle->query_id = p.query.id;
+        handle->query_id = id;
         m->scheduler.Push(p.query, now);
         MarkActiveLocked(m);
-        pending_.emplace(p.query.id, std::move(p));
         ++stats_.accepted;
         ScheduleLocked(m, now, &e);
       }
@@ -322,11 +330,19 @@ void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outc
                                Effects* e) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
+  const QueryAnswer& a = e->answers.emplace_back(it->second.handle, std::move(answer)).second;
+  ReportAnsweredLocked(it, models_.Find(it->second.model), a, outcome, now, e);
+}
+
+void ServingCore::ReportAnsweredLocked(PendingMap::iterator it, const ServedModel* m,
+                                       const QueryAnswer& answer, QueryOutcome outcome, Nanos now,
+                                       Effects* e) {
   const PendingQuery& p = it->second;
   if (outcome == QueryOutcome::kOk && now > p.query.deadline) outcome = QueryOutcome::kLate;
-  const ServedModel* m = models_.Find(p.model);
-  QueryDone done;
-  done.id = id;
+  // The report is filled where Apply reads it, not copied there.
+  QueryDone& done =
+      e->done.emplace_back(m != nullptr ? m->name : unknown_model_, QueryDone()).second;
+  done.id = it->first;
   done.outcome = outcome;
   done.now = now;
   done.latency = now - p.query.arrival;
@@ -339,8 +355,6 @@ void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outc
       !application_names_[p.query.application]->empty()) {
     done.application = application_names_[p.query.application];
   }
-  e->done.emplace_back(m != nullptr ? m->name : unknown_model_, done);
-  e->answers.emplace_back(p.handle, std::move(answer));
   pending_.erase(it);
   ++stats_.answered;
 }
@@ -477,8 +491,10 @@ void ServingCore::RecordSpeedLocked(WorkerRecord* w, const ServedModel& m, const
 
 void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, double worker_speed) {
   ModelScheduler& s = m->scheduler;
-  ScheduleResult r =
-      s.Schedule(now, &slots_, static_cast<int32_t>(s.workers().size()), worker_speed);
+  // Nothing below schedules again (answers and dispatches only), so the
+  // scratch is not overwritten while it is read.
+  ScheduleResult& r = schedule_scratch_;
+  s.Schedule(now, &slots_, static_cast<int32_t>(s.workers().size()), worker_speed, &r);
   for (QueryId id : r.dropped) {
     FailLocked(id, absl::DeadlineExceededError("dropped: deadline cannot be met"),
                QueryOutcome::kDeadlineExceeded, now, e);
@@ -717,7 +733,8 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         // One answer and one report per query: grow the effects once.
         e.answers.reserve(e.answers.size() + n);
         e.done.reserve(e.done.size() + n);
-        std::vector<char> answered(n, 0);
+        std::vector<char>& answered = answered_scratch_;
+        answered.assign(n, 0);
         int32_t foreign = 0, duplicate = 0;
         for (size_t i = 0; i < outcome.outputs.size(); ++i) {
           const QueryId id = outcome.outputs[i].first;
@@ -737,7 +754,12 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           answered[k] = 1;
           auto pit = pending_.find(id);
           if (pit == pending_.end()) continue;
-          QueryAnswer a;
+          // Filled where Apply delivers it from, not moved there.
+          QueryAnswer& a = e.answers
+                               .emplace_back(std::piecewise_construct,
+                                             std::forward_as_tuple(pit->second.handle),
+                                             std::forward_as_tuple())
+                               .second;
           a.output = std::move(outcome.outputs[i].second);
           a.subnet_id = subnet != nullptr ? subnet->id : -1;
           a.accuracy = subnet != nullptr ? subnet->accuracy : 0;
@@ -745,7 +767,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           a.batch_size = static_cast<int32_t>(n);
           a.queued = pit->second.dispatched_at - pit->second.query.arrival;
           a.exec = outcome.exec;
-          AnswerLocked(id, std::move(a), QueryOutcome::kOk, now, &e);
+          ReportAnsweredLocked(pit, m, a, QueryOutcome::kOk, now, &e);
         }
         if (foreign > 0 || duplicate > 0 || outcome.outputs.size() != n) {
           SS_LOG(WARNING) << "worker " << *w->name << " batch " << b->id << ": "
@@ -765,7 +787,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         // The worker could not start within the window: try again elsewhere
         // first (this worker may take them below if no other one did).
         ++stats_.refused;
-        e.refused.emplace_back(m->name, w->name);
+        e.rare_effects().refused.emplace_back(m->name, w->name);
         for (QueryId id : b->queries) RequeueLocked(id, now, &e);
         ScheduleLocked(m, now, &e, /*except=*/worker);
       } else {
@@ -799,8 +821,8 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
   }
   std::vector<InflightBatch> lost = workers_.MarkDead(worker);
   RefreshFreeLocked(worker);
-  e->closes.emplace_back(channel, absl::UnavailableError(
-                                      absl::StrCat("worker declared dead: ", why.message())));
+  e->rare_effects().closes.emplace_back(
+      channel, absl::UnavailableError(absl::StrCat("worker declared dead: ", why.message())));
   e->workers_alive = workers_.alive();
   std::vector<ServedModel*> affected;
   for (ServedModel* m : models_.All()) {
@@ -853,8 +875,9 @@ Nanos ServingCore::Tick() {
     if (housekeeping && observer_ != nullptr) {
       for (WorkerRecord& w : workers_.records()) {
         if (!w.alive || now - w.busy_since < kBusyWindow) continue;
-        e.busy.emplace_back(w.name, std::min(1.0, static_cast<double>(w.busy) /
-                                                      static_cast<double>(now - w.busy_since)));
+        e.rare_effects().busy.emplace_back(
+            w.name, std::min(1.0, static_cast<double>(w.busy) /
+                                      static_cast<double>(now - w.busy_since)));
         w.busy = 0;
         w.busy_since = now;
       }
@@ -908,7 +931,7 @@ Nanos ServingCore::Tick() {
     next = std::min(next, std::max(next_housekeeping_, now + 1));
     if (housekeeping && observer_ != nullptr) {
       models_.ForEach([&](ServedModel* m) {
-        e.depths.emplace_back(m->name, static_cast<int64_t>(m->scheduler.queued()));
+        e.rare_effects().depths.emplace_back(m->name, static_cast<int64_t>(m->scheduler.queued()));
       });
     }
     next_tick_ = next;
@@ -946,7 +969,7 @@ void ServingCore::Shutdown() {
       const std::shared_ptr<WorkerChannel> channel = w.channel;
       workers_.MarkDead(w.id);
       RefreshFreeLocked(w.id);
-      e.closes.emplace_back(channel, absl::UnavailableError("shutting down"));
+      e.rare_effects().closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
     e.workers_alive = workers_.alive();
   }

@@ -199,18 +199,24 @@ class ServingCore {
   };
   // Work decided under mu_ and carried out after it is released.
   struct Effects {
-    std::vector<std::tuple<std::shared_ptr<WorkerChannel>, std::shared_ptr<const std::string>,
-                           Nanos>>
-        registered;
     std::vector<std::pair<std::shared_ptr<WorkerChannel>, BatchPlan>> sends;
     std::vector<std::pair<QueryHandle*, QueryAnswer>> answers;
-    std::vector<std::pair<std::shared_ptr<WorkerChannel>, absl::Status>> closes;
     std::vector<std::pair<std::shared_ptr<const std::string>, QueryDone>> done;
-    std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
-    std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
-    // (model, worker) of each batch refused for a closed window.
-    std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
-        refused;
+    // Worker losses and housekeeping: kept apart, so that an arrival or a
+    // batch result (nearly every call) neither builds nor frees them.
+    struct Rare {
+      std::vector<std::pair<std::shared_ptr<WorkerChannel>, absl::Status>> closes;
+      std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
+      std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
+      // (model, worker) of each batch refused for a closed window.
+      std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
+          refused;
+    };
+    std::unique_ptr<Rare> rare;  // null: none of them
+    Rare& rare_effects() {
+      if (rare == nullptr) rare = std::make_unique<Rare>();
+      return *rare;
+    }
     int32_t workers_alive = -1;  // >= 0: report it
     Nanos wake = 0;              // > 0: ask the owner for a Tick at this time
   };
@@ -240,9 +246,16 @@ class ServingCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  using PendingMap = absl::flat_hash_map<QueryId, PendingQuery>;
   // Answers an accepted query and forgets it.
   void AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outcome, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rest of answering, for a query the caller found (of model `m`, may
+  // be null) and whose `answer` it already put in the effects: a batch's
+  // answers then cost one lookup per query, none for the model, and no copy.
+  void ReportAnsweredLocked(PendingMap::iterator it, const ServedModel* m,
+                            const QueryAnswer& answer, QueryOutcome outcome, Nanos now,
+                            Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome, Nanos now,
                   Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RequeueLocked(QueryId id, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -267,7 +280,7 @@ class ServingCore {
   mutable absl::Mutex mu_;
   ModelRegistry models_ ABSL_GUARDED_BY(mu_);
   WorkerPool workers_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<QueryId, PendingQuery> pending_ ABSL_GUARDED_BY(mu_);
+  PendingMap pending_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int32_t> applications_ ABSL_GUARDED_BY(mu_);
   // Application id -> tag, for the observer's per-application metrics.
   std::vector<std::shared_ptr<const std::string>> application_names_ ABSL_GUARDED_BY(mu_);
@@ -276,8 +289,11 @@ class ServingCore {
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
   ServingStats stats_ ABSL_GUARDED_BY(mu_);
   std::vector<FreeSlot> slots_ ABSL_GUARDED_BY(mu_);  // scratch
+  ScheduleResult schedule_scratch_ ABSL_GUARDED_BY(mu_);  // ScheduleOfferLocked's
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch
   std::vector<QueryId> sweep_cancelled_ ABSL_GUARDED_BY(mu_);  // scratch
+  // OnBatchResult's answered flags, kept between batches: no allocation per batch.
+  std::vector<char> answered_scratch_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
   std::vector<ServedModel*> active_ ABSL_GUARDED_BY(mu_);  // see MarkActiveLocked
   std::vector<ServedModel*> active_scratch_ ABSL_GUARDED_BY(mu_);

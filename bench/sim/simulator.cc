@@ -172,7 +172,9 @@ class Simulation final : public ServingObserver {
       if (t == kNever) break;
       if (auto s = clock_.AdvanceTo(std::max(t, clock_.Now())); !s.ok()) return s;
       if (t_done == t) {
-        Completion c = completions_.top();
+        // Moved out, not copied (with its vectors): pop() orders by time and
+        // batch id only, which a move leaves as they were.
+        Completion c = std::move(const_cast<Completion&>(completions_.top()));
         completions_.pop();
         BatchOutcome out;
         out.batch_id = c.batch_id;
@@ -270,13 +272,14 @@ class Simulation final : public ServingObserver {
   }
 
   // An emulated worker took a batch.
-  void Start(int32_t worker, const BatchPlan& b) {
+  // Takes the plan (its query ids move into the completion, not copied).
+  void Start(int32_t worker, BatchPlan&& b) {
     const ModelProfile& profile = *models_[model_index_.at(b.model)].profile;
     const Nanos start = std::max(clock_.Now() + options_.start_delay, b.earliest);
     const Nanos overhead = DrawOverhead();
     if (b.latest > 0 && start > b.latest) {  // the worker refuses it
       ++result_.refused;
-      completions_.push({start + overhead, b.worker, b.batch_id, 0, b.queries,
+      completions_.push({start + overhead, b.worker, b.batch_id, 0, std::move(b.queries),
                          {}, /*refused=*/true});
       return;
     }
@@ -306,7 +309,7 @@ class Simulation final : public ServingObserver {
     }
     result_.worker_busy[worker] += exec;
     completions_.push({start + overhead + exec, b.worker, b.batch_id, exec,
-                       b.queries, std::move(query_times)});
+                       std::move(b.queries), std::move(query_times)});
   }
 
   // ServingObserver
@@ -317,11 +320,7 @@ class Simulation final : public ServingObserver {
     if (d.outcome == QueryOutcome::kOk || d.outcome == QueryOutcome::kLate) {
       latencies_.push_back(d.latency);
       if (d.outcome == QueryOutcome::kOk) {
-        if (d.model != nullptr) {
-          if (auto it = model_index_.find(*d.model); it != model_index_.end()) {
-            ++result_.model_met[it->second];
-          }
-        }
+        if (const int64_t i = ModelIndexOf(d.model); i >= 0) ++result_.model_met[i];
         ++result_.met;
         result_.accuracy_sum += d.accuracy;
         bin.met++;
@@ -365,6 +364,23 @@ class Simulation final : public ServingObserver {
     return result_.timeline[i];
   }
 
+  // The simulated model a report names, -1 for none. Keyed by the address of
+  // the core's name string, which stays put while the model is served (a
+  // simulation never removes one): each answer hashes a pointer, not a name.
+  // A batch's answers come one after another: the last one's is remembered.
+  int64_t ModelIndexOf(const std::string* name) {
+    if (name == nullptr) return -1;
+    if (name == last_name_) return last_index_;
+    auto [it, added] = index_by_name_.try_emplace(name, -1);
+    if (added) {
+      if (auto m = model_index_.find(*name); m != model_index_.end()) {
+        it->second = static_cast<int64_t>(m->second);
+      }
+    }
+    last_name_ = name;
+    return last_index_ = it->second;
+  }
+
   Nanos DrawOverhead() {
     const auto& samples = options_.dispatch_overhead_samples;
     if (samples.empty()) return options_.dispatch_overhead;
@@ -386,6 +402,9 @@ class Simulation final : public ServingObserver {
   absl::Span<const Nanos> arrivals_;
   absl::Span<const int32_t> model_of_;
   absl::flat_hash_map<std::string, size_t> model_index_;
+  absl::flat_hash_map<const std::string*, int64_t> index_by_name_;  // see ModelIndexOf
+  const std::string* last_name_ = nullptr;
+  int64_t last_index_ = -1;
   SimulatorOptions options_;
   SimulatedClock clock_;
   ServingCore* core_ = nullptr;
@@ -408,7 +427,7 @@ class Simulation final : public ServingObserver {
   SimulationResult result_;
 };
 
-void EmulatedWorker::Send(BatchPlan batch) { sim_->Start(id_, batch); }
+void EmulatedWorker::Send(BatchPlan batch) { sim_->Start(id_, std::move(batch)); }
 
 }  // namespace
 
