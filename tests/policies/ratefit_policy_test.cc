@@ -44,6 +44,19 @@ Decision DecideOn(Policy* p, const EdfQueue& q, int live_workers = 1) {
   return p->Decide(SchedulingContext{q, kNow, absl::MakeConstSpan(kWorkers), live_workers});
 }
 
+// The one decision `p` makes on `n` queued queries whose head has
+// `slack_ms` left: a dispatch of `take` queries at (subnet, batch).
+void ExpectDispatch(Policy* p, int n, double slack_ms, int32_t subnet, int32_t batch,
+                    int32_t take) {
+  EdfQueue q;
+  Fill(&q, n, slack_ms);
+  const Decision d = DecideOn(p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, subnet);
+  EXPECT_EQ(d.batch_size, batch);
+  EXPECT_EQ(d.take, take);
+}
+
 TEST(RateFitPolicyTest, NoLoadServesTheMostAccurateSubnetAtTheQueuedBatch) {
   RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
   EXPECT_EQ(p.name(), "ratefit");
@@ -254,13 +267,7 @@ TEST(RateFitPolicyTest, RunsTheBatchOfTheHighestThroughputNotTheLargest) {
   RateFitPolicy p(testing::HandProfile({1, 2, 4, 8, 16}, {70, 75},
                                        {{1, 1, 1, 1.5, 8}, {2, 2, 2, 3, 16}}),
                   NoOverhead());
-  EdfQueue q;
-  Fill(&q, 32, 35);
-  const Decision d = DecideOn(&p, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.subnet_index, 1);
-  EXPECT_EQ(d.batch_size, 8);
-  EXPECT_EQ(d.take, 8);
+  ExpectDispatch(&p, 32, 35, /*subnet=*/1, /*batch=*/8, /*take=*/8);
 }
 
 // Within the slack but not within the batch budget (0.7 x 40 = 28 ms):
@@ -271,13 +278,7 @@ TEST(RateFitPolicyTest, RunsNoBatchLongerThanTheBatchBudget) {
   RateFitPolicy p(testing::HandProfile({1, 2, 4, 8}, {70, 75, 80},
                                        {{1, 1.5, 2.5, 4.5}, {2, 3, 5, 9}, {4, 6, 10, 30}}),
                   NoOverhead());
-  EdfQueue q;
-  Fill(&q, 8, 37.6);
-  const Decision d = DecideOn(&p, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.subnet_index, 2);
-  EXPECT_EQ(d.batch_size, 4);
-  EXPECT_EQ(d.take, 4);
+  ExpectDispatch(&p, 8, 37.6, /*subnet=*/2, /*batch=*/4, /*take=*/4);
 }
 
 TEST(RateFitPolicyTest, DecisionsDoNotDependOnTheBucketCount) {
