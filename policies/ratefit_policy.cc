@@ -66,7 +66,7 @@ bool RateFitPolicy::Clears(const SchedulingContext& ctx, const QueueView& view, 
   // As many batches as free workers: each starts now and fits the head's
   // slack (fit margin included), so the queue clears.
   if (batches <= free) return true;
-  const Nanos latency = table_.latency(rank, bi);
+  const Nanos latency = std::max<Nanos>(1, table_.latency(rank, bi));
   // Rounds over all workers as if each were free now, within backlog_factor
   // of the slack: the margin for the wait for busy workers.
   const int64_t rounds = (batches + workers - 1) / workers;
