@@ -124,7 +124,7 @@ void Table2() {
     std::map<std::string, double> g;
     for (const std::string policy :
          {"symphony", "symphony-nowindow", "eager", "eager+window", "timeout:0.1", "timeout:0.2",
-          "timeout:0.4", "maxbatch", "slackfit"}) {
+          "timeout:0.4", "maxbatch", "slackfit", "ratefit"}) {
       SimulationResult at;
       g[policy] = Measure(w, policy, st.throughput, &at);
       const SimulationResult over = RunAt(w, policy, 1.1 * g[policy]);

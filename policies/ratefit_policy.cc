@@ -24,6 +24,13 @@ void RateFitPolicy::OnArrival(const Query& q, Nanos now) {
 }
 
 Decision RateFitPolicy::Decide(const SchedulingContext& ctx) {
+  // The drop threshold is read before Choose (ProfiledPolicy's drop rule):
+  // refreshed here, every decision, so that a threshold that once dropped
+  // every head (a rate spike) cannot outlive the spike.
+  if (!ctx.assume_overload && !ctx.queue.empty()) {
+    RefreshCapacity(BudgetFor(ctx.queue.Head()));  // fastest_rank_
+    UpdateSustainLatency(ctx);
+  }
   Decision d = ProfiledPolicy::Decide(ctx);
   // The overload plan's answers are hypothetical: nothing is dispatched.
   if (d.kind == Decision::Kind::kDispatch && !ctx.assume_overload && d.worker >= 0) {
@@ -171,6 +178,32 @@ int RateFitPolicy::BatchFor(int rank, Nanos slack) const {
   return pick;
 }
 
+Nanos RateFitPolicy::BudgetFor(const Query& head) const {
+  const Nanos slo = head.deadline - head.arrival;
+  return static_cast<Nanos>(options_.batch_budget *
+                            static_cast<double>(std::max<Nanos>(slo - overhead_estimate(), 0)));
+}
+
+void RateFitPolicy::UpdateSustainLatency(const SchedulingContext& ctx) {
+  // The drop threshold follows the rate over the longer window: a burst
+  // alone should not drop heads that its queue can still serve. At most the
+  // largest batch that fits a fresh query's budget (SLO - overhead): a rate
+  // no batch sustains (past the peak, or two arrivals microseconds apart as
+  // the first ones) must not make every head droppable.
+  const int64_t workers = std::max<int64_t>(
+      1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
+  const Query& head = ctx.queue.Head();
+  const Nanos fits = head.deadline - head.arrival - overhead_estimate();
+  const double sustained = long_arrivals_.Rate(ctx.now) / static_cast<double>(workers);
+  sustain_latency_ = 0;
+  for (int bi = 0; bi < table_.num_batches(); ++bi) {
+    const Nanos l = table_.latency(fastest_rank_, bi);
+    if (l > fits && sustain_latency_ > 0) break;
+    sustain_latency_ = l;
+    if (table_.batch_size(bi) * 1e9 / static_cast<double>(l) >= sustained) break;
+  }
+}
+
 Nanos RateFitPolicy::FastestLatency() const {
   return std::max(table_.min_latency(), sustain_latency_);
 }
@@ -199,26 +232,13 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   view.slack = static_cast<Nanos>(static_cast<double>(view.slack) / (1.0 + options_.fit_margin));
   const Query& head = ctx.queue.Head();
   const Nanos slo = head.deadline - head.arrival;
-  const Nanos overhead = overhead_estimate();
-  RefreshCapacity(static_cast<Nanos>(options_.batch_budget *
-                                     static_cast<double>(std::max<Nanos>(slo - overhead, 0))));
+  RefreshCapacity(BudgetFor(head));
   const int64_t workers = std::max<int64_t>(
       1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
   const double need = ctx.assume_overload
                           ? std::numeric_limits<double>::infinity()
                           : options_.headroom * arrivals_.Rate(ctx.now) /
                                 static_cast<double>(workers);
-  // The drop threshold follows the rate over the longer window: a burst
-  // alone should not drop heads that its queue can still serve. (Not from
-  // the overload plan's hypothetical question.)
-  if (!ctx.assume_overload) {
-    const double sustained = long_arrivals_.Rate(ctx.now) / static_cast<double>(workers);
-    sustain_latency_ = 0;
-    for (int bi = 0; bi < table_.num_batches(); ++bi) {
-      sustain_latency_ = table_.latency(fastest_rank_, bi);
-      if (table_.batch_size(bi) * 1e9 / static_cast<double>(sustain_latency_) >= sustained) break;
-    }
-  }
   int r = fastest_rank_;  // the overload plan: the highest throughput
   bool near_peak = true;
   if (!ctx.assume_overload) {

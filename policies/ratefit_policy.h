@@ -108,6 +108,12 @@ class RateFitPolicy : public ProfiledPolicy {
   // to, how long until that batch ends by its estimate (0 if overdue), at
   // most workers - free of them.
   void CollectBusyOffsets(const SchedulingContext& ctx, int64_t workers);
+  // The capacity budget for queries like `head`: batch_budget x (its SLO -
+  // the dispatch overhead).
+  Nanos BudgetFor(const Query& head) const;
+  // Sets sustain_latency_ (FastestLatency()) from the rate over
+  // drop_rate_window.
+  void UpdateSustainLatency(const SchedulingContext& ctx);
   // Recomputes capacity_ / suffix_max_ for `budget` if it or the table moved.
   void RefreshCapacity(Nanos budget);
   // Highest rank whose capacity (queries/s per worker) is >= need, or -1.

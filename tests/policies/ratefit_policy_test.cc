@@ -281,6 +281,25 @@ TEST(RateFitPolicyTest, RunsNoBatchLongerThanTheBatchBudget) {
   ExpectDispatch(&p, 8, 37.6, /*subnet=*/2, /*batch=*/4, /*take=*/4);
 }
 
+// Two arrivals 10 us apart read as 200,000 q/s over the drop rule's window,
+// a rate no batch sustains. The drop threshold stays within what fits the
+// SLO (batch 4, 4 ms; batch 8 takes 50 ms > 40 ms) and is refreshed on every
+// decision, so the heads are served. It used to become batch 8's 50 ms,
+// and since it was only refreshed after a head passed it, every later head
+// was dropped (a single-subnet model served nothing).
+TEST(RateFitPolicyTest, ARateSpikeDoesNotDropEveryHead) {
+  RateFitPolicy p(testing::HandProfile({1, 2, 4, 8}, {70}, {{1, 2, 4, 50}}), NoOverhead());
+  p.OnArrival(Query{}, kNow - Micros(10));
+  p.OnArrival(Query{}, kNow);
+  for (int i = 0; i < 3; ++i) {
+    EdfQueue q;
+    Fill(&q, 1, 35);
+    const Decision d = DecideOn(&p, q);
+    EXPECT_EQ(d.kind, Decision::Kind::kDispatch) << "decision " << i;
+    EXPECT_EQ(d.drop, 0) << "decision " << i;
+  }
+}
+
 TEST(RateFitPolicyTest, DecisionsDoNotDependOnTheBucketCount) {
   EdfQueue q;
   Fill(&q, 13, 20, 10);
