@@ -21,9 +21,10 @@ probe sees neither that nor other jobs' contention. So two more probes replay
 a fixed subnet through the same stack in steps: Poisson arrivals for 1 s at
 each rate from 200 q/s up to a maximum, 1.3x apart, with 0.5 s of silence
 between steps (`step-trace` writes them). A subnet's capacity here is the
-highest step rate answered >= 0.99 within the SLO, below the first step that
-is not (once the stack is overloaded, its backlog spills into the later
-steps). Steps, not an overload, because past its capacity a unary gRPC stack
+highest step rate answered >= 0.99 within the SLO, below the first two
+consecutive steps that are not (once the stack is overloaded, its backlog
+spills into the later steps; a lone miss that the next step recovers from is
+a transient). Steps, not an overload, because past its capacity a unary gRPC stack
 on two cores collapses instead of serving at capacity. FAST_CSV is the
 fastest subnet's (INFaaS) run up to FAST_MAX, the highest mean the sizing
 could ask for (2.5x the most accurate subnet's model-only capacity, at most
@@ -108,7 +109,10 @@ def write_step_trace(out_csv, max_rate):
 
 
 def step_goodput(step_csv, max_rate):
-    """(highest rate held at >= 0.99 below the first step that is not, per-step lines)."""
+    """(highest rate held at >= 0.99 below the first two consecutive steps that are not,
+    per-step lines). A lone miss followed by a held step is a transient: the stack drained
+    it within the gap, so it is not the capacity (a fresh-clone run read 2,121 q/s where
+    the steps at 3,584, 4,660 and 6,058 q/s all held 1.0 after one step at 0.958)."""
     rates = step_rates(max_rate)
     sent = [0] * len(rates)
     ok = [0] * len(rates)
@@ -118,12 +122,16 @@ def step_goodput(step_csv, max_rate):
             if 0 <= k < len(rates):
                 sent[k] += 1
                 ok[k] += int(row["in_slo"] or 0)
-    held, lines = 0.0, []
+    held, lines, misses = 0.0, [], 0
     for k, rate in enumerate(rates):
         att = ok[k] / sent[k] if sent[k] else 0.0
         lines.append(f"{rate:.0f} q/s: {att:.4f}")
         if att < 0.99:
-            break
+            misses += 1
+            if misses == 2:
+                break
+            continue
+        misses = 0
         held = rate
     return held, lines
 

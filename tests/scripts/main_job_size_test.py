@@ -69,17 +69,28 @@ class StepTraceTest(unittest.TestCase):
 
 
 class StepGoodputTest(unittest.TestCase):
-    def test_highest_step_held_below_the_first_miss(self):
+    def test_highest_step_held_below_two_consecutive_misses(self):
         rates = main_job_size.step_rates(1000)
         att = [1.0] * len(rates)
-        att[4] = 0.95   # the first miss
-        att[5] = 1.0    # a later step that holds again does not count
+        att[4] = att[5] = 0.95  # overloaded: the probe ends here
+        att[6] = 1.0            # a later step that holds again does not count
         with tempfile.TemporaryDirectory() as d:
             probe = os.path.join(d, "p.csv")
             write_probe(probe, step_rows(att))
             held, lines = main_job_size.step_goodput(probe, 1000)
         self.assertAlmostEqual(held, rates[3])
-        self.assertEqual(len(lines), 5)
+        self.assertEqual(len(lines), 6)
+
+    def test_a_lone_miss_the_next_step_recovers_from_is_a_transient(self):
+        rates = main_job_size.step_rates(1000)
+        att = [1.0] * len(rates)
+        att[4] = 0.95
+        with tempfile.TemporaryDirectory() as d:
+            probe = os.path.join(d, "p.csv")
+            write_probe(probe, step_rows(att))
+            held, lines = main_job_size.step_goodput(probe, 1000)
+        self.assertEqual(held, 1000)
+        self.assertEqual(len(lines), len(rates))
 
     def test_every_step_held_gives_the_maximum(self):
         rates = main_job_size.step_rates(500)
