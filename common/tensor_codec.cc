@@ -67,8 +67,16 @@ std::string ShapeString(absl::Span<const int64_t> shape) {
 }
 
 int64_t HostTensor::num_elements() const {
+  // A zero dimension empties the tensor whatever the others are, and their
+  // product need not fit: [2573804955471204592, 7, 0] is a valid empty shape
+  // (the fuzzer found the overflow multiplying it out in order).
+  for (int64_t d : shape) {
+    if (d == 0) return 0;
+  }
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  }
   return n;
 }
 

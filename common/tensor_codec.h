@@ -26,6 +26,10 @@ struct HostTensor {
   std::vector<int64_t> shape;
   std::string data;
 
+  // The product of the shape; 0 if any dimension is; -1 for a shape no
+  // tensor can have (a negative dimension, or a product beyond int64). A
+  // decoded tensor's (ValidateWireTensor) is never -1: its bytes are its
+  // elements times the dtype's size.
   int64_t num_elements() const;
   template <typename T>
   const T* as() const {

@@ -89,6 +89,22 @@ TEST(TensorCodecTest, CheckWireTensorEnforcesModelInputSpec) {
   EXPECT_NE(st.message().find("expected uint8"), std::string::npos) << st;
 }
 
+// The fuzzer's find: the non-zero dimensions' product overflows int64 in
+// order, but a zero dimension makes the tensor empty (and valid).
+TEST(TensorCodecTest, AnEmptyShapeWithHugeDimensionsHasNoElements) {
+  v1::Tensor t;
+  t.set_dtype(v1::DTYPE_UINT8);
+  t.add_shape(2573804955471204592);
+  t.add_shape(7);
+  t.add_shape(0);
+  auto r = DecodeTensor(t);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->num_elements(), 0);
+  HostTensor bad;
+  bad.shape = {int64_t{1} << 62, 4};
+  EXPECT_EQ(bad.num_elements(), -1);
+}
+
 TEST(TensorCodecTest, EmptyTensorIsValid) {
   v1::Tensor t;
   t.set_dtype(v1::DTYPE_UINT8);
