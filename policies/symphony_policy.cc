@@ -6,7 +6,8 @@
 namespace superserve {
 namespace {
 
-int MostAccurateSubnet(const ModelProfile& profile) {
+int ServedSubnet(const ModelProfile& profile, int requested) {
+  if (requested >= 0 && requested < static_cast<int>(profile.subnets.size())) return requested;
   int index = 0;
   for (int i = 1; i < static_cast<int>(profile.subnets.size()); ++i) {
     if (profile.subnets[i].accuracy > profile.subnets[index].accuracy) index = i;
@@ -17,12 +18,13 @@ int MostAccurateSubnet(const ModelProfile& profile) {
 }  // namespace
 
 SymphonyPolicy::SymphonyPolicy(const ModelProfile& profile, SymphonyOptions options)
-    : ProfiledPolicy(options.timeout < 0 ? "symphony"
+    : ProfiledPolicy(!options.name.empty() ? options.name
+                     : options.timeout < 0   ? "symphony"
                      : options.timeout == 0
                          ? "eager"
                          : "timeout(" + std::to_string(options.timeout / 1000) + "us)",
                      profile, options.base),
-      rank_(table_.rank_of_subnet(MostAccurateSubnet(profile))),
+      rank_(table_.rank_of_subnet(ServedSubnet(profile, options.subnet_index))),
       timeout_(options.timeout),
       window_drop_(options.window_drop),
       window_fraction_(options.window_fraction),
