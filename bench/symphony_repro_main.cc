@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/sim/symphony_cases.h"
@@ -134,6 +135,10 @@ void Table2() {
                   st.throughput, policy.c_str(), g[policy], g[policy] / st.throughput,
                   at.mean_batch(), over.slo_attainment());
       std::fflush(stdout);
+      if (policy == PolicySpec().name) {
+        CheckAtLeast(absl::AsciiStrToLower(c.model) + "_default_attainment_at_1.1x_over_peak",
+                     over.slo_attainment() / at.slo_attainment(), 0.9);
+      }
       if (std::string(c.model) == "ResNet50" && policy == "symphony") {
         CheckAtLeast("resnet50_symphony_goodput_over_staggered", g[policy] / st.throughput, 0.85);
         CheckAtLeast("resnet50_symphony_goodput_rps", g[policy], 5100);
@@ -147,6 +152,9 @@ void Table2() {
     const double pg = Measure(pw, "symphony", st.throughput, &at);
     std::printf("| %s (batches 2^k) | %.3f | %.3f | %.0f ms | | | symphony | %.0f | %.3f | %.1f | |\n",
                 c.model, c.alpha, c.beta, c.slo, pg, pg / st.throughput, at.mean_batch());
+    // Issue 19, item 6: the default policy does not lose to Symphony with
+    // one subnet, nor collapse past its peak.
+    CheckAtLeast(absl::AsciiStrToLower(c.model) + "_default_over_symphony", g[PolicySpec().name] / g["symphony"], 0.95);
     if (std::string(c.model) == "ResNet50") {
       CheckAtLeast("resnet50_symphony_over_eager", g["symphony"] / g["eager"], 1.2);
       CheckAtLeast("resnet50_symphony_over_maxbatch", g["symphony"] / g["maxbatch"], 1.2);
