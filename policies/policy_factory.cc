@@ -8,10 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/json_writer.h"
-#include "policies/dominant_subnet.h"
 #include "policies/greedy_policies.h"
-#include "policies/ratefit_policy.h"
 #include "policies/symphony_policy.h"
+#include "policies/ratefit_policy.h"
 #include "policies/shadowfit_policy.h"
 
 namespace superserve {
@@ -48,17 +47,6 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeBuiltin(const std::string& name,
     return std::make_unique<SlackFitPolicy>(profile, o);
   }
   if (name == "ratefit") {
-    // With no accuracy to trade, ratefit's rate-to-subnet mapping has
-    // nothing to choose and its eager dispatch wastes batching: Symphony's
-    // deferred batching of the dominant subnet serves more in time
-    // (docs/scheduling.md, "One subnet").
-    if (const int dominant = DominantSubnet(profile); dominant >= 0) {
-      SymphonyOptions o;
-      o.base = base;
-      o.subnet_index = dominant;
-      o.name = "ratefit";
-      return std::make_unique<SymphonyPolicy>(profile, o);
-    }
     RateFitOptions o;
     o.base = base;
     o.rate_window = config.slackfit.rate_window;

@@ -47,10 +47,7 @@ std::string PolicySpecJson(const PolicySpec& spec);
 // "throughput" / "accuracy".
 const char* BucketTiesName(LatencyBuckets::Ties ties);
 
-// Builds a policy by name: "ratefit" (the default; policies/ratefit_policy.h,
-// or, for a profile with no accuracy to trade (DominantSubnet() >= 0, e.g.
-// one subnet), SymphonyPolicy deferring that subnet's batches, reporting the
-// name "ratefit"),
+// Builds a policy by name: "ratefit" (the default; policies/ratefit_policy.h),
 // "slackfit" (SuperServe's SlackFit), "slackfit-ma" (DESIGN.md's
 // most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours),
 // "maxbatch", "maxacc", "clipper+" (fixed_subnet_id; -1 = the most accurate

@@ -6,8 +6,7 @@
 namespace superserve {
 namespace {
 
-int ServedSubnet(const ModelProfile& profile, int requested) {
-  if (requested >= 0 && requested < static_cast<int>(profile.subnets.size())) return requested;
+int MostAccurateSubnet(const ModelProfile& profile) {
   int index = 0;
   for (int i = 1; i < static_cast<int>(profile.subnets.size()); ++i) {
     if (profile.subnets[i].accuracy > profile.subnets[index].accuracy) index = i;
@@ -18,13 +17,12 @@ int ServedSubnet(const ModelProfile& profile, int requested) {
 }  // namespace
 
 SymphonyPolicy::SymphonyPolicy(const ModelProfile& profile, SymphonyOptions options)
-    : ProfiledPolicy(!options.name.empty() ? options.name
-                     : options.timeout < 0   ? "symphony"
+    : ProfiledPolicy(options.timeout < 0 ? "symphony"
                      : options.timeout == 0
                          ? "eager"
                          : "timeout(" + std::to_string(options.timeout / 1000) + "us)",
                      profile, options.base),
-      rank_(table_.rank_of_subnet(ServedSubnet(profile, options.subnet_index))),
+      rank_(table_.rank_of_subnet(MostAccurateSubnet(profile))),
       timeout_(options.timeout),
       window_drop_(options.window_drop),
       window_fraction_(options.window_fraction),

@@ -13,13 +13,6 @@ namespace superserve {
 
 struct SymphonyOptions {
   ProfiledPolicyOptions base;
-  // The subnet it serves; -1: the most accurate (Symphony does not trade
-  // accuracy).
-  int subnet_index = -1;
-  // The name it reports; empty: "symphony", "eager" or "timeout(..us)" by
-  // `timeout`. The default policy serves a profile with no accuracy to
-  // trade with this policy under its own name (policy_factory.h).
-  std::string name;
   // < 0: Symphony's deferred batching (dispatch at the frontrun moment).
   // >= 0: the timeout-based scheduling Symphony §3.4 compares against: the
   // candidate becomes dispatchable `timeout` after its oldest query arrived
@@ -50,7 +43,8 @@ struct SymphonyOptions {
 };
 
 // Symphony's deferred batch scheduling (Symphony §3.2, Algorithm 1) for one
-// model, one fixed subnet (SymphonyOptions::subnet_index). The candidate batch B is the largest EDF prefix that still
+// model, one fixed subnet (the most accurate: Symphony does not trade
+// accuracy). The candidate batch B is the largest EDF prefix that still
 // meets the head's deadline d when started now; with ℓ(b) the latency of b
 // queries plus the dispatch overhead estimate,
 //   exec   = max(now, d − ℓ(|B| + 1) − m)   (frontrun: one more query

@@ -7,13 +7,6 @@
 // for every SlackFit bucket count K in {4, 6, 8, 12, 16, 32} (the default
 // policy must not depend on it). Prints every case and the worst margin per K.
 //
-// Single-subnet cases (issue 19, item 6): on generated linear profiles
-// ℓ(b) = α·b + β with a strong batching effect (β/α from 4 to 40), the
-// goodput (the highest Poisson rate served >= 0.99 in time, Symphony's
-// measure) is at least 0.95x that of the Symphony policy and of eager
-// batching, and at 1.1x its goodput attainment stays >= 0.9x the goodput's
-// (no collapse past the peak).
-//
 // The policy under test is PolicySpec().name (the default everywhere), or
 // the environment variable POLICY_UNDER_TEST (the mutation check:
 // POLICY_UNDER_TEST=slackfit must fail).
@@ -37,11 +30,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/sim/simulator.h"
-#include "bench/sim/symphony_cases.h"
 #include "bench/sim/trace_generators.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
-#include "policies/symphony_policy.h"
 
 namespace superserve {
 namespace {
@@ -366,70 +357,6 @@ TEST_P(DefaultPolicyPropertyTest, AccuracyWithinThreeTenthsOfTheClipperEnvelope)
     EXPECT_GE(r.margin(), kMarginFloor)
         << "K=" << r.k << " " << r.label << ": " << r.outcome.accuracy << " vs envelope "
         << r.envelope.envelope;
-  }
-}
-
-// One single-subnet case: the profile, workers and SLO of a Workload.
-Workload SingleSubnetCase(uint64_t seed, std::string* label) {
-  std::mt19937_64 rng(seed * 104729 + 3);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const double alpha = 0.2 + 1.3 * u(rng);       // ms per query
-  const double ratio = 4.0 * std::pow(10.0, u(rng));  // β/α in [4, 40]
-  const bool padded = u(rng) < 0.5;              // powers of two only
-  Workload w;
-  w.profile = LinearProfile(absl::StrCat("single", seed), alpha, ratio * alpha, 64, padded);
-  w.profile.subnets[0].accuracy = 76;
-  w.sim.workers = u(rng) < 0.5 ? 4 : 8;
-  w.sim.noise_cv = 0.03;
-  w.sim.dispatch_overhead = Micros(500);
-  w.duration = Seconds(2);
-  w.seed = seed;
-  // SLO: 1.5x to 3x the latency of a batch of 16.
-  const double slo_factor = 1.5 + 1.5 * u(rng);
-  w.slo = Micros(1000.0 * slo_factor * (16 * alpha + ratio * alpha));
-  *label = absl::StrFormat("l(b)=%.2fb+%.2fms%s slo=%.1fms w=%d", alpha, ratio * alpha,
-                           padded ? " (powers of 2)" : "", ToMillis(w.slo), w.sim.workers);
-  return w;
-}
-
-PolicyBuilder ByName(const std::string& name) {
-  return [name](const ModelProfile& p) -> std::unique_ptr<Policy> {
-    auto made = MakePolicy(name, p, PolicyConfig());
-    EXPECT_TRUE(made.ok()) << name << ": " << made.status();
-    return made.ok() ? *std::move(made) : nullptr;
-  };
-}
-
-PolicyBuilder Eager() {
-  return [](const ModelProfile& p) -> std::unique_ptr<Policy> {
-    SymphonyOptions o;
-    o.timeout = 0;
-    return std::make_unique<SymphonyPolicy>(p, o);
-  };
-}
-
-TEST(DefaultPolicySingleSubnetTest, GoodputAtLeastSymphonysAndNoCollapsePastThePeak) {
-  const std::string policy = PolicyUnderTest();
-  constexpr int kCases = 6;
-  for (uint64_t seed = 1; seed <= kCases; ++seed) {
-    std::string label;
-    const Workload w = SingleSubnetCase(seed, &label);
-    const auto& l = w.profile.subnets[0].latency;
-    const double hint = w.sim.workers * 16 * 1e9 / static_cast<double>(l[std::min<size_t>(15, l.size() - 1)]);
-    SimulationResult at;
-    auto mine = Goodput(w, ByName(policy), hint, 0.99, &at);
-    auto symphony = Goodput(w, ByName("symphony"), hint);
-    auto eager = Goodput(w, Eager(), hint);
-    ASSERT_TRUE(mine.ok() && symphony.ok() && eager.ok()) << label;
-    auto over = RunWorkload(w, 1.1 * *mine, ByName(policy));
-    ASSERT_TRUE(over.ok()) << over.status();
-    std::printf("%-50s goodput %s %7.0f, symphony %7.0f, eager %7.0f r/s (%.3fx, %.3fx); at 1.1x: "
-                "att %.4f vs %.4f\n",
-                label.c_str(), policy.c_str(), *mine, *symphony, *eager, *mine / *symphony,
-                *mine / *eager, over->slo_attainment(), at.slo_attainment());
-    EXPECT_GE(*mine, 0.95 * *symphony) << label;
-    EXPECT_GE(*mine, 0.95 * *eager) << label;
-    EXPECT_GE(over->slo_attainment(), 0.9 * at.slo_attainment()) << label << ": collapse past the peak";
   }
 }
 

@@ -238,29 +238,5 @@ TEST(SymphonyPolicyTest, ServesTheMostAccurateSubnetAndIsInTheFactory) {
   EXPECT_EQ(d.take, 2);
 }
 
-// The default policy has nothing to trade on a single-subnet profile: it
-// defers like Symphony (issue 19, item 6) under its own name, where
-// RateFitPolicy would dispatch the queued query at once.
-TEST(SymphonyPolicyTest, TheDefaultDefersWhenAccuracyCannotBeTraded) {
-  PolicyConfig config;
-  config.slackfit.base = NoOverhead();
-  auto made = MakePolicy(PolicySpec().name, LinearProfile(), config);
-  ASSERT_TRUE(made.ok()) << made.status();
-  EXPECT_EQ((*made)->name(), PolicySpec().name);
-  EdfQueue q = PaperQueue(3);
-  const std::vector<int32_t> free = {0, 1, 2};
-  Decision d = (*made)->Decide({q, Micros(1500), free, 3});
-  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
-  // As WaitsUntilTheFrontrunMoment, less the default 2 % frontrun margin of
-  // the 12-ms budget.
-  EXPECT_EQ(d.wake_at, Millis(3) - Micros(240));
-  // With a subnet to trade, the default is not Symphony's: it dispatches.
-  auto traded = MakePolicy(PolicySpec().name, testing::ThreeSubnetProfile(), config);
-  ASSERT_TRUE(traded.ok());
-  EdfQueue three;
-  testing::FillQueue(&three, 3, Millis(30));
-  EXPECT_EQ((*traded)->Decide({three, 0, free, 3}).kind, Decision::Kind::kDispatch);
-}
-
 }  // namespace
 }  // namespace superserve
