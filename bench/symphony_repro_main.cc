@@ -3,9 +3,11 @@
 // markdown tables of docs/symphony.md and, with --json, one JSON object with
 // every checked figure and target on the last line.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/sim/profile_generators.h"
 #include "bench/sim/symphony_cases.h"
 #include "common/init.h"
 #include "common/json_writer.h"
@@ -21,7 +24,7 @@
 #include "policies/symphony_policy.h"
 
 ABSL_FLAG(std::string, only, "",
-          "Run only this experiment: table2, fig6a, grid, multi, proportional.");
+          "Run only this experiment: table2, fig6a, grid, multi, proportional, single.");
 ABSL_FLAG(double, duration_s, 10, "Length of every simulated trace.");
 ABSL_FLAG(double, dispatch_overhead_us, 500,
           "Simulated RPC + transfer time per batch (the simulator's default).");
@@ -251,6 +254,79 @@ void Proportional() {
                     worst_gap <= 0.1});
 }
 
+// Issue 19, item 6: the default policy with one subnet and a strong
+// batching effect, against Symphony and eager batching. Six linear profiles
+// ℓ(b) = α·b + β (β/α from 4 to 40; every batch size 1-64, or powers of two)
+// and the property test's CPU- and GPU-shaped profiles with one subnet
+// (three each); 4 or 8 workers, SLO 1.5-3 × ℓ(16), noise CV 0.03 (the
+// property test's, whatever --noise_cv says). Per profile: each policy's
+// goodput (>= 0.99), the default's attainment at 1.1 × its goodput over the
+// goodput's, and, below the peak (0.3 / 0.5 / 0.7 × the eager goodput;
+// Poisson, gamma CV² 4 and 8), the cells where eager Clipper+ holds 0.999
+// and the default does not.
+void SingleSubnet() {
+  const std::string def = PolicySpec().name;
+  std::printf("\n### One subnet: the default policy (%s) against Symphony and eager batching\n\n",
+              def.c_str());
+  std::printf("| profile | workers | SLO | %s r/s | symphony r/s | eager r/s | %s / symphony | "
+              "%s / eager | %s at 1.1x / at goodput | below the peak: cells Clipper+ holds, %s "
+              "misses |\n|---|---|---|---|---|---|---|---|---|---|\n",
+              def.c_str(), def.c_str(), def.c_str(), def.c_str(), def.c_str());
+  double worst_ratio = 1e9, worst_over = 1e9;
+  int held = 0, missed = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed * 104729 + 3);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const double alpha = 0.2 + 1.3 * u(rng);            // ms per query
+    const double ratio = 4.0 * std::pow(10.0, u(rng));  // β/α in [4, 40]
+    const bool padded = u(rng) < 0.5;
+    ModelProfile profile;
+    std::string label;
+    if (seed <= 6) {
+      profile = LinearProfile(absl::StrCat("single", seed), alpha, ratio * alpha, 64, padded);
+      label = absl::StrFormat("ℓ(b) = %.2f·b + %.2f ms%s", alpha, ratio * alpha,
+                              padded ? ", batches 2^k" : "");
+    } else {
+      const ProfileShape shape = seed <= 9 ? ProfileShape::kCpu : ProfileShape::kGpu;
+      profile = ShapedProfile(shape, 1, seed);
+      label = absl::StrCat(ProfileShapeName(shape), "-shaped");
+    }
+    const int32_t workers = u(rng) < 0.5 ? 4 : 8;
+    const double slo_factor = 1.5 + 1.5 * u(rng);
+    const Nanos l16 = profile.subnets[0].latency[profile.BatchIndex(16)];
+    Workload w = Base(profile, workers, slo_factor * ToMillis(l16));
+    w.sim.noise_cv = 0.03;
+    const double hint = workers * 16 * 1e9 / static_cast<double>(l16);
+    SimulationResult at;
+    const double mine = Measure(w, def, hint, &at);
+    const double sym = Measure(w, "symphony", hint);
+    const double eager = Measure(w, "eager", hint);
+    const double over = RunAt(w, def, 1.1 * mine).slo_attainment() / at.slo_attainment();
+    int case_held = 0, case_missed = 0;
+    for (double cv2 : {1.0, 4.0, 8.0}) {
+      for (double load : {0.3, 0.5, 0.7}) {
+        Workload b = w;
+        b.cv2 = cv2;
+        if (RunAt(b, "clipper+", load * eager).slo_attainment() < 0.999) continue;
+        ++case_held;
+        if (RunAt(b, def, load * eager).slo_attainment() < 0.999) ++case_missed;
+      }
+    }
+    held += case_held;
+    missed += case_missed;
+    worst_ratio = std::min(worst_ratio, mine / sym);
+    worst_over = std::min(worst_over, over);
+    std::printf("| %s | %d | %.1f ms | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f | %d of %d |\n",
+                label.c_str(), workers, ToMillis(w.slo), mine, sym, eager, mine / sym,
+                mine / eager, over, case_missed, case_held);
+    std::fflush(stdout);
+  }
+  CheckAtLeast("single_min_default_over_symphony", worst_ratio, 0.95);
+  CheckAtLeast("single_min_default_attainment_at_1.1x_over_peak", worst_over, 0.9);
+  CheckAtLeast("single_default_holds_where_clipper_holds",
+               held > 0 ? 1.0 - static_cast<double>(missed) / held : 1.0, 1.0);
+}
+
 int Main() {
   const std::string only = absl::GetFlag(FLAGS_only);
   std::printf("superserve-symphony-repro: duration %.1f s per run, dispatch overhead %.0f us, "
@@ -258,7 +334,8 @@ int Main() {
               absl::GetFlag(FLAGS_duration_s), absl::GetFlag(FLAGS_dispatch_overhead_us),
               absl::GetFlag(FLAGS_noise_cv),
               static_cast<unsigned long long>(absl::GetFlag(FLAGS_seed)));
-  const std::vector<std::string> known = {"table2", "fig6a", "grid", "multi", "proportional"};
+  const std::vector<std::string> known = {"table2", "fig6a", "grid", "multi", "proportional",
+                                          "single"};
   if (!only.empty() && std::find(known.begin(), known.end(), only) == known.end()) {
     std::fprintf(stderr, "superserve-symphony-repro: unknown --only \"%s\"\n", only.c_str());
     return 2;
@@ -268,6 +345,7 @@ int Main() {
   if (only.empty() || only == "grid") Fig6a(true);
   if (only.empty() || only == "multi") MultiModel();
   if (only.empty() || only == "proportional") Proportional();
+  if (only.empty() || only == "single") SingleSubnet();
   std::printf("\n### Targets\n\n| figure | value | target | met |\n|---|---|---|---|\n");
   bool all = true;
   std::vector<JsonWriter> items;
@@ -289,7 +367,7 @@ int Main() {
 int main(int argc, char** argv) {
   superserve::InitMain(
       argc, argv,
-      "superserve-symphony-repro [--only table2|fig6a|grid|multi|proportional] [--duration_s S]\n\n"
+      "superserve-symphony-repro [--only table2|fig6a|grid|multi|proportional|single] [--duration_s S]\n\n"
       "Symphony's simulated experiments on the serving core (docs/symphony.md): goodput by binary\n"
       "search on the arrival rate (>= 0.99 of queries within SLO) for Symphony's deferred\n"
       "batching against eager, timeout-based, MaxBatch and SlackFit scheduling; prints markdown\n"

@@ -29,6 +29,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/sim/profile_generators.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/trace_generators.h"
 #include "gtest/gtest.h"
@@ -41,67 +42,6 @@ constexpr double kHold = 0.999;
 constexpr double kMarginFloor = -0.3;
 constexpr double kAttainmentSlack = 0.002;
 const int kBucketCounts[] = {4, 6, 8, 12, 16, 32};
-
-enum class Shape { kLinear, kGpu, kCpu };
-
-const char* ShapeName(Shape s) {
-  switch (s) {
-    case Shape::kLinear: return "linear";
-    case Shape::kGpu: return "gpu";
-    case Shape::kCpu: return "cpu";
-  }
-  return "?";
-}
-
-// A Pareto-shaped profile of `subnets` subnets (accuracy 70-80 %, rising with
-// latency), batches 1-32:
-//   linear: fixed + per-sample cost, both growing with accuracy (the
-//           paper-shaped profile's form);
-//   gpu:    a large fixed cost growing with accuracy, a small per-sample one;
-//   cpu:    like models/fmnist: linear up to a knee, flat up to a second knee,
-//           linear again, each subnet's row scaled by up to +-8 % (measured
-//           profiles are not monotone in accuracy).
-ModelProfile MakeProfile(Shape shape, int subnets, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  ModelProfile p;
-  p.model = absl::StrCat(ShapeName(shape), subnets);
-  p.batch_sizes = {1, 2, 4, 8, 16, 32};
-  const double grow_fixed = 1.0 + 3.0 * u(rng);
-  const double grow_slope = 1.0 + 3.0 * u(rng);
-  const double curve = 1.0 + 2.0 * u(rng);  // how late in accuracy the cost rises
-  const int knee1 = u(rng) < 0.5 ? 4 : 8;
-  const int knee2 = u(rng) < 0.5 ? 16 : 32;
-  for (int i = 0; i < subnets; ++i) {
-    const double x = subnets == 1 ? 0 : static_cast<double>(i) / (subnets - 1);
-    const double xc = std::pow(x, curve);
-    SubnetProfile s;
-    s.id = i;
-    s.accuracy = 70.0 + 10.0 * x;
-    double row_scale = 1.0;
-    if (shape == Shape::kCpu) row_scale = 0.92 + 0.16 * u(rng);
-    for (int32_t b : p.batch_sizes) {
-      double ms = 0;
-      switch (shape) {
-        case Shape::kLinear:
-          ms = 1.5 * (1 + grow_fixed * xc) + 0.8 * (1 + grow_slope * xc) * b;
-          break;
-        case Shape::kGpu:
-          ms = 8.0 * (1 + grow_fixed * xc) + 0.15 * (1 + grow_slope * xc) * b;
-          break;
-        case Shape::kCpu: {
-          const double c = 0.4 * (1 + grow_slope * xc);
-          ms = 0.6 * (1 + grow_fixed * xc) + c * std::min(b, knee1) +
-               c * std::max(0, b - knee2);
-          break;
-        }
-      }
-      s.latency.push_back(Micros(1000.0 * ms * row_scale));
-    }
-    p.subnets.push_back(s);
-  }
-  return p;
-}
 
 // Per-worker throughput of the best tuple whose latency fits `budget`.
 double BestThroughput(const ModelProfile& p, Nanos budget) {
@@ -273,8 +213,8 @@ struct Row {
 // it) and prints every row and the worst margin per K. One shape per test
 // instance, so that ctest runs the shapes side by side. The seeds are those of
 // one loop over all shapes (profiles 1-12, then cases 13-60 in profile order).
-const std::vector<Row>& Rows(Shape shape) {
-  static std::map<Shape, std::vector<Row>>* cache = new std::map<Shape, std::vector<Row>>();
+const std::vector<Row>& Rows(ProfileShape shape) {
+  static std::map<ProfileShape, std::vector<Row>>* cache = new std::map<ProfileShape, std::vector<Row>>();
   if (auto it = cache->find(shape); it != cache->end()) return it->second;
   std::vector<Row>& out = (*cache)[shape];
   const std::string policy = PolicyUnderTest();
@@ -285,7 +225,7 @@ const std::vector<Row>& Rows(Shape shape) {
   const int shape_index = static_cast<int>(shape);
   for (int si = 0; si < kProfilesPerShape; ++si) {
     const int profile_index = shape_index * kProfilesPerShape + si;
-    const ModelProfile p = MakeProfile(shape, kSubnetCounts[si], 1 + profile_index);
+    const ModelProfile p = ShapedProfile(shape, kSubnetCounts[si], 1 + profile_index);
     for (int ki = 0; ki < kKindsPerProfile; ++ki) {
       const uint64_t seed =
           1 + kShapes * kProfilesPerShape + profile_index * kKindsPerProfile + ki;
@@ -314,7 +254,7 @@ const std::vector<Row>& Rows(Shape shape) {
   }
   std::printf("%s, %s profiles: %zu rows (case x K), %d with a fixed subnet at >= %.3f, %d of "
               "them below the envelope - %.1f; %zu where none holds\n",
-              policy.c_str(), ShapeName(shape), out.size(), with_envelope, kHold, below,
+              policy.c_str(), ProfileShapeName(shape), out.size(), with_envelope, kHold, below,
               -kMarginFloor, out.size() - with_envelope);
   for (const auto& [k, r] : worst) {
     std::printf("worst margin to the envelope, K=%d: %+.3f points (%s)\n", k, r->margin(),
@@ -323,7 +263,7 @@ const std::vector<Row>& Rows(Shape shape) {
   return out;
 }
 
-class DefaultPolicyPropertyTest : public ::testing::TestWithParam<Shape> {};
+class DefaultPolicyPropertyTest : public ::testing::TestWithParam<ProfileShape> {};
 
 TEST_P(DefaultPolicyPropertyTest, AttainmentHoldsWhereAFixedSubnetHolds) {
   const std::vector<Row>& rows = Rows(GetParam());
@@ -348,7 +288,7 @@ TEST_P(DefaultPolicyPropertyTest, AttainmentNearTheBestBaselineWhereNoFixedSubne
   }
   // The generated GPU- and CPU-shaped cases include overload (6 and 12 rows
   // with these seeds); the linear ones happen not to.
-  if (GetParam() != Shape::kLinear) EXPECT_GT(without_envelope, 0);
+  if (GetParam() != ProfileShape::kLinear) EXPECT_GT(without_envelope, 0);
 }
 
 TEST_P(DefaultPolicyPropertyTest, AccuracyWithinThreeTenthsOfTheClipperEnvelope) {
@@ -361,9 +301,9 @@ TEST_P(DefaultPolicyPropertyTest, AccuracyWithinThreeTenthsOfTheClipperEnvelope)
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DefaultPolicyPropertyTest,
-                         ::testing::Values(Shape::kLinear, Shape::kGpu, Shape::kCpu),
-                         [](const ::testing::TestParamInfo<Shape>& info) {
-                           return std::string(ShapeName(info.param));
+                         ::testing::Values(ProfileShape::kLinear, ProfileShape::kGpu, ProfileShape::kCpu),
+                         [](const ::testing::TestParamInfo<ProfileShape>& info) {
+                           return std::string(ProfileShapeName(info.param));
                          });
 
 }  // namespace
