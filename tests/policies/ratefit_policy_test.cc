@@ -300,6 +300,29 @@ TEST(RateFitPolicyTest, ARateSpikeDoesNotDropEveryHead) {
   }
 }
 
+// Past the peak (20,000 q/s on one worker; no batch keeps up) the drop
+// threshold is the fitting batch with the highest throughput, batch 16 at
+// 3.5 ms, not the largest fitting one: batch 32 takes 20 ms for fewer
+// queries per ms (a CPU-shaped profile, linear past its second knee), and
+// with its 20 ms as the threshold every head that waited half its SLO was
+// dropped, leaving small batches of fresh arrivals (0.36 of the peak's
+// attainment at 1.1x on such a profile, superserve-symphony-repro --only
+// single).
+TEST(RateFitPolicyTest, PastThePeakTheDropThresholdIsTheMostProductiveBatch) {
+  RateFitPolicy p(
+      testing::HandProfile({1, 2, 4, 8, 16, 32}, {70}, {{1, 1.3, 2, 3.5, 3.5, 20}}), NoOverhead());
+  Arrivals(&p, 20000);
+  EdfQueue q;
+  Fill(&q, 16, 10);
+  const Decision d = DecideOn(&p, q);
+  EXPECT_EQ(d.drop, 0);
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 16);
+  EdfQueue late;
+  Fill(&late, 16, 3);  // below batch 16's 3.5 ms: dropped
+  EXPECT_GT(DecideOn(&p, late).drop, 0);
+}
+
 TEST(RateFitPolicyTest, DecisionsDoNotDependOnTheBucketCount) {
   EdfQueue q;
   Fill(&q, 13, 20, 10);
