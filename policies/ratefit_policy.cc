@@ -199,8 +199,7 @@ void RateFitPolicy::UpdateSustainLatency(const SchedulingContext& ctx) {
   // largest one can serve fewer queries per ms (CPU-shaped profiles are
   // linear past their second knee), and its longer latency as the threshold
   // drops every head that waited at all, leaving the small batches of fresh
-  // arrivals (EDF's spiral; a single-subnet CPU-shaped profile served 0.36
-  // at 1.1x its peak, superserve-symphony-repro --only single).
+  // arrivals (EDF's spiral; docs/scheduling.md, "One subnet").
   sustain_latency_ = 0;
   double best = -1;
   for (int bi = 0; bi < table_.num_batches(); ++bi) {

@@ -95,7 +95,8 @@ class RateFitPolicy : public ProfiledPolicy {
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
   // Heads whose slack is below the latency of the smallest batch with which
   // the fastest subnet keeps up with the rate over drop_rate_window (as of
-  // the last decision) are dropped: serving them in smaller batches is EDF's
+  // the last decision; if none does, its fitting batch with the highest
+  // throughput) are dropped: serving them in smaller batches is EDF's
   // overload spiral. At light load this is the fastest tuple (DESIGN.md).
   Nanos FastestLatency() const override;
 
