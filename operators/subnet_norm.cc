@@ -26,6 +26,12 @@ torch::Tensor SubnetNormImpl::forward(const torch::Tensor& x, int64_t slot) {
                   num_slots(), " slots)");
       TORCH_CHECK(channels_[slot] == x.size(1), "SubnetNorm: slot ", slot, " holds ",
                   channels_[slot], " channels for this layer, input has ", x.size(1));
+      if ((keep_slices_ || !x.device().is_cpu()) && !at::GradMode::is_enabled() &&
+          channels_[slot] > 0 && x.dim() >= 2) {
+        const SlotSlices& s = SlicesFor(slot, x.scalar_type());
+        return at::batch_norm(x, s.weight, s.bias, s.mean, s.var, /*training=*/false,
+                              /*momentum=*/0.0, eps_, at::globalContext().userEnabledCuDNN());
+      }
       return SubnetNormWithStatistics(x, weight, bias, mean_storage, var_storage, offsets_[slot],
                                       eps_);
     }
@@ -52,6 +58,30 @@ torch::Tensor SubnetNormImpl::forward(const torch::Tensor& x, int64_t slot) {
     }
   }
   TORCH_CHECK(false, "SubnetNorm: bad mode");
+}
+
+const SubnetNormImpl::SlotSlices& SubnetNormImpl::SlicesFor(int64_t slot,
+                                                            c10::ScalarType dtype) {
+  const std::array<const torch::Tensor*, 4> from = {&weight, &bias, &mean_storage, &var_storage};
+  bool stale = false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const void* storage = from[i]->storage().data();
+    const int64_t version = from[i]->_version();
+    stale = stale || storage != sliced_storage_[i] || version != sliced_version_[i];
+    sliced_storage_[i] = storage;
+    sliced_version_[i] = version;
+  }
+  if (stale) slot_slices_.clear();
+  if (slot_slices_.size() < static_cast<size_t>(num_slots())) slot_slices_.resize(num_slots());
+  SlotSlices& s = slot_slices_[slot];
+  if (!s.mean.defined() || s.mean.scalar_type() != dtype) {
+    const int64_t c = channels_[slot];
+    s.weight = weight.narrow(0, 0, c).to(dtype);
+    s.bias = bias.narrow(0, 0, c).to(dtype);
+    s.mean = mean_storage.narrow(0, offsets_[slot], c).to(dtype);
+    s.var = var_storage.narrow(0, offsets_[slot], c).to(dtype);
+  }
+  return s;
 }
 
 void SubnetNormImpl::ResetSlots(const std::vector<int64_t>& channels_per_slot) {

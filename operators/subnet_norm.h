@@ -14,6 +14,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -67,6 +68,16 @@ class SubnetNormImpl : public torch::nn::Module {
   double eps() const { return eps_; }
   int64_t max_channels() const { return weight.size(0); }
 
+  // Inference off the CPU runs batch_norm on each slot's slices (affine
+  // prefix, statistics range) made once and kept, rather than four slices and
+  // two casts per call: a small network on a GPU is launch- and dispatch-bound
+  // (docs/gpu.md). The CPU has its own kernel that reads the slot in place.
+  // This switch takes the kept-slices path on the CPU too (for tests).
+  void set_keep_slot_slices(bool on) {
+    keep_slices_ = on;
+    slot_slices_.clear();
+  }
+
   torch::Tensor weight;  // [max_channels], shared affine scale
   torch::Tensor bias;    // [max_channels], shared affine shift
   torch::Tensor mean_storage;
@@ -76,6 +87,12 @@ class SubnetNormImpl : public torch::nn::Module {
 
  private:
   void WriteSlotTable();
+  struct SlotSlices {
+    torch::Tensor weight, bias, mean, var;  // in the input's dtype
+  };
+  // Slot `slot`'s slices, rebuilt when a tensor they come from was replaced
+  // or written in place (a cast copy does not follow writes).
+  const SlotSlices& SlicesFor(int64_t slot, c10::ScalarType dtype);
 
   double eps_;
   c10::ScalarType statistics_dtype_;
@@ -84,6 +101,10 @@ class SubnetNormImpl : public torch::nn::Module {
   std::vector<int64_t> channels_;
   torch::Tensor calib_mean_sum_, calib_var_sum_;
   int64_t calib_samples_ = 0;
+  bool keep_slices_ = false;
+  std::vector<SlotSlices> slot_slices_;  // by slot; undefined until first use
+  std::array<const void*, 4> sliced_storage_{};  // weight, bias, mean, var
+  std::array<int64_t, 4> sliced_version_{};
 };
 TORCH_MODULE(SubnetNorm);
 

@@ -22,10 +22,14 @@ WeightSliceConv2dImpl::WeightSliceConv2dImpl(int64_t max_in, int64_t max_out, in
 const SliceViewCache::Entry& SliceViewCache::Get(const torch::Tensor& weight,
                                                  const torch::Tensor& bias, int64_t in,
                                                  int64_t out) {
+  const bool copies = copy_strided_ || !weight.device().is_cpu();
   const void* storage = weight.storage().data();
-  if (storage != storage_) {  // weights were replaced: old views alias stale storage
+  // Views alias the storage and follow in-place writes; copies do not.
+  const int64_t version = copies ? weight._version() : -1;
+  if (storage != storage_ || version != version_) {
     entries_.clear();
     storage_ = storage;
+    version_ = version;
   }
   for (const Entry& e : entries_) {
     if (e.in == in && e.out == out) return e;
@@ -34,6 +38,7 @@ const SliceViewCache::Entry& SliceViewCache::Get(const torch::Tensor& weight,
   e.in = in;
   e.out = out;
   e.weight = weight.narrow(0, 0, out).narrow(1, 0, in);
+  if (copies && !e.weight.is_contiguous()) e.weight = e.weight.contiguous();
   if (bias.defined()) e.bias = bias.narrow(0, 0, out);
   entries_.push_back(std::move(e));
   return entries_.back();

@@ -7,11 +7,16 @@
 // weights are a prefix: [:out_channels, :in_channels]. The active input width
 // is the input's own channel count; the active output width is an argument.
 //
-// Inference (grad mode off) keeps the slice views it has made, one per
-// (in, out) width pair the layer has run at, so the steady state makes no
-// view tensors and copies nothing; a view is metadata only (no weight bytes)
-// and is rebuilt if the weight's storage moves (e.g. after a checkpoint load).
-// With grad mode on, every forward slices afresh so autograd sees the slice.
+// Inference (grad mode off) keeps the slices it has made, one per (in, out)
+// width pair the layer has run at, so the steady state makes no new tensors.
+// On the CPU a slice is a view (metadata only, no weight bytes). On other
+// devices a slice whose rows are strided (in < max_in) is kept as a contiguous
+// copy instead: cuDNN copies a strided weight on every call, one more kernel
+// launch per layer, and a small network on a GPU is launch-bound
+// (docs/gpu.md). Slices are rebuilt if the weight's storage moves (e.g. after
+// a checkpoint load) and, for copies, if the weight is written in place (its
+// version counter moves). With grad mode on, every forward slices afresh so
+// autograd sees the slice.
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -21,7 +26,7 @@
 
 namespace superserve::ops {
 
-// Cached [out, in] slice views of one weight (and its bias).
+// Cached [out, in] slices of one weight (and its bias).
 class SliceViewCache {
  public:
   struct Entry {
@@ -32,9 +37,17 @@ class SliceViewCache {
   // caller's job.
   const Entry& Get(const torch::Tensor& weight, const torch::Tensor& bias, int64_t in, int64_t out);
   size_t size() const { return entries_.size(); }
+  // Contiguous copies for strided slices on every device, the CPU included
+  // (default: on non-CPU devices only). Lets CPU tests run the GPU's path.
+  void set_copy_strided_slices(bool on) {
+    copy_strided_ = on;
+    entries_.clear();
+  }
 
  private:
   const void* storage_ = nullptr;
+  int64_t version_ = -1;  // the weight's version counter when the copies were made
+  bool copy_strided_ = false;
   std::vector<Entry> entries_;
 };
 
@@ -53,6 +66,7 @@ class WeightSliceConv2dImpl : public torch::nn::Module {
 
   torch::Tensor weight;
   torch::Tensor bias;  // undefined unless with_bias
+  SliceViewCache& slices() { return views_; }
 
  private:
   int64_t stride_;
@@ -67,6 +81,7 @@ class WeightSliceLinearImpl : public torch::nn::Module {
 
   torch::Tensor weight;  // [max_out, max_in]
   torch::Tensor bias;    // [max_out]
+  SliceViewCache& slices() { return views_; }
 
  private:
   SliceViewCache views_;

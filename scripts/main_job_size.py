@@ -158,6 +158,9 @@ def main():
         sys.exit(__doc__)
     g_fast, fast_lines = step_goodput(sys.argv[6], float(sys.argv[7]))
     g_acc, acc_lines = step_goodput(sys.argv[8], float(sys.argv[9]))
+    print(f"main_job_size: fastest subnet, steps probed: {', '.join(fast_lines)}", file=sys.stderr)
+    print(f"main_job_size: most accurate subnet, steps probed: {', '.join(acc_lines)}",
+          file=sys.stderr)
     if g_fast <= 0:
         sys.exit("main_job_size: the fastest subnet did not hold 0.99 even at the first step "
                  f"({fast_lines[0] if fast_lines else 'no answers'}); this machine cannot run "

@@ -55,6 +55,48 @@ TEST(WeightSliceConv2dTest, InferenceViewsFollowTheWeights) {
   EXPECT_TRUE(torch::allclose(conv(x, 6), want, 1e-5, 1e-5));
 }
 
+// Off the CPU a strided slice is a contiguous copy (weight_slice.h); the
+// switch runs that path here. A copy must follow in-place writes and storage
+// replacement as a view does.
+TEST(WeightSliceConv2dTest, StridedSliceCopiesFollowTheWeights) {
+  WeightSliceConv2d conv(8, 8, 3, 1);
+  conv->slices().set_copy_strided_slices(true);
+  torch::NoGradGuard g;
+  torch::Tensor x = torch::randn({1, 5, 6, 6});
+  torch::Tensor first = conv(x, 6);
+  torch::Tensor want = torch::conv2d(x, conv->weight.slice(0, 0, 6).slice(1, 0, 5).clone(), {}, 1, 1);
+  EXPECT_TRUE(torch::allclose(first, want, 1e-5, 1e-5));
+  const auto& strided = conv->slices().Get(conv->weight, conv->bias, 5, 6);
+  EXPECT_TRUE(strided.weight.is_contiguous());
+  EXPECT_NE(strided.weight.data_ptr(), conv->weight.data_ptr());  // a copy
+  const auto& full_rows = conv->slices().Get(conv->weight, conv->bias, 8, 6);
+  EXPECT_EQ(full_rows.weight.data_ptr(), conv->weight.data_ptr());  // already contiguous: a view
+  conv(torch::randn({1, 8, 6, 6}), 8);
+  conv->weight.mul_(2);  // in-place update: the copy is stale
+  EXPECT_TRUE(torch::allclose(conv(x, 6), first * 2, 1e-5, 1e-5));
+  conv->weight.slice(1, 0, 1).zero_();  // a write through a view of the weight
+  want = torch::conv2d(x, conv->weight.slice(0, 0, 6).slice(1, 0, 5).clone(), {}, 1, 1);
+  EXPECT_TRUE(torch::allclose(conv(x, 6), want, 1e-5, 1e-5));
+  conv->weight.set_(torch::randn({8, 8, 3, 3}));  // storage replaced (checkpoint load)
+  want = torch::conv2d(x, conv->weight.slice(0, 0, 6).slice(1, 0, 5).clone(), {}, 1, 1);
+  EXPECT_TRUE(torch::allclose(conv(x, 6), want, 1e-5, 1e-5));
+}
+
+TEST(WeightSliceLinearTest, StridedSliceCopiesFollowTheWeights) {
+  WeightSliceLinear fc(32, 10);
+  fc->slices().set_copy_strided_slices(true);
+  torch::NoGradGuard g;
+  torch::Tensor x = torch::randn({3, 20});
+  auto want = [&] {
+    return torch::linear(x, fc->weight.slice(0, 0, 7).slice(1, 0, 20).clone(),
+                         fc->bias.slice(0, 0, 7));
+  };
+  EXPECT_TRUE(torch::allclose(fc(x, 7), want(), 1e-5, 1e-6));
+  fc->weight.add_(1);
+  fc->bias.mul_(3);
+  EXPECT_TRUE(torch::allclose(fc(x, 7), want(), 1e-5, 1e-5));
+}
+
 TEST(WeightSliceLinearTest, EqualsDenseLinearWithCopiedPrefix) {
   WeightSliceLinear fc(32, 10);
   torch::Tensor x = torch::randn({3, 20});
@@ -160,6 +202,47 @@ TEST(SubnetNormTest, AddSlotKeepsExistingStatistics) {
   EXPECT_TRUE(torch::equal(norm->SlotVar(0), v));
   EXPECT_EQ(norm->SlotMean(1).numel(), 8);
   EXPECT_EQ(norm->slot_offsets[1].item<int64_t>(), 3);
+}
+
+// Off the CPU inference keeps each slot's slices (subnet_norm.h); the switch
+// runs that path here. The kept slices must follow statistics written later,
+// in-place affine updates, added slots, and (half storage: cast copies) writes.
+TEST(SubnetNormTest, KeptSlotSlicesFollowWritesAndNewSlots) {
+  for (auto dtype : {torch::kFloat, torch::kHalf}) {
+    SCOPED_TRACE(dtype == torch::kHalf ? "half statistics" : "float statistics");
+    SubnetNorm norm(8, 1e-5, dtype);
+    norm->set_keep_slot_slices(true);
+    norm->ResetSlots({4, 8});
+    torch::NoGradGuard g;
+    torch::manual_seed(3);
+    norm->weight.uniform_(0.5, 1.5);
+    norm->bias.uniform_(-1, 1);
+    auto stats = [&](int64_t c) {
+      return std::make_pair(torch::randn({c}), torch::rand({c}) + 0.5);
+    };
+    auto check = [&](int64_t slot, const torch::Tensor& x) {
+      const int64_t c = x.size(1);
+      torch::Tensor want =
+          ManualNorm(x, norm->SlotMean(slot).to(torch::kFloat), norm->SlotVar(slot).to(torch::kFloat),
+                     norm->weight.slice(0, 0, c), norm->bias.slice(0, 0, c));
+      EXPECT_TRUE(torch::allclose(norm(x, slot), want, 1e-4, 1e-4));
+    };
+    torch::Tensor x4 = torch::randn({2, 4, 3, 3}), x8 = torch::randn({2, 8, 3, 3});
+    auto [m0, v0] = stats(4);
+    norm->SetSlotStatistics(0, m0, v0);
+    check(0, x4);
+    check(1, x8);
+    auto [m1, v1] = stats(8);
+    norm->SetSlotStatistics(1, m1, v1);  // written after slot 1 was sliced
+    check(1, x8);
+    norm->weight.mul_(2);
+    check(0, x4);
+    const int64_t added = norm->AddSlot(4);  // storage reallocated
+    auto [m2, v2] = stats(4);
+    norm->SetSlotStatistics(added, m2, v2);
+    check(added, x4);
+    check(0, x4);
+  }
 }
 
 TEST(SubnetNormTest, CalibrationAveragesBatchStatisticsIntoTheSlot) {
