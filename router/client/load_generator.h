@@ -52,7 +52,10 @@ struct ReplayOptions {
   int64_t max_queries = 0;          // 0 = the whole trace
   double time_scale = 1.0;          // arrival times are multiplied by this
   bool progress = true;             // progress bar on stderr
-  Nanos drain_timeout = Seconds(10);  // after the last send, beyond the SLO
+  // After the last send and its SLO, the replay waits while answers keep
+  // coming; it stops after drain_timeout without one. Queries still out then
+  // are recorded unanswered (code kUnknown, answered false).
+  Nanos drain_timeout = Seconds(10);
 };
 
 // What happened to one replayed query.
@@ -90,7 +93,8 @@ struct ReplaySummary {
 
 // Open-loop replay in real time: query i is sent at trace[i].arrival whether
 // or not earlier ones are answered; its input is requests[i % n]. Returns one
-// record per query once all are answered (or drain_timeout passed).
+// record per query once all are answered, or when drain_timeout passes
+// without an answer (the rest are recorded unanswered).
 absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
                                                      const std::vector<TraceArrival>& trace,
                                                      const LabelledRequests& inputs,
