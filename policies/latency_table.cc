@@ -44,6 +44,23 @@ LatencyTable::LatencyTable(const ModelProfile& profile, Options options) : optio
   RebuildDerived();
 }
 
+void LatencyTable::Forget() {
+  for (size_t i = 0; i < estimate_.size(); ++i) {
+    estimate_[i] =
+        static_cast<Nanos>(static_cast<double>(profiled_[i]) * (1.0 + options_.unmeasured_margin));
+  }
+  measured_.assign(estimate_.size(), RollingPercentile(options_.window, options_.quantile));
+  is_measured_.assign(estimate_.size(), 0);
+  std::vector<double>().swap(startup_ratios_);
+  std::vector<double>().swap(startup_sorted_);
+  startup_next_ = 0;
+  startup_drift_ = 0;
+  drift_tuples_ = 0;
+  unmeasured_scale_ = 1.0 + options_.unmeasured_margin;
+  comparable_scale_ = 0;
+  RebuildDerived();  // moves version()
+}
+
 double LatencyTable::UnmeasuredScale() {
   ratio_scratch_.clear();
   const size_t early = std::min(options_.drift_min_samples, options_.min_samples);

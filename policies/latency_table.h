@@ -129,6 +129,11 @@ class LatencyTable {
   // Returns true when estimates may have changed (version() moved): this
   // tuple's, or every unmeasured one's through the drift.
   bool Record(int subnet_index, int batch_index, Nanos measured);
+  // Back to the profile: every measurement and the drift are dropped (the
+  // estimates become what the constructor made; version() moves). For
+  // estimates that can no longer be checked: see
+  // ProfiledPolicyOptions::telemetry_expiry.
+  void Forget();
   // Bumped whenever an estimate changes, so that derived structures (buckets)
   // know when to rebuild.
   uint64_t version() const { return version_; }

@@ -21,6 +21,7 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
                                           /*stride=*/16);
     overhead_ = options_.initial_overhead;
     last_completion_ = -1;
+    estimates_unchecked_ = true;
   }
   QueueView view;
   // Drop rule: a query whose deadline falls before now + overhead + the
@@ -28,6 +29,15 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
   Nanos next_deadline = 0;
   view.drop = static_cast<int32_t>(q.CountDeadlinesBefore(
       ctx.now + overhead_ + FastestLatency(), &next_deadline, kMaxDropsPerDecision));
+  if (view.drop > 0 && estimates_unchecked_) {
+    // The latency estimates refuse the head, and no batch has completed for
+    // telemetry_expiry: they may be what stopped the dispatching, and only a
+    // completion could correct them. Back to the profile (ProfiledPolicyOptions).
+    table_.Forget();
+    estimates_unchecked_ = false;
+    view.drop = static_cast<int32_t>(q.CountDeadlinesBefore(
+        ctx.now + overhead_ + FastestLatency(), &next_deadline, kMaxDropsPerDecision));
+  }
   // More late queries than one decision counts: drop these, ask again.
   if (next_deadline == INT64_MIN) return Decision::Idle(view.drop);
   view.pending = static_cast<int64_t>(q.size()) - view.drop;
@@ -83,6 +93,7 @@ void ProfiledPolicy::OnCompletion(const CompletionTelemetry& t) {
     overhead_samples_.Add(t.overhead);
     overhead_ = overhead_samples_.value();
     last_completion_ = t.now;
+    estimates_unchecked_ = false;
   }
 }
 

@@ -34,7 +34,12 @@ struct ProfiledPolicyOptions {
   // estimate goes back to initial_overhead. An estimate can only come down
   // through completions, so one that made every head look infeasible would
   // otherwise stop all dispatching for good (a cold start on loaded cores
-  // can measure overheads of 100+ ms for the first few batches).
+  // can measure overheads of 100+ ms for the first few batches). The latency
+  // table's corrections go back to the profile too (LatencyTable::Forget)
+  // when, after such a pause, they would drop a head: on a GPU the first
+  // batches of each shape ran 50-100 ms against a 2 ms profile, the start-up
+  // drift scaled every tuple past the SLO, and a fixed-subnet policy dropped
+  // every query for the rest of the run (docs/gpu.md).
   Nanos telemetry_expiry = Seconds(1);
 };
 
@@ -95,6 +100,8 @@ class ProfiledPolicy : public Policy {
   RollingPercentile overhead_samples_;
   Nanos overhead_;
   Nanos last_completion_ = -1;
+  // Set when telemetry expired; cleared by the next completion.
+  bool estimates_unchecked_ = false;
 };
 
 }  // namespace superserve

@@ -59,6 +59,7 @@ void RouterLink::Stop() {
   heartbeat_cv_.notify_all();
   load_cv_.notify_all();
   stop_cv_.notify_all();
+  prepared_cv_.notify_all();
 }
 
 bool RouterLink::Write(const v1::WorkerMessage& m) {
@@ -216,6 +217,7 @@ RouterLink::SessionEnd RouterLink::RunSession(
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_requested_) return end;
     stopping_ = false;
+    prepared_ = false;
     acked_ = false;
     batches_.clear();
     loads_.clear();
@@ -240,6 +242,23 @@ RouterLink::SessionEnd RouterLink::RunSession(
     stream_.reset();
     context_.reset();
     return s;
+  };
+
+  // The executor thread starts before the worker registers and makes its
+  // per-thread device state first (Executor::PrepareThread: on a GPU, every
+  // loaded model warmed up on it), so that no batch of the router's pays it.
+  std::thread executor_thread([this] { ExecuteLoop(); });
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    prepared_cv_.wait(lock, [this] { return prepared_ || stopping_; });
+  }
+  auto stop_executor = [this, &executor_thread] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    batch_cv_.notify_all();
+    executor_thread.join();
   };
 
   v1::WorkerMessage hello;
@@ -276,6 +295,7 @@ RouterLink::SessionEnd RouterLink::RunSession(
     // After a failed write or read the call is over and Finish has the
     // router's status; a first message that is no ack needs a cancel.
     grpc::Status s = end_call(/*cancel=*/read);
+    stop_executor();
     if (stop_requested_) return end;
     end.refused = true;
     end.status = absl::UnavailableError(
@@ -289,7 +309,6 @@ RouterLink::SessionEnd RouterLink::RunSession(
   registered_ = true;
   on_registered(first->ack().assigned_id());
 
-  std::thread executor_thread([this] { ExecuteLoop(); });
   std::thread loader_thread([this] { LoadLoop(); });
   std::thread heartbeat_thread([this, interval] { HeartbeatLoop(interval); });
   while (true) {
@@ -360,9 +379,13 @@ void RouterLink::HeartbeatLoop(Nanos interval) {
 }
 
 void RouterLink::ExecuteLoop() {
-  // Before the router's first batch can arrive, as a rule (per-thread device
-  // state; Executor::PrepareThread).
+  // Before the worker registers (RunSession waits for it).
   executor_->PrepareThread();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    prepared_ = true;
+  }
+  prepared_cv_.notify_all();
   while (true) {
     ReceivedBatch b;
     {
@@ -380,6 +403,8 @@ void RouterLink::ExecuteLoop() {
     }
     if (b.loaded != nullptr) {
       Install(b.loaded.get());
+      // A model loaded on the loader thread: warm on this one too (GPU).
+      if (b.loaded->error.empty()) executor_->PrepareThread();
       v1::WorkerMessage reply;
       auto* r = reply.mutable_model_loaded();
       r->set_model(b.loaded->model);

@@ -174,11 +174,13 @@ class RouterLink {
   std::condition_variable batch_cv_;      // executor: batches_ non-empty or stopping_
   std::condition_variable heartbeat_cv_;  // heartbeat: stopping_
   std::condition_variable stop_cv_;       // backoff sleep, registration watchdog
+  std::condition_variable prepared_cv_;   // session: prepared_ or stopping_
   std::deque<ReceivedBatch> batches_;
   std::condition_variable load_cv_;  // loader: loads_ non-empty or stopping_
   std::deque<std::unique_ptr<v1::RouterMessage>> loads_;
   bool stopping_ = false;  // this session is over, or Stop()
   bool acked_ = false;     // this session's wait for the registration ack is over
+  bool prepared_ = false;  // this session's executor thread ran PrepareThread
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> registered_{false};
   std::atomic<int64_t> batches_run_{0};

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "models/device.h"
@@ -114,6 +117,7 @@ class TorchExecutor final : public Executor {
     l.input_mean = model.profile.input_mean;
     l.input_std = model.profile.input_std;
     l.batch_sizes = model.profile.batch_sizes;
+    l.entry = model;
     {
       std::lock_guard<std::mutex> lock(mu_);
       models_[model.name] = std::move(l);
@@ -123,33 +127,34 @@ class TorchExecutor final : public Executor {
     // queries (the first batches otherwise take several times their profile).
     // Run() pads every batch to a profiled size, so these are the only shapes
     // that will ever run.
-    int64_t sample = 1;
-    for (int64_t d : model.profile.input_shape) sample *= d;
-    v1::Tensor zeros;
-    EncodeTensor(MakeFloatTensor(model.profile.input_shape, std::vector<float>(sample, 0.f)),
-                 &zeros);
-    for (const auto& s : model.profile.subnets) {
-      for (int32_t b : model.profile.batch_sizes) {
-        std::vector<const v1::Tensor*> inputs(b, &zeros);
-        if (auto out = Run(model.name, s.control, inputs); !out.ok()) {
-          std::lock_guard<std::mutex> lock(mu_);
-          models_.erase(model.name);
-          return absl::InvalidArgumentError(absl::StrCat("model ", model.name, " subnet id ", s.id,
-                                                         " at batch ", b, " fails its warm-up: ",
-                                                         out.status().message()));
-        }
-      }
+    if (auto st = WarmUp(model); !st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      models_.erase(model.name);
+      return st;
     }
     return absl::OkStatus();
   }
 
-  // LibTorch creates its CUDA library handles (cuDNN, cuBLAS) per thread, on
-  // first use: measured on an H200, a worker's first served batch took
-  // 23-27 ms against ~1.2 ms after (docs/gpu.md), because Load's warm-up ran
-  // on another thread. A convolution and a matrix product on the device make
-  // them here, model or no model. The CPU has no such state.
+  // LibTorch keeps some CUDA state per thread and makes it on first use: the
+  // cuDNN/cuBLAS handles, and cuDNN's cache of execution plans, one per
+  // convolution shape. Load's warm-up ran on another thread, so on an H200 a
+  // worker's first served batch took 23-27 ms against ~1.2 ms after, and the
+  // first batch of each new (subnet, batch size) 50-100 ms: late answers,
+  // which the router's estimates then learned (docs/gpu.md). Off the CPU,
+  // every model loaded so far is warmed up again here, on the serving
+  // thread, once per thread. The CPU has no such state.
   void PrepareThread() override {
     if (c10::Device(device_).is_cpu()) return;
+    // (executor, model) pairs warmed on this thread; a thread serves one
+    // worker session, and a new session's thread starts empty.
+    thread_local std::set<std::pair<const TorchExecutor*, std::string>> warmed;
+    std::vector<ModelEntry> todo;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [name, loaded] : models_) {
+        if (!warmed.count({this, name})) todo.push_back(loaded.entry);
+      }
+    }
     try {
       c10::InferenceMode guard;
       const auto options = torch::TensorOptions().device(c10::Device(device_));
@@ -159,6 +164,31 @@ class TorchExecutor final : public Executor {
     } catch (const c10::Error&) {
       // The first batch then pays it, and reports any real device error.
     }
+    for (const ModelEntry& m : todo) {
+      // A failure here already failed at load; the batch would report it.
+      (void)WarmUp(m);
+      warmed.insert({this, m.name});
+    }
+  }
+
+  // One run of every (subnet, batch size) of a loaded supernet, on this thread.
+  absl::Status WarmUp(const ModelEntry& model) {
+    int64_t sample = 1;
+    for (int64_t d : model.profile.input_shape) sample *= d;
+    v1::Tensor zeros;
+    EncodeTensor(MakeFloatTensor(model.profile.input_shape, std::vector<float>(sample, 0.f)),
+                 &zeros);
+    for (const auto& s : model.profile.subnets) {
+      for (int32_t b : model.profile.batch_sizes) {
+        std::vector<const v1::Tensor*> inputs(b, &zeros);
+        if (auto out = Run(model.name, s.control, inputs); !out.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("model ", model.name, " subnet id ", s.id,
+                                                         " at batch ", b, " fails its warm-up: ",
+                                                         out.status().message()));
+        }
+      }
+    }
+    return absl::OkStatus();
   }
 
   // Drops the module and its tensors (LibTorch frees them with the last
@@ -256,6 +286,7 @@ class TorchExecutor final : public Executor {
     float input_mean = 0.f;
     float input_std = 1.f;
     std::vector<int32_t> batch_sizes;  // the profile's, ascending
+    ModelEntry entry;                  // what it was loaded from (warm-ups)
   };
 
   static int64_t PaddedBatch(const std::vector<int32_t>& sizes, int64_t n) {

@@ -72,6 +72,33 @@ TEST(FixedSubnetPolicyTest, ClipperPlusBatchesAdaptivelyOnItsSubnet) {
   EXPECT_EQ(d.kind, Decision::Kind::kIdle);
 }
 
+// On a GPU the first batch of each shape ran 50-100 ms against a 2 ms
+// profile: the start-up drift scaled every tuple past the SLO, every head was
+// dropped, nothing completed, and nothing could correct the estimates. After
+// telemetry_expiry without a completion they go back to the profile.
+TEST(FixedSubnetPolicyTest, ColdBatchesDoNotStopItForGood) {
+  FixedSubnetPolicy p("clipper+(80)", ThreeSubnetProfile(), 2, NoOverhead());
+  for (int32_t b : {1, 2}) {
+    for (int i = 0; i < 4; ++i) p.OnCompletion({0, 2, b, Millis(25 * 4 * b), 0, kNow});
+  }
+  auto decide = [&](Nanos now) {
+    EdfQueue q;
+    FillQueue(&q, 3, now + Millis(40));
+    return p.Decide(SchedulingContext{q, now, absl::MakeConstSpan(kWorkers), 3});
+  };
+  Decision stuck = decide(kNow + Millis(500));
+  EXPECT_EQ(stuck.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(stuck.drop, 3);
+  Decision recovered = decide(kNow + Millis(1600));
+  ASSERT_EQ(recovered.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(recovered.drop, 0);
+  EXPECT_EQ(recovered.subnet_index, 2);
+  // The next completions are learned again: one more cold batch now counts.
+  for (int i = 0; i < 4; ++i) p.OnCompletion({0, 2, 1, Millis(100), 0, kNow + Millis(1601)});
+  for (int i = 0; i < 4; ++i) p.OnCompletion({0, 2, 2, Millis(200), 0, kNow + Millis(1601)});
+  EXPECT_EQ(decide(kNow + Millis(1700)).drop, 3);
+}
+
 TEST(FixedSubnetPolicyTest, InfaasAlwaysServesTheLeastAccurateSubnet) {
   FixedSubnetPolicy p("infaas", ThreeSubnetProfile(), 0, NoOverhead());
   for (double slack : {1.0, 3.0, 20.0}) {
