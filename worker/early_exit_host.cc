@@ -30,17 +30,14 @@ absl::StatusOr<std::unique_ptr<EarlyExitHost>> EarlyExitHost::Load(const ModelEn
   host->input_std_ = model.profile.input_std;
   for (int32_t b : model.profile.batch_sizes) host->max_batch_ = std::max(host->max_batch_, b);
 
-  // Warm-up with every exit forced to run (no sample is that confident), at
-  // every batch size a batch may have, so that first-run allocations never
-  // land on served queries; the batch-of-one runs also time each exit.
+  // Warm-up, so that first-run allocations never land on served queries;
+  // then batch-of-one runs with every exit forced time each exit.
+  if (auto st = host->WarmUp(); !st.ok()) return st;
   const float threshold = c.exit_threshold;
   host->net_->set_exit_threshold(2.f);
   int64_t sample = 1;
   for (int64_t d : host->input_shape_) sample *= d;
-  std::vector<float> zeros(static_cast<size_t>(sample * host->max_batch_), 0.f);
-  for (int32_t b = 1; b <= host->max_batch_; ++b) {
-    if (auto out = host->net_->Run(zeros.data(), b); !out.ok()) return out.status();
-  }
+  std::vector<float> zeros(static_cast<size_t>(sample), 0.f);
   constexpr int kTimingRuns = 21;
   std::vector<std::vector<int64_t>> per_exit(host->net_->num_exits());
   for (int r = 0; r < kTimingRuns; ++r) {
@@ -57,6 +54,22 @@ absl::StatusOr<std::unique_ptr<EarlyExitHost>> EarlyExitHost::Load(const ModelEn
     host->exit_times_.push_back(v[v.size() / 2]);
   }
   return host;
+}
+
+absl::Status EarlyExitHost::WarmUp() {
+  // Every exit forced to run (no sample is that confident), at every batch
+  // size a batch may have.
+  const float threshold = net_->config().exit_threshold;
+  net_->set_exit_threshold(2.f);
+  int64_t sample = 1;
+  for (int64_t d : input_shape_) sample *= d;
+  std::vector<float> zeros(static_cast<size_t>(sample * max_batch_), 0.f);
+  absl::Status st;
+  for (int32_t b = 1; b <= max_batch_ && st.ok(); ++b) {
+    if (auto out = net_->Run(zeros.data(), b); !out.ok()) st = out.status();
+  }
+  net_->set_exit_threshold(threshold);
+  return st;
 }
 
 absl::StatusOr<std::vector<HostTensor>> EarlyExitHost::Run(

@@ -39,6 +39,11 @@ class EarlyExitHost {
   absl::StatusOr<std::vector<HostTensor>> Run(absl::Span<const v1::Tensor* const> inputs,
                                               std::vector<QueryExit>* exits);
 
+  // One run at every batch size with every exit forced, on the calling
+  // thread (Load does it; a GPU worker again on its serving thread, whose
+  // per-thread device state a run creates: TorchExecutor::PrepareThread).
+  absl::Status WarmUp();
+
   // Batch-of-one time to reach each exit, measured at load (median).
   const std::vector<Nanos>& exit_times() const { return exit_times_; }
 

@@ -221,11 +221,40 @@ RouterLink::SessionEnd RouterLink::RunSession(
     acked_ = false;
     batches_.clear();
     loads_.clear();
-    context_ = std::make_unique<grpc::ClientContext>();
-    if (!options_.fleet_token.empty()) {
-      context_->AddMetadata(kFleetTokenMetadata, options_.fleet_token);
+  }
+  // The executor thread starts before the worker registers and makes its
+  // per-thread device state first (Executor::PrepareThread: on a GPU, every
+  // loaded model warmed up on it, seconds), so that no batch of the router's
+  // pays it. Before the call opens: a call that stays silent that long is
+  // cut by the keepalive watchdog (code 14), and registration never succeeds.
+  std::thread executor_thread([this] { ExecuteLoop(); });
+  auto stop_executor = [this, &executor_thread] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
     }
-    stream_ = stub->Connect(context_.get());
+    batch_cv_.notify_all();
+    executor_thread.join();
+  };
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    prepared_cv_.wait(lock, [this] { return prepared_ || stopping_; });
+  }
+  bool stop = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop = stop_requested_;
+    if (!stop) {
+      context_ = std::make_unique<grpc::ClientContext>();
+      if (!options_.fleet_token.empty()) {
+        context_->AddMetadata(kFleetTokenMetadata, options_.fleet_token);
+      }
+      stream_ = stub->Connect(context_.get());
+    }
+  }
+  if (stop) {
+    stop_executor();
+    return end;
   }
   // Ends this session's call (cancelled first when `cancel`): drains the
   // reads gRPC requires before Finish, and forgets the call.
@@ -242,23 +271,6 @@ RouterLink::SessionEnd RouterLink::RunSession(
     stream_.reset();
     context_.reset();
     return s;
-  };
-
-  // The executor thread starts before the worker registers and makes its
-  // per-thread device state first (Executor::PrepareThread: on a GPU, every
-  // loaded model warmed up on it), so that no batch of the router's pays it.
-  std::thread executor_thread([this] { ExecuteLoop(); });
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    prepared_cv_.wait(lock, [this] { return prepared_ || stopping_; });
-  }
-  auto stop_executor = [this, &executor_thread] {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    batch_cv_.notify_all();
-    executor_thread.join();
   };
 
   v1::WorkerMessage hello;

@@ -149,10 +149,14 @@ class TorchExecutor final : public Executor {
     // worker session, and a new session's thread starts empty.
     thread_local std::set<std::pair<const TorchExecutor*, std::string>> warmed;
     std::vector<ModelEntry> todo;
+    std::vector<std::pair<std::string, EarlyExitHost*>> todo_exit;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [name, loaded] : models_) {
         if (!warmed.count({this, name})) todo.push_back(loaded.entry);
+      }
+      for (const auto& [name, host] : early_exit_) {
+        if (!warmed.count({this, name})) todo_exit.emplace_back(name, host.get());
       }
     }
     try {
@@ -164,10 +168,18 @@ class TorchExecutor final : public Executor {
     } catch (const c10::Error&) {
       // The first batch then pays it, and reports any real device error.
     }
+    // A failure here already failed at load; a batch would report it.
     for (const ModelEntry& m : todo) {
-      // A failure here already failed at load; the batch would report it.
       (void)WarmUp(m);
       warmed.insert({this, m.name});
+    }
+    for (const auto& [name, host] : todo_exit) {
+      try {
+        c10::InferenceMode guard;
+        (void)host->WarmUp();
+      } catch (const c10::Error&) {
+      }
+      warmed.insert({this, name});
     }
   }
 

@@ -100,8 +100,12 @@ class ScriptedRouter final : public v1::WorkerLink::Service {
 
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
   int sessions() const { return sessions_.load(); }
+  // When the first WorkerLink call arrived (0: none yet).
+  Nanos first_call_at() const { return first_call_at_.load(); }
 
   grpc::Status Connect(grpc::ServerContext*, Stream* stream) override {
+    Nanos none = 0;
+    first_call_at_.compare_exchange_strong(none, RealClock::Get()->Now());
     v1::WorkerMessage m;
     if (!stream->Read(&m) || !m.has_register_()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no registration");
@@ -145,6 +149,7 @@ class ScriptedRouter final : public v1::WorkerLink::Service {
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::atomic<int> sessions_{0};
+  std::atomic<Nanos> first_call_at_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::pair<int, uint64_t>> results_;
@@ -226,6 +231,63 @@ TEST(RouterLink, AfterTheRouterEndsTheStreamItRegistersAgainAndQueuedBatchesAreD
   EXPECT_EQ(link.batches_run(), 2);
   for (const auto& [session, batch] : router.results()) {
     EXPECT_FALSE(session == 2 && batch < 100) << "batch " << batch << " of stream 1 on stream 2";
+  }
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+}
+
+// An executor whose thread needs seconds of preparation (a GPU worker warms
+// every model on its serving thread): records where and when it ran.
+class SlowToPrepareExecutor final : public Executor {
+ public:
+  std::string_view kind() const override { return "slow-to-prepare"; }
+  absl::Status Load(const ModelEntry&) override { return absl::OkStatus(); }
+  absl::Status Unload(const std::string&) override { return absl::OkStatus(); }
+  void PrepareThread() override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    std::lock_guard<std::mutex> lock(mu_);
+    prepared_on_ = std::this_thread::get_id();
+    prepared_at_ = RealClock::Get()->Now();
+  }
+  absl::StatusOr<std::vector<HostTensor>> Run(const std::string&, const ControlTuple&,
+                                              absl::Span<const v1::Tensor* const> inputs) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ran_on_.push_back(std::this_thread::get_id());
+    return std::vector<HostTensor>(inputs.size(),
+                                   MakeFloatTensor({3}, std::vector<float>{0, 1, 0}));
+  }
+  std::mutex mu_;
+  std::thread::id prepared_on_;
+  Nanos prepared_at_ = 0;
+  std::vector<std::thread::id> ran_on_;
+};
+
+// The preparation runs on the thread that then runs the batches, and before
+// the worker opens its call to the router: a call left silent for seconds is
+// cut by the keepalive watchdog (code 14), and a GPU worker (seconds of
+// warm-up per session) then never registered (docs/gpu.md).
+TEST(RouterLink, TheBatchThreadIsPreparedBeforeTheCallOpens) {
+  SlowToPrepareExecutor executor;
+  ScriptedRouter* router_ptr = nullptr;
+  ScriptedRouter router([&](int session, ScriptedRouter::Stream* stream) {
+    ScriptedRouter::Ack(stream, session);
+    stream->Write(BatchMessage(7));
+    router_ptr->ReadResults(session, stream);
+    return grpc::Status::OK;
+  });
+  router_ptr = &router;
+  RouterLink link(Options(router.address()), &executor, {testing::SmallModelEntry()});
+  auto run = RunAsync(link);
+  ASSERT_TRUE(router.WaitForResult(1, 7, Seconds(15))) << "no result";
+  EXPECT_EQ(router.sessions(), 1);
+  EXPECT_EQ(link.reconnects(), 0);
+  {
+    std::lock_guard<std::mutex> lock(executor.mu_);
+    ASSERT_GT(executor.prepared_at_, 0);
+    EXPECT_GE(router.first_call_at(), executor.prepared_at_) << "the call opened while preparing";
+    ASSERT_EQ(executor.ran_on_.size(), 1u);
+    EXPECT_EQ(executor.ran_on_[0], executor.prepared_on_);
   }
   link.Stop();
   ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);

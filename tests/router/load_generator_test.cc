@@ -1,0 +1,146 @@
+// ReplayTrace against scripted in-process inference servers (the stream
+// transport, where the server and not gRPC decides when a query is
+// answered): answers that trail the last send are waited for while they keep
+// coming, and a server that stops answering leaves records marked
+// unanswered instead of a crashed load generator.
+#include "router/client/load_generator.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "router/client/inference_client.h"
+#include "superserve/v1/inference.grpc.pb.h"
+
+namespace superserve {
+namespace {
+
+// Reads every query of a stream; answers them, OK, one every `spacing` once
+// `expected` queries have arrived, or never when `answer` is false.
+class ScriptedInference final : public v1::Inference::Service {
+ public:
+  ScriptedInference(bool answer, int expected, std::chrono::milliseconds spacing)
+      : answer_(answer), expected_(expected), spacing_(spacing) {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(this);
+    server_ = b.BuildAndStart();
+  }
+  ~ScriptedInference() override { server_->Shutdown(std::chrono::system_clock::now()); }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+
+  grpc::Status InferStream(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<v1::InferStreamResponse, v1::InferStreamRequest>* stream) override {
+    std::vector<uint64_t> tags;
+    v1::InferStreamRequest in;
+    while (static_cast<int>(tags.size()) < expected_ && stream->Read(&in)) {
+      for (const auto& q : in.queries()) tags.push_back(q.tag());
+    }
+    if (answer_) {
+      for (uint64_t tag : tags) {
+        std::this_thread::sleep_for(spacing_);
+        v1::InferStreamResponse out;
+        v1::InferAnswer* a = out.add_answers();
+        a->set_tag(tag);
+        a->set_code(0);
+        if (!stream->Write(out)) break;
+      }
+    }
+    while (stream->Read(&in)) {
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  bool answer_;
+  int expected_;
+  std::chrono::milliseconds spacing_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+std::vector<TraceArrival> Burst(int n) {
+  std::vector<TraceArrival> t(n);
+  for (int i = 0; i < n; ++i) t[i].arrival = Micros(100) * i;
+  return t;
+}
+
+LabelledRequests OneInput() {
+  LabelledRequests in;
+  auto req = std::make_shared<v1::InferRequest>();
+  req->set_model("m");
+  in.requests.push_back(req);
+  in.labels.push_back(3);
+  return in;
+}
+
+ReplayOptions Options() {
+  ReplayOptions o;
+  o.progress = false;
+  o.default_slo = Millis(10);
+  o.drain_timeout = Millis(150);
+  return o;
+}
+
+// Answers arrive 60 ms apart, 1.2 s in all, far past the SLO plus the drain
+// timeout: the replay waits for each, since each comes within the timeout.
+TEST(ReplayTraceTest, AnswersThatKeepComingAreAllWaitedFor) {
+  constexpr int kQueries = 20;
+  ScriptedInference server(/*answer=*/true, kQueries, std::chrono::milliseconds(60));
+  InferenceClient client(server.address(), Transport::kStream);
+  auto records = ReplayTrace(client, Burst(kQueries), OneInput(), Options());
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), static_cast<size_t>(kQueries));
+  for (const QueryRecord& r : *records) {
+    EXPECT_TRUE(r.answered);
+    EXPECT_EQ(r.code, absl::StatusCode::kOk);
+    EXPECT_FALSE(r.in_slo);  // the last ones took ~1 s against 10 ms
+  }
+}
+
+// A server that never answers: after the drain timeout without an answer the
+// replay returns every query as unanswered (a miss), and the CSV says so.
+TEST(ReplayTraceTest, AServerThatStopsAnsweringLeavesUnansweredRecords) {
+  constexpr int kQueries = 8;
+  ScriptedInference server(/*answer=*/false, kQueries, std::chrono::milliseconds(0));
+  std::vector<QueryRecord> kept;
+  {
+    InferenceClient client(server.address(), Transport::kStream);
+    const auto start = std::chrono::steady_clock::now();
+    auto records = ReplayTrace(client, Burst(kQueries), OneInput(), Options());
+    const auto waited = std::chrono::steady_clock::now() - start;
+    ASSERT_TRUE(records.ok()) << records.status();
+    EXPECT_LT(waited, std::chrono::seconds(5));
+    kept = *std::move(records);
+  }  // the client closes its stream; the late failures reach no record
+  ASSERT_EQ(kept.size(), static_cast<size_t>(kQueries));
+  for (const QueryRecord& r : kept) {
+    EXPECT_FALSE(r.answered);
+    EXPECT_FALSE(r.in_slo);
+    EXPECT_EQ(r.label, 3);
+  }
+  const ReplaySummary s = Summarize(kept);
+  EXPECT_EQ(s.queries, kQueries);
+  EXPECT_EQ(s.ok, 0);
+  const std::string path = absl::StrCat(::testing::TempDir(), "/unanswered-", getpid(), ".csv");
+  ASSERT_TRUE(WriteRecordsCsv(path, kept).ok());
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_NE(text.str().find(",UNANSWERED,"), std::string::npos) << text.str();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace superserve
