@@ -11,7 +11,21 @@ P99 execution time and prints markdown tables of the finish rate
   scripts/orloj-synthetic.py --sim build/bin/superserve-sim [--out DIR] [--quick]
 
 Everything is seeded; the tables in docs/dynamic.md come from this command.
+
+--clairvoyant draws every query's execution time here (the case's own
+distribution), replays the same times in every policy's run (superserve-sim
+--exec_times) and adds two reference columns computed here from those times,
+schedulers that KNOW each query's time (no deployable policy does): one
+worker, EDF, each batch dispatched when the worker frees up and answered
+after the simulator's dispatch overhead plus c0 + c1 * k * max(l):
+  clairvoyant-prefix  the largest EDF prefix that meets the head's deadline;
+  clairvoyant-pick    the head plus the most urgent of the pending queries no
+                      longer than a threshold, the threshold and the count
+                      chosen to serve the most queries in this batch.
+Heads that cannot finish even alone are dropped. They are references, not
+bounds: a scheduler that idles or reorders more cleverly can do better.
 """
+import collections
 import argparse
 import json
 import math
@@ -137,6 +151,64 @@ def measured_case(profile_path, out_dir, seed, duration_s, load):
     return tpath, p99_us, rate
 
 
+def draw_exec_times(modes, tpath, seed):
+    """Per trace row, an execution time (us) from its mode, as write_case samples them."""
+    rng = random.Random(seed + 7919)
+    arrivals, times = [], []
+    with open(tpath) as f:
+        next(f)
+        for line in f:
+            t, app = line.strip().split(",")
+            mean, std, _ = modes[int(app[3:])]
+            times.append(mean * UNIT_US if std is None
+                         else max(0.05 * UNIT_US, rng.gauss(mean, std) * UNIT_US))
+            arrivals.append(float(t))
+    return arrivals, times
+
+
+def clairvoyant(arrivals, times, slo_us, overhead_us, pick, max_batch=BATCH_SIZES[-1]):
+    """Finish rate of a one-worker EDF scheduler that knows every query's time."""
+    n = len(arrivals)
+    pending = collections.deque()
+    nxt, now, ok = 0, 0.0, 0
+
+    def cost(batch):
+        return overhead_us + C0_US + C1 * len(batch) * max(times[q] for q in batch)
+
+    while nxt < n or pending:
+        if not pending:
+            now = max(now, arrivals[nxt])
+        while nxt < n and arrivals[nxt] <= now:
+            pending.append(nxt)
+            nxt += 1
+        while pending and now + cost([pending[0]]) > arrivals[pending[0]] + slo_us:
+            pending.popleft()
+        if not pending:
+            continue
+        head = pending[0]
+        deadline = arrivals[head] + slo_us
+        window = list(pending)[:4 * max_batch]
+        best = [head]
+        if not pick:
+            for k in range(2, min(max_batch, len(window)) + 1):
+                if now + cost(window[:k]) <= deadline:
+                    best = window[:k]
+        else:
+            for limit in sorted({times[q] for q in window if times[q] >= times[head]}):
+                batch = [q for q in window if times[q] <= limit][:max_batch]
+                if head not in batch:
+                    batch = [head] + batch[:max_batch - 1]
+                while len(batch) > 1 and now + cost(batch) > deadline:
+                    batch.pop()
+                if len(batch) > len(best):
+                    best = batch
+        for q in best:
+            pending.remove(q)
+        ok += len(best)
+        now += cost(best)
+    return ok / n if n else 0.0
+
+
 def run(sim, ppath, tpath, policy, slo_ms, seed, extra):
     cmd = [sim, "--profile", ppath, "--trace", tpath, "--policy", policy, "--workers", str(WORKERS),
            "--slo-ms", f"{slo_ms:.3f}", "--seed", str(seed), "--json"] + extra
@@ -164,6 +236,11 @@ def main():
     ap.add_argument("--profile", default="",
                     help="run the grid on this measured dynamic profile (its applications mixed "
                          "equally) instead of the synthetic cases")
+    ap.add_argument("--clairvoyant", action="store_true",
+                    help="replay per-query times drawn here and add the clairvoyant reference "
+                         "columns (synthetic cases)")
+    ap.add_argument("--dispatch-overhead-us", type=float, default=500,
+                    help="superserve-sim's dispatch overhead, which the references pay too")
     ap.add_argument("extra", nargs="*", help="extra superserve-sim flags (after --)")
     a = ap.parse_args()
     C0_US, C1, UNIT_US, WORKERS = a.c0_ms * 1000, a.c1, a.unit_ms * 1000, a.workers
@@ -187,16 +264,30 @@ def main():
         if wanted and not any(name.startswith(w) for w in wanted):
             continue
         ppath, tpath, p99_us, rate = write_case(name, modes, a.out, a.seed, a.duration_s, a.load)
+        extra = a.extra + ["--dispatch_overhead_us", f"{a.dispatch_overhead_us:g}"]
+        columns = list(POLICIES)
+        if a.clairvoyant:
+            if WORKERS != 1:
+                sys.exit("--clairvoyant: one worker only")
+            arrivals, times = draw_exec_times(modes, tpath, a.seed)
+            epath = tpath.replace(".trace.csv", ".exec_us.txt")
+            with open(epath, "w") as f:
+                f.write("\n".join(f"{t:.3f}" for t in times) + "\n")
+            extra += ["--exec_times", epath]
+            columns += ["clairvoyant-prefix", "clairvoyant-pick"]
         print(f"### {name} (P99 execution time {p99_us / 1000:.1f} ms, {rate:.1f} q/s)\n")
-        print("| SLO (x P99) | " + " | ".join(POLICIES) + " |")
-        print("|---|" + "---|" * len(POLICIES))
+        print("| SLO (x P99) | " + " | ".join(columns) + " |")
+        print("|---|" + "---|" * len(columns))
         for m in SLO_MULTIPLES:
             row = []
             for p in POLICIES:
-                r = run(a.sim, ppath, tpath, p, m * p99_us / 1000, a.seed, a.extra)
+                r = run(a.sim, ppath, tpath, p, m * p99_us / 1000, a.seed, extra)
                 row.append(f"{r['slo_attainment']:.2f}")
                 if a.json:
                     print(json.dumps({"case": name, "slo_x": m, **r}), file=sys.stderr)
+            if a.clairvoyant:
+                for pick in (False, True):
+                    row.append(f"{clairvoyant(arrivals, times, m * p99_us, a.dispatch_overhead_us, pick):.2f}")
             print(f"| {m:g} | " + " | ".join(row) + " |")
         print()
         sys.stdout.flush()
