@@ -264,9 +264,11 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
 }
 
 InferenceClient::InferenceClient(const std::string& address, Transport transport,
-                                 std::shared_ptr<grpc::ChannelCredentials> credentials)
+                                 std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                 int connection)
     : in_flight_(std::make_shared<InFlight>()) {
   grpc::ChannelArguments args;
+  if (connection != 0) args.SetInt("superserve.connection", connection);
   args.SetMaxReceiveMessageSize(64 << 20);
   // A query past its deadline is useless, and each call already has one:
   // no transparent retries (they also cost a buffering filter per call).

@@ -56,9 +56,12 @@ class InferenceClient {
   };
   using Callback = std::function<void(Result)>;
 
-  // Connects to "host:port" (insecure channel unless `credentials`).
+  // Connects to "host:port" (insecure channel unless `credentials`). Clients
+  // with different `connection` numbers never share a TCP connection (gRPC
+  // otherwise shares one between channels of equal arguments).
   explicit InferenceClient(const std::string& address, Transport transport = Transport::kUnary,
-                           std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+                           std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
+                           int connection = 0);
   explicit InferenceClient(std::shared_ptr<grpc::Channel> channel,
                            Transport transport = Transport::kUnary);
   // Waits until every InferAsync callback has returned (so must not run from

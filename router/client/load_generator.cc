@@ -108,9 +108,19 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
                                                      const std::vector<TraceArrival>& trace,
                                                      const InputsForRow& inputs_for,
                                                      const ReplayOptions& options) {
+  InferenceClient* one[] = {&client};
+  return ReplayTrace(absl::MakeConstSpan(one), trace, inputs_for, options);
+}
+
+absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(absl::Span<InferenceClient* const> clients,
+                                                     const std::vector<TraceArrival>& trace,
+                                                     const InputsForRow& inputs_for,
+                                                     const ReplayOptions& options) {
+  if (clients.empty()) return absl::InvalidArgumentError("replay: no client");
   size_t n = trace.size();
   if (options.max_queries > 0) n = std::min(n, static_cast<size_t>(options.max_queries));
   std::vector<const LabelledRequests*> row_inputs(n);
+  Nanos max_slo = options.default_slo;
   for (size_t i = 0; i < n; ++i) {
     row_inputs[i] = inputs_for(trace[i]);
     if (row_inputs[i] == nullptr || row_inputs[i]->requests.empty()) {
@@ -118,6 +128,7 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
                                                      trace[i].model, "\", application \"",
                                                      trace[i].application, "\")"));
     }
+    max_slo = std::max(max_slo, trace[i].slo > 0 ? trace[i].slo : options.default_slo);
   }
   // Shared with the callbacks, so that a call still out when the replay gives
   // up writes into live memory, and is then ignored.
@@ -130,7 +141,6 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
   };
   auto state = std::make_shared<State>();
   state->records.resize(n);
-  Nanos max_slo = options.default_slo;
   const Clock* clock = RealClock::Get();
   std::unique_ptr<ProgressBar> bar;
   if (options.progress) bar = std::make_unique<ProgressBar>("replay", static_cast<int64_t>(n));
@@ -139,60 +149,74 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
     return state->done;
   };
   const Nanos start = clock->Now();
-  for (size_t i = 0; i < n; ++i) {
-    const TraceArrival& a = trace[i];
-    const Nanos target = start + static_cast<Nanos>(a.arrival * options.time_scale);
-    Nanos now = clock->Now();
-    // Sleep only when the next send is far enough ahead (the kernel's timer
-    // slack, ~50 us, makes the wake-up land near the target); sends due
-    // within kEarly go out at once, in one burst. No spinning: on a small
-    // machine a yield loop here keeps a runnable thread beside the router
-    // and workers it is measuring.
-    constexpr Nanos kEarly = Micros(100);
-    if (target - now > kEarly) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(target - now - Micros(50)));
-    }
-    const LabelledRequests& inputs = *row_inputs[i];
-    const size_t input = i % inputs.requests.size();
-    const Nanos slo = a.slo > 0 ? a.slo : options.default_slo;
-    max_slo = std::max(max_slo, slo);
-    {
-      std::lock_guard<std::mutex> lock(state->mu);
-      QueryRecord& r = state->records[i];
-      r.slo = slo;
-      r.sent = clock->Now() - start;
-      r.label = inputs.labels[input];
-      r.input = static_cast<int64_t>(input);
-      r.model = a.model;
-      r.application = a.application;
-    }
-    std::shared_ptr<const v1::InferRequest> req = inputs.requests[input];
-    if (!a.application.empty() && req->application() != a.application) {
-      auto copy = std::make_shared<v1::InferRequest>(*req);
-      copy->set_application(a.application);
-      req = std::move(copy);
-    }
-    client.InferAsync(std::move(req), slo, [state, i, n](InferenceClient::Result res) {
-      std::lock_guard<std::mutex> lock(state->mu);
-      if (state->abandoned) return;
-      QueryRecord& r = state->records[i];
-      r.answered = true;
-      r.latency = res.latency;
-      r.code = res.status.code();
-      if (res.status.ok()) {
-        const auto& resp = res.response;
-        r.subnet_id = resp.served_by().subnet_id();
-        r.accuracy = resp.served_by().accuracy();
-        r.worker = resp.served_by().worker();
-        r.batch_size = resp.batch_size();
-        r.queue_us = resp.queue_us();
-        r.exec_us = resp.exec_us();
-        r.predicted = ArgMax(resp.output());
-        r.in_slo = r.latency <= r.slo;
+  // Sender s sends rows s, s + S, s + 2S, ... through clients[s], each at its
+  // own arrival time: one sending thread (one connection) caps a replay at
+  // what it can issue, which a fast GPU worker outruns (docs/gpu.md).
+  const size_t senders = clients.size();
+  auto send_rows = [&](size_t s) {
+    InferenceClient& client = *clients[s];
+    for (size_t i = s; i < n; i += senders) {
+      const TraceArrival& a = trace[i];
+      const Nanos target = start + static_cast<Nanos>(a.arrival * options.time_scale);
+      Nanos now = clock->Now();
+      // Sleep only when the next send is far enough ahead (the kernel's timer
+      // slack, ~50 us, makes the wake-up land near the target); sends due
+      // within kEarly go out at once, in one burst. No spinning: on a small
+      // machine a yield loop here keeps a runnable thread beside the router
+      // and workers it is measuring.
+      constexpr Nanos kEarly = Micros(100);
+      if (target - now > kEarly) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(target - now - Micros(50)));
       }
-      if (++state->done == n) state->cv.notify_all();
-    });
-    if (bar && (i % 64 == 0)) bar->Set(static_cast<int64_t>(i), absl::StrCat(answered(), " answered"));
+      const LabelledRequests& inputs = *row_inputs[i];
+      const size_t input = i % inputs.requests.size();
+      const Nanos slo = a.slo > 0 ? a.slo : options.default_slo;
+      {
+        std::lock_guard<std::mutex> lock(state->mu);
+        QueryRecord& r = state->records[i];
+        r.slo = slo;
+        r.sent = clock->Now() - start;
+        r.label = inputs.labels[input];
+        r.input = static_cast<int64_t>(input);
+        r.model = a.model;
+        r.application = a.application;
+      }
+      std::shared_ptr<const v1::InferRequest> req = inputs.requests[input];
+      if (!a.application.empty() && req->application() != a.application) {
+        auto copy = std::make_shared<v1::InferRequest>(*req);
+        copy->set_application(a.application);
+        req = std::move(copy);
+      }
+      client.InferAsync(std::move(req), slo, [state, i, n](InferenceClient::Result res) {
+        std::lock_guard<std::mutex> lock(state->mu);
+        if (state->abandoned) return;
+        QueryRecord& r = state->records[i];
+        r.answered = true;
+        r.latency = res.latency;
+        r.code = res.status.code();
+        if (res.status.ok()) {
+          const auto& resp = res.response;
+          r.subnet_id = resp.served_by().subnet_id();
+          r.accuracy = resp.served_by().accuracy();
+          r.worker = resp.served_by().worker();
+          r.batch_size = resp.batch_size();
+          r.queue_us = resp.queue_us();
+          r.exec_us = resp.exec_us();
+          r.predicted = ArgMax(resp.output());
+          r.in_slo = r.latency <= r.slo;
+        }
+        if (++state->done == n) state->cv.notify_all();
+      });
+      if (s == 0 && bar && (i % (64 * senders) == 0)) {
+        bar->Set(static_cast<int64_t>(i), absl::StrCat(answered(), " answered"));
+      }
+    }
+  };
+  {
+    std::vector<std::thread> others;
+    for (size_t s = 1; s < senders; ++s) others.emplace_back(send_rows, s);
+    send_rows(0);
+    for (std::thread& t : others) t.join();
   }
   // gRPC ends every call by its deadline, but past a client's capacity the
   // answers (most of them DEADLINE_EXCEEDED) can trail the last send by more

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/idx_reader.h"
 #include "common/image_applications.h"
 #include "common/time.h"
@@ -104,6 +105,14 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
 // (e.g. per model and application from the trace's `model` and
 // `application` columns).
 absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(InferenceClient& client,
+                                                     const std::vector<TraceArrival>& trace,
+                                                     const InputsForRow& inputs_for,
+                                                     const ReplayOptions& options);
+
+// The same through several clients (one connection and one sending thread
+// each): row i goes through clients[i % clients.size()], still at its own
+// arrival time. For rates one sending thread cannot issue.
+absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(absl::Span<InferenceClient* const> clients,
                                                      const std::vector<TraceArrival>& trace,
                                                      const InputsForRow& inputs_for,
                                                      const ReplayOptions& options);

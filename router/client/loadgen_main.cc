@@ -37,6 +37,10 @@ ABSL_FLAG(int64_t, max_queries, 0, "Replay only the first N rows (0 = all).");
 ABSL_FLAG(double, time_scale, 1.0, "Multiply arrival times by this (0.5 = twice the rate).");
 ABSL_FLAG(std::string, out_csv, "", "Write one row per query here.");
 ABSL_FLAG(bool, progress, true, "Show a progress bar on stderr.");
+ABSL_FLAG(int32_t, senders, 1,
+          "Sending threads, each with its own connection to the router; row i goes through "
+          "sender i % N, still at its own arrival time. One sender issues some tens of "
+          "thousands of queries per second; raise it for rates beyond that.");
 ABSL_FLAG(std::string, transport, "unary",
           "unary: one Inference.Infer call per query (deadline = gRPC deadline); stream: all "
           "queries over one Inference.InferStream (per-query timeout and tag; far less gRPC "
@@ -123,17 +127,28 @@ int main(int argc, char** argv) {
     SS_LOG(ERROR) << credentials.status().message();
     return 2;
   }
-  InferenceClient client(absl::GetFlag(FLAGS_router), *transport, *credentials);
-  if (!client.WaitForConnected(Seconds(10))) {
-    SS_LOG(ERROR) << "cannot connect to router " << absl::GetFlag(FLAGS_router);
-    return 1;
+  const int senders = absl::GetFlag(FLAGS_senders);
+  if (senders < 1 || senders > 64) {
+    SS_LOG(ERROR) << "--senders must be within 1..64, got " << senders;
+    return 2;
+  }
+  std::vector<std::unique_ptr<InferenceClient>> clients;
+  std::vector<InferenceClient*> client_ptrs;
+  for (int s = 0; s < senders; ++s) {
+    clients.push_back(std::make_unique<InferenceClient>(absl::GetFlag(FLAGS_router), *transport,
+                                                        *credentials, /*connection=*/s));
+    client_ptrs.push_back(clients.back().get());
+    if (!clients.back()->WaitForConnected(Seconds(10))) {
+      SS_LOG(ERROR) << "cannot connect to router " << absl::GetFlag(FLAGS_router);
+      return 1;
+    }
   }
   ReplayOptions opts;
   opts.default_slo = Millis(absl::GetFlag(FLAGS_slo_ms));
   opts.max_queries = absl::GetFlag(FLAGS_max_queries);
   opts.time_scale = absl::GetFlag(FLAGS_time_scale);
   opts.progress = absl::GetFlag(FLAGS_progress);
-  auto records = ReplayTrace(client, *trace, inputs_for, opts);
+  auto records = ReplayTrace(absl::MakeConstSpan(client_ptrs), *trace, inputs_for, opts);
   if (!records.ok()) {
     SS_LOG(ERROR) << records.status().message();
     return 1;

@@ -26,7 +26,8 @@ namespace superserve {
 namespace {
 
 // Reads every query of a stream; answers them, OK, one every `spacing` once
-// `expected` queries have arrived, or never when `answer` is false.
+// `expected` queries have arrived, or never when `answer` is false;
+// `expected` 0: answers every message's queries as it arrives.
 class ScriptedInference final : public v1::Inference::Service {
  public:
   ScriptedInference(bool answer, int expected, std::chrono::milliseconds spacing)
@@ -38,12 +39,22 @@ class ScriptedInference final : public v1::Inference::Service {
   }
   ~ScriptedInference() override { server_->Shutdown(std::chrono::system_clock::now()); }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  int streams() const { return streams_.load(); }
 
   grpc::Status InferStream(
       grpc::ServerContext*,
       grpc::ServerReaderWriter<v1::InferStreamResponse, v1::InferStreamRequest>* stream) override {
+    ++streams_;
     std::vector<uint64_t> tags;
     v1::InferStreamRequest in;
+    if (expected_ == 0) {  // answer each message's queries at once, OK
+      while (stream->Read(&in)) {
+        v1::InferStreamResponse out;
+        for (const auto& q : in.queries()) out.add_answers()->set_tag(q.tag());
+        if (!stream->Write(out)) break;
+      }
+      return grpc::Status::OK;
+    }
     while (static_cast<int>(tags.size()) < expected_ && stream->Read(&in)) {
       for (const auto& q : in.queries()) tags.push_back(q.tag());
     }
@@ -67,6 +78,7 @@ class ScriptedInference final : public v1::Inference::Service {
   int expected_;
   std::chrono::milliseconds spacing_;
   int port_ = 0;
+  std::atomic<int> streams_{0};
   std::unique_ptr<grpc::Server> server_;
 };
 
@@ -140,6 +152,32 @@ TEST(ReplayTraceTest, AServerThatStopsAnsweringLeavesUnansweredRecords) {
   text << f.rdbuf();
   EXPECT_NE(text.str().find(",UNANSWERED,"), std::string::npos) << text.str();
   std::remove(path.c_str());
+}
+
+// Several senders: each row goes out once, through its own sender's stream,
+// no earlier than its arrival time, and every answer lands in its row.
+TEST(ReplayTraceTest, SeveralSendersShareTheRowsAndKeepTheirTimes) {
+  constexpr int kQueries = 300;
+  ScriptedInference server(/*answer=*/true, /*expected=*/0, std::chrono::milliseconds(0));
+  InferenceClient a(server.address(), Transport::kStream, nullptr, /*connection=*/0);
+  InferenceClient b(server.address(), Transport::kStream, nullptr, /*connection=*/1);
+  InferenceClient c(server.address(), Transport::kStream, nullptr, /*connection=*/2);
+  InferenceClient* clients[] = {&a, &b, &c};
+  const std::vector<TraceArrival> trace = Burst(kQueries);
+  const LabelledRequests inputs = OneInput();
+  ReplayOptions o = Options();
+  o.default_slo = Seconds(2);
+  auto records = ReplayTrace(absl::MakeConstSpan(clients), trace,
+                             [&inputs](const TraceArrival&) { return &inputs; }, o);
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), static_cast<size_t>(kQueries));
+  for (size_t i = 0; i < records->size(); ++i) {
+    const QueryRecord& r = (*records)[i];
+    EXPECT_TRUE(r.answered) << "row " << i;
+    EXPECT_EQ(r.code, absl::StatusCode::kOk) << "row " << i;
+    EXPECT_GE(r.sent, trace[i].arrival - Micros(150)) << "row " << i << " sent early";
+  }
+  EXPECT_EQ(server.streams(), 3);
 }
 
 }  // namespace
