@@ -136,13 +136,14 @@ class TorchExecutor final : public Executor {
   }
 
   // LibTorch keeps some CUDA state per thread and makes it on first use: the
-  // cuDNN/cuBLAS handles, and cuDNN's cache of execution plans, one per
-  // convolution shape. Load's warm-up ran on another thread, so on an H200 a
-  // worker's first served batch took 23-27 ms against ~1.2 ms after, and the
-  // first batch of each new (subnet, batch size) 50-100 ms: late answers,
-  // which the router's estimates then learned (docs/gpu.md). Off the CPU,
-  // every model loaded so far is warmed up again here, on the serving
-  // thread, once per thread. The CPU has no such state.
+  // cuDNN/cuBLAS handles and, as far as we can tell, cuDNN's execution plans
+  // (one per convolution shape). Load's warm-up ran on another thread, and on
+  // an H200 a worker's first served batch took 23-27 ms against ~1.2 ms
+  // after; with the handles made here, batches of shapes not yet served
+  // still took 50-100 ms (late answers, which the router's estimates then
+  // learned; docs/gpu.md). So off the CPU every model loaded so far is warmed
+  // up again here, on the serving thread, once per thread (not yet measured
+  // on a GPU). The CPU has no such state.
   void PrepareThread() override {
     if (c10::Device(device_).is_cpu()) return;
     // (executor, model) pairs warmed on this thread; a thread serves one
