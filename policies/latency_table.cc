@@ -34,17 +34,11 @@ LatencyTable::LatencyTable(const ModelProfile& profile, Options options) : optio
     accuracy_[r] = s.accuracy;
     for (size_t b = 0; b < nb; ++b) profiled_[r * nb + b] = s.latency[b];
   }
-  estimate_ = profiled_;
-  for (Nanos& e : estimate_) {
-    e = static_cast<Nanos>(static_cast<double>(e) * (1.0 + options_.unmeasured_margin));
-  }
-  measured_.assign(num_subnets_ * nb, RollingPercentile(options_.window, options_.quantile));
-  is_measured_.assign(num_subnets_ * nb, 0);
-  unmeasured_scale_ = 1.0 + options_.unmeasured_margin;
-  RebuildDerived();
+  Forget();
 }
 
 void LatencyTable::Forget() {
+  estimate_.resize(profiled_.size());
   for (size_t i = 0; i < estimate_.size(); ++i) {
     estimate_[i] =
         static_cast<Nanos>(static_cast<double>(profiled_[i]) * (1.0 + options_.unmeasured_margin));
