@@ -50,12 +50,14 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeBuiltin(const std::string& name,
     RateFitOptions o;
     o.base = base;
     o.rate_window = config.slackfit.rate_window;
+    o.pace = config.ratefit_pace;
     return std::make_unique<RateFitPolicy>(profile, o);
   }
   if (name == "shadowfit") {
     ShadowFitOptions o;
     o.ratefit.base = base;
     o.ratefit.rate_window = config.slackfit.rate_window;
+    o.ratefit.pace = config.ratefit_pace;
     return std::make_unique<ShadowFitPolicy>(profile, o);
   }
   if (name == "maxbatch") return std::make_unique<MaxBatchPolicy>(profile, base);
@@ -135,7 +137,9 @@ std::string PolicySpecJson(const PolicySpec& spec) {
       .Add("guard_unmeasured_margin", s.guard_unmeasured_margin)
       .Add("fit_margin", s.fit_margin);
   JsonWriter config;
-  config.Add("slackfit", slackfit).Add("fixed_subnet_id", c.fixed_subnet_id);
+  config.Add("slackfit", slackfit)
+      .Add("fixed_subnet_id", c.fixed_subnet_id)
+      .Add("ratefit_pace", c.ratefit_pace);
   return JsonWriter().Add("policy", spec.name).Add("config", config).ToString();
 }
 

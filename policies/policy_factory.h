@@ -12,6 +12,7 @@
 #include "policies/dynamic_baselines.h"
 #include "policies/orloj_policy.h"
 #include "policies/policy.h"
+#include "policies/ratefit_policy.h"
 #include "policies/slackfit_policy.h"
 
 namespace superserve {
@@ -24,6 +25,8 @@ struct PolicyConfig {
   SlackFitOptions slackfit;   // its .base applies to every policy
   // clipper+: the profile's subnet id to serve; -1 = the most accurate one.
   int32_t fixed_subnet_id = -1;
+  // ratefit and shadowfit: RateFitOptions::pace (0 = eager).
+  double ratefit_pace = RateFitOptions().pace;
   // Dynamic models (a profile with a `dynamic` block): orloj, clockwork,
   // nexus.
   OrlojOptions orloj;

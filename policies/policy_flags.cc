@@ -55,6 +55,10 @@ ABSL_FLAG(double, initial_overhead_us,
           superserve::ToMicros(superserve::ProfiledPolicyOptions().initial_overhead),
           "Dispatch overhead (RPC + transfer) every policy assumes until telemetry reports it, "
           "us (>= 0).");
+ABSL_FLAG(double, ratefit_pace, superserve::PolicyConfig().ratefit_pace,
+          "ratefit and shadowfit: a batch that is not full waits until this many batch "
+          "latencies / workers after the last dispatch to another worker, so that workers take "
+          "turns (0 = eager; policies/ratefit_policy.h).");
 ABSL_FLAG(bool, print_policy_config, false,
           "Print the effective policy configuration (--policy and every policy option) as one "
           "JSON line and exit.");
@@ -79,6 +83,10 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
   }
   PolicyConfig& c = spec.config;
   c.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
+  c.ratefit_pace = absl::GetFlag(FLAGS_ratefit_pace);
+  if (!(c.ratefit_pace >= 0)) {
+    return FlagError("ratefit_pace", absl::StrCat("must be >= 0; got ", c.ratefit_pace));
+  }
   SlackFitOptions& s = c.slackfit;
   s.num_buckets = absl::GetFlag(FLAGS_buckets);
   if (s.num_buckets < 1) {

@@ -25,6 +25,7 @@ namespace superserve {
 //   --guard_window_ms         100
 //   --overhead_quantile       0.5
 //   --initial_overhead_us     500
+//   --ratefit_pace            1
 //   --print_policy_config     false
 //
 // The flags' policy name and configuration; an InvalidArgument error naming

@@ -23,12 +23,21 @@ void RateFitPolicy::OnArrival(const Query& q, Nanos now) {
   long_arrivals_.Add(now);
 }
 
+namespace {
+
+int64_t Workers(const SchedulingContext& ctx) {
+  return std::max<int64_t>(
+      1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
+}
+
+}  // namespace
+
 Decision RateFitPolicy::Decide(const SchedulingContext& ctx) {
   // The drop threshold is read before Choose (ProfiledPolicy's drop rule):
   // refreshed here, every decision, so that a threshold that once dropped
   // every head (a rate spike) cannot outlive the spike.
   if (!ctx.assume_overload && !ctx.queue.empty()) {
-    RefreshCapacity(BudgetFor(ctx.queue.Head()));  // fastest_rank_
+    RefreshCapacity(BudgetFor(ctx.queue.Head(), Workers(ctx)));  // fastest_rank_
     UpdateSustainLatency(ctx);
   }
   Decision d = ProfiledPolicy::Decide(ctx);
@@ -37,6 +46,8 @@ Decision RateFitPolicy::Decide(const SchedulingContext& ctx) {
     if (static_cast<size_t>(d.worker) >= busy_until_.size()) busy_until_.resize(d.worker + 1, 0);
     const Nanos latency = table_.latency(table_.rank_of_subnet(d.subnet_index),
                                          table_.BatchIndexFor(d.batch_size));
+    last_dispatch_ = ctx.now;
+    last_worker_ = d.worker;
     busy_until_[d.worker] = ctx.now + overhead_estimate() +
                             static_cast<Nanos>(ctx.worker_speed * static_cast<double>(latency));
   }
@@ -178,10 +189,38 @@ int RateFitPolicy::BatchFor(int rank, Nanos slack) const {
   return pick;
 }
 
-Nanos RateFitPolicy::BudgetFor(const Query& head) const {
+Nanos RateFitPolicy::BudgetFor(const Query& head, int64_t workers) const {
   const Nanos slo = head.deadline - head.arrival;
-  return static_cast<Nanos>(options_.batch_budget *
+  double fraction = options_.batch_budget;
+  if (options_.one_subnet_staggered_budget && table_.num_subnets() == 1) {
+    fraction = std::max(fraction, static_cast<double>(workers) / static_cast<double>(workers + 1));
+  }
+  return static_cast<Nanos>(fraction *
                             static_cast<double>(std::max<Nanos>(slo - overhead_estimate(), 0)));
+}
+
+Nanos RateFitPolicy::PacedStart(const SchedulingContext& ctx, const QueueView& view,
+                                Nanos slack_before_margin, int64_t workers, int rank,
+                                int full) const {
+  // The overload plan's answers are what the policy runs, not when; and a
+  // worker freed by the last dispatch's own batch is no one's turn to take.
+  if (options_.pace <= 0 || ctx.assume_overload || last_worker_ < 0 ||
+      ctx.free_workers.front() == last_worker_) {
+    return ctx.now;
+  }
+  const Nanos turn =
+      last_dispatch_ + static_cast<Nanos>(options_.pace *
+                                          static_cast<double>(table_.latency(rank, full)) /
+                                          static_cast<double>(workers));
+  // Waiting past this would leave no room, fit margin included, for the
+  // query it waits for. (From the slack before the margin: asked again
+  // then, the same sum gives now, and the batch goes.)
+  const int one_more =
+      table_.BatchIndexFor(std::min<int64_t>(view.pending + 1, table_.max_batch()));
+  const auto room = static_cast<Nanos>(std::ceil(
+      static_cast<double>(table_.latency(rank, one_more)) * (1.0 + options_.fit_margin)));
+  const Nanos latest = ctx.now + slack_before_margin - room;
+  return std::min(turn, latest);
 }
 
 void RateFitPolicy::UpdateSustainLatency(const SchedulingContext& ctx) {
@@ -190,8 +229,7 @@ void RateFitPolicy::UpdateSustainLatency(const SchedulingContext& ctx) {
   // batch that fits a fresh query's budget (SLO - overhead): a rate no batch
   // sustains (past the peak, or two arrivals microseconds apart as the first
   // ones) must not make every head droppable.
-  const int64_t workers = std::max<int64_t>(
-      1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
+  const int64_t workers = Workers(ctx);
   const Query& head = ctx.queue.Head();
   const Nanos fits = head.deadline - head.arrival - overhead_estimate();
   const double sustained = long_arrivals_.Rate(ctx.now) / static_cast<double>(workers);
@@ -245,9 +283,8 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   view.slack = static_cast<Nanos>(static_cast<double>(view.slack) / (1.0 + options_.fit_margin));
   const Query& head = ctx.queue.Head();
   const Nanos slo = head.deadline - head.arrival;
-  RefreshCapacity(BudgetFor(head));
-  const int64_t workers = std::max<int64_t>(
-      1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
+  const int64_t workers = Workers(ctx);
+  RefreshCapacity(BudgetFor(head, workers));
   const double need = ctx.assume_overload
                           ? std::numeric_limits<double>::infinity()
                           : options_.headroom * arrivals_.Rate(ctx.now) /
@@ -312,7 +349,15 @@ ProfiledPolicy::Choice RateFitPolicy::Choose(const SchedulingContext& ctx,
   }
   int b = BatchFor(r, view.slack);
   if (b >= 0) {
-    if (view.pending < table_.batch_size(b)) b = std::min(b, table_.BatchIndexFor(view.pending));
+    if (view.pending < table_.batch_size(b)) {
+      const Nanos start = PacedStart(ctx, view, given.slack, workers, r, b);
+      if (start > ctx.now) {
+        Choice wait;
+        wait.wake_at = start;
+        return wait;
+      }
+      b = std::min(b, table_.BatchIndexFor(view.pending));
+    }
     return Choice{r, b};
   }
   // That subnet cannot meet the head's deadline: the most accurate subnet

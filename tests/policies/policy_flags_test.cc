@@ -13,6 +13,7 @@
 
 ABSL_DECLARE_FLAG(std::string, policy);
 ABSL_DECLARE_FLAG(int32_t, fixed_subnet);
+ABSL_DECLARE_FLAG(double, ratefit_pace);
 ABSL_DECLARE_FLAG(int32_t, buckets);
 ABSL_DECLARE_FLAG(bool, drop_below_first_bucket);
 ABSL_DECLARE_FLAG(bool, follow_drift);
@@ -38,6 +39,7 @@ TEST(PolicyFlagsTest, DefaultsAreTheDefaultConstructedConfig) {
   const PolicyConfig& got = spec->config;
   const PolicyConfig& def = want.config;
   EXPECT_EQ(got.fixed_subnet_id, def.fixed_subnet_id);
+  EXPECT_EQ(got.ratefit_pace, def.ratefit_pace);
   const SlackFitOptions& s = got.slackfit;
   const SlackFitOptions& d = def.slackfit;
   EXPECT_EQ(s.num_buckets, d.num_buckets);
@@ -77,12 +79,14 @@ TEST(PolicyFlagsTest, TheDefaultsAreTheLiveOnes) {
   EXPECT_EQ(c.slackfit.base.overhead_quantile, 0.5);
   EXPECT_EQ(c.slackfit.base.initial_overhead, Micros(500));
   EXPECT_EQ(c.fixed_subnet_id, -1);
+  EXPECT_EQ(c.ratefit_pace, 1.0);
 }
 
 TEST(PolicyFlagsTest, EveryFlagReachesTheConfig) {
   absl::FlagSaver saver;
   absl::SetFlag(&FLAGS_policy, "slackfit-rg");
   absl::SetFlag(&FLAGS_fixed_subnet, 3);
+  absl::SetFlag(&FLAGS_ratefit_pace, 0.5);
   absl::SetFlag(&FLAGS_buckets, 12);
   absl::SetFlag(&FLAGS_drop_below_first_bucket, true);
   absl::SetFlag(&FLAGS_follow_drift, false);
@@ -98,6 +102,7 @@ TEST(PolicyFlagsTest, EveryFlagReachesTheConfig) {
   EXPECT_EQ(spec->name, "slackfit-rg");
   const PolicyConfig& c = spec->config;
   EXPECT_EQ(c.fixed_subnet_id, 3);
+  EXPECT_EQ(c.ratefit_pace, 0.5);
   EXPECT_EQ(c.slackfit.num_buckets, 12);
   EXPECT_TRUE(c.slackfit.drop_below_first_bucket);
   EXPECT_FALSE(c.slackfit.base.latency.unmeasured_follow_drift);
@@ -126,6 +131,7 @@ TEST(PolicyFlagsTest, BadValuesAreErrorsNamingTheFlag) {
       {"--guard_headroom", [] { absl::SetFlag(&FLAGS_guard_headroom, 0); }},
       {"--guard_window_ms", [] { absl::SetFlag(&FLAGS_guard_window_ms, 0); }},
       {"--initial_overhead_us", [] { absl::SetFlag(&FLAGS_initial_overhead_us, -1); }},
+      {"--ratefit_pace", [] { absl::SetFlag(&FLAGS_ratefit_pace, -0.5); }},
   };
   for (const Case& c : cases) {
     absl::FlagSaver saver;

@@ -323,6 +323,92 @@ TEST(RateFitPolicyTest, PastThePeakTheDropThresholdIsTheMostProductiveBatch) {
   EXPECT_GT(DecideOn(&p, late).drop, 0);
 }
 
+// Pacing. `n` queries due at `deadline` (SLO 40 ms), worker `worker` offered
+// at `now`, `live` workers in all.
+Decision OfferAt(Policy* p, Nanos now, int32_t worker, int32_t live, int n, Nanos deadline) {
+  EdfQueue q;
+  for (int i = 0; i < n; ++i) q.Push({static_cast<QueryId>(i + 1), 0, deadline - kSlo, deadline});
+  const std::vector<int32_t> free = {worker};
+  return p->Decide(SchedulingContext{q, now, absl::MakeConstSpan(free), live});
+}
+
+// Two workers. Worker 1 took a query at kNow; worker 0, offered 1 ms later
+// with one query queued, waits for its turn: half (1 / 2 workers) the
+// latency of the batch it would run if full (80 %, batch 8: 18 ms), 9 ms
+// after worker 1's dispatch. Then it dispatches what is queued.
+TEST(RateFitPolicyTest, APartialBatchWaitsItsTurnAfterAnotherWorkersDispatch) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  ASSERT_EQ(OfferAt(&p, kNow, 1, 2, 1, kNow + Millis(35)).kind, Decision::Kind::kDispatch);
+  const Decision wait = OfferAt(&p, kNow + Millis(1), 0, 2, 1, kNow + Millis(36));
+  ASSERT_EQ(wait.kind, Decision::Kind::kWakeAt);
+  EXPECT_EQ(wait.wake_at, kNow + Millis(9));
+  const Decision go = OfferAt(&p, kNow + Millis(9), 0, 2, 3, kNow + Millis(36));
+  ASSERT_EQ(go.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(go.worker, 0);
+  EXPECT_EQ(go.take, 3);
+}
+
+// What does not wait: a full batch; the worker that made the last dispatch
+// (one worker, or its own batch just ended); pace 0 (eager).
+TEST(RateFitPolicyTest, FullBatchesTheSameWorkerAndPaceZeroDoNotWait) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  ASSERT_EQ(OfferAt(&p, kNow, 1, 2, 1, kNow + Millis(35)).kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(OfferAt(&p, kNow + Millis(1), 1, 2, 1, kNow + Millis(36)).kind,
+            Decision::Kind::kDispatch);
+  RateFitPolicy full(ThreeSubnetProfile(), NoOverhead());
+  ASSERT_EQ(OfferAt(&full, kNow, 1, 2, 1, kNow + Millis(35)).kind, Decision::Kind::kDispatch);
+  const Decision d = OfferAt(&full, kNow + Millis(1), 0, 2, 8, kNow + Millis(36));
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.take, 8);
+  RateFitOptions eager = NoOverhead();
+  eager.pace = 0;
+  RateFitPolicy e(ThreeSubnetProfile(), eager);
+  ASSERT_EQ(OfferAt(&e, kNow, 1, 2, 1, kNow + Millis(35)).kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(OfferAt(&e, kNow + Millis(1), 0, 2, 1, kNow + Millis(36)).kind,
+            Decision::Kind::kDispatch);
+}
+
+// The wait ends where the head's slack has room for one query more (fit
+// margin included) and no longer. Head due 8 ms after the offer at kNow +
+// 0.5 ms: 7.62 ms after the margin, 80 % batch 2 (6 ms) is the batch it
+// would run if full, the turn is 3 ms after kNow, but room for a second
+// query (batch 2, 6 x 1.05 ms) ends 1.7 ms after the offer. Asked then,
+// it dispatches.
+TEST(RateFitPolicyTest, ThePacedWaitLeavesTheHeadRoomForOneQueryMore) {
+  RateFitPolicy p(ThreeSubnetProfile(), NoOverhead());
+  ASSERT_EQ(OfferAt(&p, kNow, 1, 2, 1, kNow + Millis(35)).kind, Decision::Kind::kDispatch);
+  const Nanos offer = kNow + Micros(500);
+  const Decision wait = OfferAt(&p, offer, 0, 2, 1, offer + Millis(8));
+  ASSERT_EQ(wait.kind, Decision::Kind::kWakeAt);
+  const Nanos latest = offer + Millis(8) - Micros(6300);
+  EXPECT_EQ(wait.wake_at, latest);
+  EXPECT_LT(wait.wake_at, kNow + Millis(3));
+  const Decision go = OfferAt(&p, latest, 0, 2, 1, offer + Millis(8));
+  ASSERT_EQ(go.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(go.subnet_index, 2);  // 80 %
+}
+
+// One subnet, nothing to trade for headroom: with 4 workers the batch
+// budget is 4/5 of the SLO (32 ms), so batch 8 (30 ms, more queries per ms
+// than batch 4's 20 ms) runs; with one worker, or with a second (less
+// accurate, slower) subnet, it stays 0.7 x 40 = 28 ms and batch 4 runs.
+TEST(RateFitPolicyTest, OneSubnetGetsTheStaggeredBatchBudget) {
+  const auto one = testing::HandProfile({1, 2, 4, 8}, {70}, {{10, 12, 20, 30}});
+  const auto two =
+      testing::HandProfile({1, 2, 4, 8}, {70, 60}, {{10, 12, 20, 30}, {11, 13, 21, 31}});
+  auto batch = [](const ModelProfile& profile, int32_t live) {
+    RateFitPolicy p(profile, NoOverhead());
+    return OfferAt(&p, kNow, 0, live, 8, kNow + Millis(40)).batch_size;
+  };
+  EXPECT_EQ(batch(one, 4), 8);
+  EXPECT_EQ(batch(one, 1), 4);
+  EXPECT_EQ(batch(two, 4), 4);
+  RateFitOptions off = NoOverhead();
+  off.one_subnet_staggered_budget = false;
+  RateFitPolicy p(one, off);
+  EXPECT_EQ(OfferAt(&p, kNow, 0, 4, 8, kNow + Millis(40)).batch_size, 4);
+}
+
 TEST(RateFitPolicyTest, DecisionsDoNotDependOnTheBucketCount) {
   EdfQueue q;
   Fill(&q, 13, 20, 10);
