@@ -63,9 +63,20 @@ void ServingCore::Apply(Effects* e) {
       }
       for (const auto& [model, worker] : rare->refused) observer_->OnBatchRefused(*model, *worker);
     }
-    if (e->workers_alive >= 0) observer_->OnWorkersAlive(e->workers_alive);
+    if (e->workers_alive >= 0) {
+      absl::MutexLock lock(&alive_report_mu_);
+      if (e->workers_alive_version > alive_reported_version_) {
+        alive_reported_version_ = e->workers_alive_version;
+        observer_->OnWorkersAlive(e->workers_alive);
+      }
+    }
   }
   if (e->wake > 0 && request_tick_) request_tick_(e->wake);
+}
+
+void ServingCore::NoteWorkersAliveLocked(Effects* e) {
+  e->workers_alive = workers_.alive();
+  e->workers_alive_version = ++workers_alive_version_;
 }
 
 // ---------------------------------------------------------------- models
@@ -672,7 +683,7 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
                  << ", serving " << served << " of " << worker.models.size()
                  << " declared models";
     }
-    e.workers_alive = workers_.alive();
+    NoteWorkersAliveLocked(&e);
     ScheduleWorkerLocked(id, now, &e);
   }
   Apply(&e);
@@ -823,7 +834,7 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
   RefreshFreeLocked(worker);
   e->rare_effects().closes.emplace_back(
       channel, absl::UnavailableError(absl::StrCat("worker declared dead: ", why.message())));
-  e->workers_alive = workers_.alive();
+  NoteWorkersAliveLocked(e);
   std::vector<ServedModel*> affected;
   for (ServedModel* m : models_.All()) {
     const auto& ws = m->scheduler.workers();
@@ -971,7 +982,7 @@ void ServingCore::Shutdown() {
       RefreshFreeLocked(w.id);
       e.rare_effects().closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
-    e.workers_alive = workers_.alive();
+    NoteWorkersAliveLocked(&e);
   }
   Apply(&e);
 }

@@ -218,8 +218,15 @@ class ServingCore {
       return *rare;
     }
     int32_t workers_alive = -1;  // >= 0: report it
+    uint64_t workers_alive_version = 0;  // NoteWorkersAliveLocked's count
     Nanos wake = 0;              // > 0: ask the owner for a Tick at this time
   };
+
+  // Puts the live-worker count into `e`, numbered: Apply runs outside mu_,
+  // so two registrations can apply out of order, and only a newer count
+  // than the last reported one reaches the observer (a gauge left at 1
+  // with 2 workers alive otherwise).
+  void NoteWorkersAliveLocked(Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void Apply(Effects* e);
   // Offers the model's free workers, except `except`, to its scheduler.
@@ -278,6 +285,10 @@ class ServingCore {
       std::make_shared<const std::string>("_unknown");
 
   mutable absl::Mutex mu_;
+  uint64_t workers_alive_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // Apply's side of NoteWorkersAliveLocked: the version last reported.
+  absl::Mutex alive_report_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  uint64_t alive_reported_version_ ABSL_GUARDED_BY(alive_report_mu_) = 0;
   ModelRegistry models_ ABSL_GUARDED_BY(mu_);
   WorkerPool workers_ ABSL_GUARDED_BY(mu_);
   PendingMap pending_ ABSL_GUARDED_BY(mu_);

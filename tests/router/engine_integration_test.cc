@@ -93,8 +93,11 @@ INSTANTIATE_TEST_SUITE_P(Transports, EngineIntegrationByTransport,
                            return info.param == Transport::kUnary ? "Unary" : "Stream";
                          });
 
+// Eager dispatch (--ratefit_pace=0) in the tests that check that both
+// workers serve: at this load the default's pacing keeps the second worker
+// idle while the first keeps up (load-proportional, docs/scheduling.md).
 TEST_P(EngineIntegrationByTransport, EmulatedWorkersServeEveryQueryWithTheReportedSubnet) {
-  auto cluster = StartCluster(2, {"--heartbeat_ms=200"});
+  auto cluster = StartCluster(2, {"--heartbeat_ms=200", "--ratefit_pace=0"});
   ASSERT_NE(cluster, nullptr);
   auto profile = LoadModelDirectory(EmulatedRepo() + "/emu");
   ASSERT_TRUE(profile.ok());
@@ -205,7 +208,8 @@ TEST_P(EngineIntegrationByTransport, KilledWorkerLosesNoQuery) {
 // when it wakes up (SIGCONT) its late result is ignored, it finds its stream
 // closed, reconnects and is admitted again under a new id, and serves.
 TEST(EngineIntegration, HungWorkerIsReplacedAndReadmittedWhenItWakes) {
-  auto cluster = StartCluster(2, {"--heartbeat_ms=100", "--missed_heartbeats=3"});
+  auto cluster =
+      StartCluster(2, {"--heartbeat_ms=100", "--missed_heartbeats=3", "--ratefit_pace=0"});
   ASSERT_NE(cluster, nullptr);
   InferenceClient client(cluster->router_address(), Transport::kStream);
   ASSERT_TRUE(client.WaitForConnected(Seconds(5)));

@@ -3,9 +3,13 @@
 // exactly one answer whatever the workers and clients do.
 #include "serving/serving_core.h"
 
+#include <atomic>
 #include <deque>
 #include <random>
+#include <thread>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "tests/policies/policy_test_util.h"
@@ -103,6 +107,37 @@ TEST_F(ServingCoreTest, AHungWorkerIsDeclaredDeadByItsBatchDeadlineAndItsLateRes
   ASSERT_EQ(c1->sent.size(), 1u);
   core_->OnBatchResult(w1, Ok(c1->sent.front()));
   EXPECT_TRUE(next.status.ok());
+}
+
+// Two registrations whose effects apply out of order (the first one's
+// observer call is held up until the second registration is done): the
+// gauge must end at 2, not at the first one's stale 1. It did end at 1, and
+// scripts/main-job then waited 60 s for a second worker that had registered.
+TEST_F(ServingCoreTest, TheLiveWorkerCountReportedLastIsTheNewest) {
+  struct Alive : ServingObserver {
+    void OnWorkersAlive(int32_t alive) override {
+      if (alive == 1 && !first_in.HasBeenNotified()) {
+        first_in.Notify();
+        // With the fix the second registration waits for this call, so
+        // this wait times out; without it the second one overtakes.
+        second_done.WaitForNotificationWithTimeout(absl::Milliseconds(300));
+      }
+      last = alive;
+    }
+    absl::Notification first_in, second_done;
+    std::atomic<int32_t> last{-1};
+  } alive;
+  ServingCore core(ServingOptions(), &clock_, &alive);
+  ASSERT_TRUE(core.AddModel(profile_, Clipper(profile_)).ok());
+  WorkerRegistration reg;
+  reg.models = {"hand"};
+  std::thread first([&] { ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<Channel>()).ok()); });
+  alive.first_in.WaitForNotification();
+  ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<Channel>()).ok());
+  alive.second_done.Notify();
+  first.join();
+  EXPECT_EQ(core.Stats().workers_alive, 2);
+  EXPECT_EQ(alive.last.load(), 2);
 }
 
 TEST_F(ServingCoreTest, ObserverSeesEveryAnswerAndBatch) {
