@@ -7,15 +7,11 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "bench/sim/profile_generators.h"
 #include "bench/sim/symphony_cases.h"
 #include "common/init.h"
 #include "common/json_writer.h"
@@ -254,16 +250,12 @@ void Proportional() {
                     worst_gap <= 0.1});
 }
 
-// Issue 19, item 6: the default policy with one subnet and a strong
-// batching effect, against Symphony and eager batching. Six linear profiles
-// ℓ(b) = α·b + β (β/α from 4 to 40; every batch size 1-64, or powers of two)
-// and the property test's CPU- and GPU-shaped profiles with one subnet
-// (three each); 4 or 8 workers, SLO 1.5-3 × ℓ(16), noise CV 0.03 (the
-// property test's, whatever --noise_cv says). Per profile: each policy's
-// goodput (>= 0.99), the default's attainment at 1.1 × its goodput over the
-// goodput's, and, below the peak (0.3 / 0.5 / 0.7 × the eager goodput;
-// Poisson, gamma CV² 4 and 8), the cells where eager Clipper+ holds 0.999
-// and the default does not.
+// Issue 19, item 6: the default policy on SingleSubnetCases() (noise CV 0.03,
+// whatever --noise_cv says), against Symphony and eager batching. Per
+// profile: each policy's goodput (>= 0.99), the default's attainment at 1.1 ×
+// its goodput over the goodput's, and, below the peak (0.3 / 0.5 / 0.7 × the
+// eager goodput; Poisson, gamma CV² 4 and 8), the cells where eager Clipper+
+// holds 0.999 and the default does not.
 void SingleSubnet() {
   const std::string def = PolicySpec().name;
   std::printf("\n### One subnet: the default policy (%s) against Symphony and eager batching\n\n",
@@ -274,28 +266,11 @@ void SingleSubnet() {
               def.c_str(), def.c_str(), def.c_str(), def.c_str(), def.c_str());
   double worst_ratio = 1e9, worst_over = 1e9;
   int held = 0, missed = 0;
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
-    std::mt19937_64 rng(seed * 104729 + 3);
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-    const double alpha = 0.2 + 1.3 * u(rng);            // ms per query
-    const double ratio = 4.0 * std::pow(10.0, u(rng));  // β/α in [4, 40]
-    const bool padded = u(rng) < 0.5;
-    ModelProfile profile;
-    std::string label;
-    if (seed <= 6) {
-      profile = LinearProfile(absl::StrCat("single", seed), alpha, ratio * alpha, 64, padded);
-      label = absl::StrFormat("ℓ(b) = %.2f·b + %.2f ms%s", alpha, ratio * alpha,
-                              padded ? ", batches 2^k" : "");
-    } else {
-      const ProfileShape shape = seed <= 9 ? ProfileShape::kCpu : ProfileShape::kGpu;
-      profile = ShapedProfile(shape, 1, seed);
-      label = absl::StrCat(ProfileShapeName(shape), "-shaped");
-    }
-    const int32_t workers = u(rng) < 0.5 ? 4 : 8;
-    const double slo_factor = 1.5 + 1.5 * u(rng);
-    const Nanos l16 = profile.subnets[0].latency[profile.BatchIndex(16)];
-    Workload w = Base(profile, workers, slo_factor * ToMillis(l16));
-    w.sim.noise_cv = 0.03;
+  for (const SingleSubnetCase& c : SingleSubnetCases(Base(ModelProfile(), 1, 1))) {
+    const Workload& w = c.workload;
+    const int32_t workers = w.sim.workers;
+    const std::string& label = c.label;
+    const Nanos l16 = w.profile.subnets[0].latency[w.profile.BatchIndex(16)];
     const double hint = workers * 16 * 1e9 / static_cast<double>(l16);
     SimulationResult at;
     const double mine = Measure(w, def, hint, &at);

@@ -213,12 +213,15 @@ Nanos RateFitPolicy::PacedStart(const SchedulingContext& ctx, const QueueView& v
                                           static_cast<double>(table_.latency(rank, full)) /
                                           static_cast<double>(workers));
   // Waiting past this would leave no room, fit margin included, for the
-  // query it waits for. (From the slack before the margin: asked again
-  // then, the same sum gives now, and the batch goes.)
+  // query it waits for, or would let the head fall under the drop
+  // threshold (FastestLatency(): after a rate spike it can exceed the
+  // latency of the batch waited for). From the slack before the margin:
+  // asked again then, the same sum gives now, and the batch goes.
   const int one_more =
       table_.BatchIndexFor(std::min<int64_t>(view.pending + 1, table_.max_batch()));
-  const auto room = static_cast<Nanos>(std::ceil(
-      static_cast<double>(table_.latency(rank, one_more)) * (1.0 + options_.fit_margin)));
+  const auto room = std::max(
+      FastestLatency(), static_cast<Nanos>(std::ceil(static_cast<double>(
+                            table_.latency(rank, one_more)) * (1.0 + options_.fit_margin))));
   const Nanos latest = ctx.now + slack_before_margin - room;
   return std::min(turn, latest);
 }

@@ -44,7 +44,8 @@ struct RateFitOptions {
   // Pacing: a batch that is not full, offered a worker other than the one
   // last dispatched to, waits until pace x (the latency of the batch it
   // would be if full) / workers after that dispatch, and no longer than
-  // the head's slack leaves room for one more query. Eager workers whose
+  // the head's slack leaves room for one more query (or keeps it above the
+  // drop threshold, FastestLatency()). Eager workers whose
   // latency is nearly flat in batch size fall into step: one dispatches a
   // few queries a moment after another, both free up together, and the
   // queries that arrive next wait a whole batch for a worker. Spaced out,

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bench/sim/profile_generators.h"
 #include "bench/sim/trace_generators.h"
 
 namespace superserve {
@@ -99,6 +102,38 @@ absl::StatusOr<double> Goodput(const Workload& w, const PolicyBuilder& policy, d
   }
   if (at_goodput != nullptr) *at_goodput = std::move(best);
   return lo;
+}
+
+std::vector<SingleSubnetCase> SingleSubnetCases(const Workload& base) {
+  std::vector<SingleSubnetCase> cases;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed * 104729 + 3);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const double alpha = 0.2 + 1.3 * u(rng);            // ms per query
+    const double ratio = 4.0 * std::pow(10.0, u(rng));  // β/α in [4, 40]
+    const bool padded = u(rng) < 0.5;
+    SingleSubnetCase c;
+    c.workload = base;
+    if (seed <= 6) {
+      c.workload.profile =
+          LinearProfile(absl::StrCat("single", seed), alpha, ratio * alpha, 64, padded);
+      c.label = absl::StrFormat("ℓ(b) = %.2f·b + %.2f ms%s", alpha, ratio * alpha,
+                                padded ? ", batches 2^k" : "");
+      c.padded = padded;
+    } else {
+      const ProfileShape shape = seed <= 9 ? ProfileShape::kCpu : ProfileShape::kGpu;
+      c.workload.profile = ShapedProfile(shape, 1, seed);
+      c.label = absl::StrCat(ProfileShapeName(shape), "-shaped");
+      c.padded = true;
+    }
+    const ModelProfile& p = c.workload.profile;
+    c.workload.sim.workers = u(rng) < 0.5 ? 4 : 8;
+    const double slo_factor = 1.5 + 1.5 * u(rng);
+    c.workload.slo = Millis(slo_factor * ToMillis(p.subnets[0].latency[p.BatchIndex(16)]));
+    c.workload.sim.noise_cv = 0.03;
+    cases.push_back(std::move(c));
+  }
+  return cases;
 }
 
 }  // namespace superserve

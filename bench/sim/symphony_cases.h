@@ -61,6 +61,19 @@ absl::StatusOr<double> Goodput(const Workload& workload, const PolicyBuilder& po
                                double hint, double target = 0.99,
                                SimulationResult* at_goodput = nullptr);
 
+// Issue 19, item 6: twelve single-subnet workloads with a strong batching
+// effect, seeded. Cases 1-6: a LinearProfile with α from 0.2 to 1.5 ms per
+// query, β/α from 4 to 40, every batch size 1-64 or powers of two; 7-9
+// CPU-shaped, 10-12 GPU-shaped (ShapedProfile, one subnet, batches 2^k).
+// 4 or 8 workers, SLO 1.5-3 × ℓ(16), noise CV 0.03; duration, seed and
+// dispatch overhead from `base`.
+struct SingleSubnetCase {
+  std::string label;  // e.g. "ℓ(b) = 0.66·b + 6.95 ms", "gpu-shaped"
+  bool padded = false;  // batch sizes are powers of two: a batch pads up
+  Workload workload;
+};
+std::vector<SingleSubnetCase> SingleSubnetCases(const Workload& base);
+
 }  // namespace superserve
 
 #endif  // SUPERSERVE_BENCH_SIM_SYMPHONY_CASES_H_
