@@ -45,22 +45,19 @@ struct RateFitOptions {
   // last dispatched to, waits until pace x (the latency of the batch it
   // would be if full) / workers after that dispatch, and no longer than
   // the head's slack leaves room for one more query (or keeps it above the
-  // drop threshold, FastestLatency()). Eager workers whose
-  // latency is nearly flat in batch size fall into step: one dispatches a
-  // few queries a moment after another, both free up together, and the
-  // queries that arrive next wait a whole batch for a worker. Spaced out,
-  // the workers take turns (Symphony's staggering, without its deferral to
-  // the last moment). On a GPU-shaped single-subnet profile with 4 workers
-  // eager goodput was 0.38x Symphony's, paced 0.73x; the property test's
-  // rows did not fall (docs/scheduling-ratefit-history.md, "Pacing").
-  // 0: eager.
+  // drop threshold, FastestLatency()). Eager workers whose latency is
+  // nearly flat in batch size fall into step: one dispatches a few queries
+  // a moment after another, both free up together, and the queries that
+  // arrive next wait a whole batch for a worker. Spaced out, the workers
+  // take turns (Symphony's staggering, without its deferral to the last
+  // moment, which lost queries below the peak). Measurements:
+  // docs/scheduling-ratefit-history.md, "Pacing". 0: eager.
   double pace = 1.0;
   // With one subnet there is no accuracy to trade for headroom: the batch
   // budget is at least workers / (workers + 1) of (SLO - overhead), the
   // largest batch paced workers sustain (Symphony's staggered bound
   // l(b) x (1 + 1/n) <= SLO). With several subnets batch_budget stays: the
-  // staggered bound there fell to 0.9984 in time on property-test cases a
-  // fixed subnet holds at 0.999.
+  // staggered bound there cost attainment on the property test.
   bool one_subnet_staggered_budget = true;
 };
 
