@@ -62,7 +62,11 @@ Outcome RunOnce(bool per_worker_speed, const ModelProfile& profile) {
   o.work_dir = dir;
   o.workers = 0;
   o.emulate = true;
-  o.router_flags = {absl::StrCat("--per_worker_speed=", per_worker_speed ? "true" : "false")};
+  // Eager dispatch: at this load the default's pacing lets the normal worker
+  // serve alone (load-proportional, docs/scheduling.md), and the straggler
+  // must take batches for its estimates to be compared.
+  o.router_flags = {absl::StrCat("--per_worker_speed=", per_worker_speed ? "true" : "false"),
+                    "--ratefit_pace=0"};
   auto cluster = LocalCluster::Start(o);
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   if (!cluster.ok()) return out;
