@@ -9,16 +9,10 @@ namespace superserve {
 
 void EdfQueue::Push(const Query& q) {
   heap_.push_back(q);
-  SiftUp(heap_.size() - 1);
+  SiftUp(heap_.size() - 1);  // places q, indexing it
 }
 
-Query EdfQueue::Pop() {
-  Query top = heap_.front();
-  heap_.front() = heap_.back();
-  heap_.pop_back();
-  if (!heap_.empty()) SiftDown(0);
-  return top;
-}
+Query EdfQueue::Pop() { return RemoveAt(0); }
 
 void EdfQueue::PopFront(size_t n, std::vector<Query>* out) {
   if (n > heap_.size()) n = heap_.size();
@@ -28,52 +22,36 @@ void EdfQueue::PopFront(size_t n, std::vector<Query>* out) {
 
 void EdfQueue::TakeIds(const std::vector<QueryId>& ids, std::vector<Query>* out) {
   if (ids.empty() || heap_.empty()) return;
-  std::vector<QueryId> sorted = ids;
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  const QueryId lo = sorted.front(), hi = sorted.back();
-  // One scan finds the positions (ascending); membership by a bitmap over
-  // [lo, hi] when that range is modest (ids are allocated sequentially).
-  std::vector<size_t> pos;
-  pos.reserve(sorted.size());
-  const QueryId range = hi - lo;
-  if (range < (QueryId{1} << 24)) {
-    thread_local std::vector<uint64_t> bits;
-    bits.assign(range / 64 + 1, 0);
-    for (QueryId id : sorted) bits[(id - lo) / 64] |= uint64_t{1} << ((id - lo) % 64);
-    for (size_t i = 0; i < heap_.size() && pos.size() < sorted.size(); ++i) {
-      const QueryId d = heap_[i].id - lo;  // wraps above `range` when id < lo
-      if (d <= range && (bits[d / 64] >> (d % 64) & 1)) pos.push_back(i);
-    }
-  } else {
-    for (size_t i = 0; i < heap_.size() && pos.size() < sorted.size(); ++i) {
-      const QueryId id = heap_[i].id;
-      if (id >= lo && id <= hi && std::binary_search(sorted.begin(), sorted.end(), id)) {
-        pos.push_back(i);
-      }
-    }
-  }
-  if (pos.empty()) return;
-  // Each target becomes the most urgent query and sifts up; then k pops
-  // take them. In ascending position order a target's sift only moves its
-  // ancestors (smaller positions, all already processed), so the positions
-  // still to process stay valid. O(n) scan + O(k log n).
-  std::vector<Query> original;
-  original.reserve(pos.size());
-  for (size_t p : pos) {
-    original.push_back(heap_[p]);
-    heap_[p].deadline = INT64_MIN;
-    SiftUp(p);
-  }
-  for (size_t i = 0; i < pos.size(); ++i) Pop();
+  if (!indexed_) BuildIndex();
   for (QueryId id : ids) {
-    auto it = std::find_if(original.begin(), original.end(),
-                           [id](const Query& q) { return q.id == id; });
-    if (it != original.end()) {
-      out->push_back(*it);
-      original.erase(it);  // a repeated id is taken once
+    const auto it = index_.find(id);
+    if (it == index_.end()) continue;  // not queued, or a repeat already taken
+    out->push_back(RemoveAt(it->second));
+  }
+}
+
+Query EdfQueue::RemoveAt(size_t i) {
+  const Query q = heap_[i];
+  if (indexed_) index_.erase(q.id);
+  const Query last = heap_.back();
+  heap_.pop_back();
+  if (i < heap_.size()) {
+    // The last query takes the hole and moves whichever way it belongs.
+    Place(i, last);
+    if (i > 0 && Before(last, heap_[(i - 1) / 2])) {
+      SiftUp(i);
+    } else {
+      SiftDown(i);
     }
   }
+  return q;
+}
+
+void EdfQueue::BuildIndex() {
+  indexed_ = true;
+  index_.clear();
+  index_.reserve(heap_.size());
+  for (size_t i = 0; i < heap_.size(); ++i) index_[heap_[i].id] = i;
 }
 
 void EdfQueue::PeekFront(size_t k, std::vector<Query>* out) const {
@@ -129,10 +107,10 @@ void EdfQueue::SiftUp(size_t i) {
   while (i > 0) {
     size_t parent = (i - 1) / 2;
     if (!Before(q, heap_[parent])) break;
-    heap_[i] = heap_[parent];
+    Place(i, heap_[parent]);
     i = parent;
   }
-  heap_[i] = q;
+  Place(i, q);
 }
 
 void EdfQueue::SiftDown(size_t i) {
@@ -143,10 +121,10 @@ void EdfQueue::SiftDown(size_t i) {
     if (child >= n) break;
     if (child + 1 < n && Before(heap_[child + 1], heap_[child])) ++child;
     if (!Before(heap_[child], q)) break;
-    heap_[i] = heap_[child];
+    Place(i, heap_[child]);
     i = child;
   }
-  heap_[i] = q;
+  Place(i, q);
 }
 
 }  // namespace superserve

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include "gtest/gtest.h"
 
@@ -129,6 +130,63 @@ TEST(EdfQueueTest, TakeIdsRemovesExactlyThoseAndKeepsEdfOrder) {
     ASSERT_EQ(q.size(), rest.size());
     for (const Query& x : rest) ASSERT_EQ(q.Pop().id, x.id);
   }
+}
+
+TEST(EdfQueueTest, IndexedQueueMatchesASetUnderEveryOperation) {
+  // After the first TakeIds the queue keeps an id index through every later
+  // operation; a reference ordered set checks each of them.
+  std::mt19937_64 rng(23);
+  auto before = [](const Query& a, const Query& b) {
+    return a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id);
+  };
+  std::set<Query, decltype(before)> ref(before);
+  EdfQueue q;
+  QueryId next_id = 1;
+  for (int step = 0; step < 20000; ++step) {
+    const uint64_t op = rng() % 100;
+    if (op < 50 || ref.empty()) {
+      Query x{next_id++, 0, 0, static_cast<Nanos>(rng() % 1000)};
+      q.Push(x);
+      ref.insert(x);
+    } else if (op < 70) {
+      ASSERT_EQ(q.Pop().id, ref.begin()->id) << "step " << step;
+      ref.erase(ref.begin());
+    } else if (op < 95) {
+      std::vector<QueryId> take;
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 8); ++k) {
+        take.push_back(1 + rng() % next_id);  // queued, taken before, or repeated
+      }
+      std::vector<Query> out;
+      q.TakeIds(take, &out);
+      std::vector<QueryId> want;
+      for (QueryId id : take) {
+        const auto it = std::find_if(ref.begin(), ref.end(),
+                                     [id](const Query& x) { return x.id == id; });
+        if (it != ref.end()) {
+          want.push_back(id);
+          ref.erase(it);
+        }
+      }
+      std::vector<QueryId> got;
+      for (const Query& x : out) got.push_back(x.id);
+      ASSERT_EQ(got, want) << "step " << step;
+    } else if (op < 99) {
+      const uint64_t m = 2 + rng() % 5;
+      q.RemoveIf([m](const Query& x) { return x.id % m == 0; });
+      for (auto it = ref.begin(); it != ref.end();) {
+        it = it->id % m == 0 ? ref.erase(it) : std::next(it);
+      }
+    } else {
+      q.Clear();
+      ref.clear();
+    }
+    ASSERT_EQ(q.size(), ref.size()) << "step " << step;
+    if (!ref.empty()) {
+      ASSERT_EQ(q.Head().id, ref.begin()->id) << "step " << step;
+    }
+  }
+  for (const Query& x : ref) ASSERT_EQ(q.Pop().id, x.id);
+  EXPECT_TRUE(q.empty());
 }
 
 }  // namespace
