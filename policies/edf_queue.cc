@@ -36,8 +36,9 @@ Query EdfQueue::RemoveAt(size_t i) {
   const Query last = heap_.back();
   heap_.pop_back();
   if (i < heap_.size()) {
-    // The last query takes the hole and moves whichever way it belongs.
-    Place(i, last);
+    // The last query takes the hole and moves whichever way it belongs
+    // (the sift indexes it where it ends).
+    heap_[i] = last;
     if (i > 0 && Before(last, heap_[(i - 1) / 2])) {
       SiftUp(i);
     } else {
