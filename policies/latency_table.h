@@ -85,6 +85,13 @@ class LatencyTable {
   int BatchIndexFor(int64_t n) const {
     return n <= 1 ? 0 : static_cast<int>(batch_index_for_[n]);
   }
+  // The batch index whose size is exactly n, or -1 (n not a profiled size):
+  // what a measured execution time is recorded under.
+  int ExactBatchIndex(int64_t n) const {
+    if (n < 1 || n > max_batch()) return -1;
+    const int bi = BatchIndexFor(n);
+    return batch_sizes_[bi] == n ? bi : -1;
+  }
   int subnet_index(int rank) const { return subnet_index_[rank]; }
   int rank_of_subnet(int subnet_index) const { return rank_of_subnet_[subnet_index]; }
   double accuracy(int rank) const { return accuracy_[rank]; }

@@ -34,6 +34,7 @@ Decision ProfiledPolicy::Decide(const SchedulingContext& ctx) {
     // telemetry_expiry: they may be what stopped the dispatching, and only a
     // completion could correct them. Back to the profile (ProfiledPolicyOptions).
     table_.Forget();
+    OnEstimatesForgotten();
     estimates_unchecked_ = false;
     view.drop = static_cast<int32_t>(q.CountDeadlinesBefore(
         ctx.now + overhead_ + FastestLatency(), &next_deadline, kMaxDropsPerDecision));
@@ -83,11 +84,7 @@ Nanos ProfiledPolicy::EstimatedLatency(int32_t subnet_index, int32_t batch_size)
 }
 
 void ProfiledPolicy::OnCompletion(const CompletionTelemetry& t) {
-  int bi = -1;
-  if (t.batch_size >= 1 && t.batch_size <= table_.max_batch()) {
-    const int b = table_.BatchIndexFor(t.batch_size);
-    if (table_.batch_size(b) == t.batch_size) bi = b;  // a profiled size
-  }
+  const int bi = table_.ExactBatchIndex(t.batch_size);
   if (bi >= 0 && t.exec > 0) table_.Record(t.subnet_index, bi, t.exec);
   if (t.overhead >= 0 && t.subnet_index >= 0) {
     overhead_samples_.Add(t.overhead);

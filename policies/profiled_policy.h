@@ -91,6 +91,9 @@ class ProfiledPolicy : public Policy {
   // batch: the smallest profiled batch >= n with the most accurate subnet
   // that still fits the slack; `fallback` when none does.
   Choice PartialBatch(int64_t n, Nanos slack, Choice fallback) const;
+  // Called after table_ went back to the profile (telemetry_expiry), for
+  // subclasses that keep estimates of their own from the same telemetry.
+  virtual void OnEstimatesForgotten() {}
 
   LatencyTable table_;
 

@@ -7,6 +7,14 @@
 #include <utility>
 
 namespace superserve {
+namespace {
+
+LatencyTable::Options AtQuantile(LatencyTable::Options o, double quantile) {
+  o.quantile = quantile;
+  return o;
+}
+
+}  // namespace
 
 RateFitPolicy::RateFitPolicy(const ModelProfile& profile, RateFitOptions options)
     : RateFitPolicy("ratefit", profile, options) {}
@@ -15,6 +23,7 @@ RateFitPolicy::RateFitPolicy(std::string name, const ModelProfile& profile,
                              RateFitOptions options)
     : ProfiledPolicy(std::move(name), profile, options.base),
       options_(options),
+      capacity_table_(profile, AtQuantile(options.base.latency, options.capacity_quantile)),
       arrivals_(options.rate_window),
       long_arrivals_(options.drop_rate_window) {}
 
@@ -56,6 +65,8 @@ Decision RateFitPolicy::Decide(const SchedulingContext& ctx) {
 
 void RateFitPolicy::OnCompletion(const CompletionTelemetry& t) {
   ProfiledPolicy::OnCompletion(t);
+  const int bi = capacity_table_.ExactBatchIndex(t.batch_size);
+  if (bi >= 0 && t.exec > 0) capacity_table_.Record(t.subnet_index, bi, t.exec);
   if (t.worker >= 0 && static_cast<size_t>(t.worker) < busy_until_.size()) busy_until_[t.worker] = 0;
 }
 
@@ -114,11 +125,13 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
   // Rebuilding is O(subnets x batches): only when the budget moved by more
   // than 1 % or an estimate changed.
   if (budget_ >= 0 && table_.version() == table_version_ &&
+      capacity_table_.version() == capacity_version_ &&
       std::llabs(budget - budget_) * 100 <= budget_) {
     return;
   }
   budget_ = budget;
   table_version_ = table_.version();
+  capacity_version_ = capacity_table_.version();
   const int s = table_.num_subnets();
   capacity_.assign(s, 0.0);
   suffix_max_.assign(s, 0.0);
@@ -139,7 +152,8 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
       const Nanos l = table_.latency(r, bi);
       if (l > budget) break;
       const double b = table_.batch_size(bi) * 1e9;
-      capacity_[r] = std::max(capacity_[r], b / static_cast<double>(l));
+      capacity_[r] =
+          std::max(capacity_[r], b / static_cast<double>(capacity_table_.latency(r, bi)));
       comparable = std::max(comparable, b / static_cast<double>(table_.ComparableLatency(r, bi)));
     }
     if (comparable >= fastest) {  // ties: accuracy

@@ -63,6 +63,20 @@ struct RateFitOptions {
   // l(b) x (1 + 1/n) <= SLO). With several subnets batch_budget stays: the
   // staggered bound there cost attainment on the property test.
   bool one_subnet_staggered_budget = true;
+  // What a batch takes typically decides how many queries a worker serves
+  // per second; what it takes at worst decides whether a query makes its
+  // deadline. So the capacities behind the rate check (which subnet carries
+  // the load) read a second latency table at this quantile of the same
+  // telemetry, while every fit against a slack or the budget, and the batch
+  // choice, read the base table's high percentile. With the p99 here too, a
+  // worker whose execution times vary (two workers sharing one GPU: p99
+  // about 2.2x the median) looked half as fast as it is, and the policy
+  // stepped down to less accurate subnets at a load the most accurate one
+  // served in time (docs/scheduling-ratefit-history.md, "Capacity at the
+  // median"). Choosing the batch by median throughputs too lost the
+  // single-subnet overload check (0.892 against 0.9). Until a tuple has
+  // telemetry both tables hold the profile.
+  double capacity_quantile = 0.5;
 };
 
 // The default policy ("ratefit"): serve the most accurate subnet whose
@@ -101,6 +115,10 @@ class RateFitPolicy : public ProfiledPolicy {
   Decision Decide(const SchedulingContext& ctx) override;
   void OnCompletion(const CompletionTelemetry& t) override;
 
+  // The estimates capacities are computed from
+  // (RateFitOptions::capacity_quantile).
+  const LatencyTable& capacity_latencies() const { return capacity_table_; }
+
  protected:
   // For policies that refine the rate's choice (ShadowFitPolicy).
   RateFitPolicy(std::string name, const ModelProfile& profile, RateFitOptions options);
@@ -117,6 +135,7 @@ class RateFitPolicy : public ProfiledPolicy {
     return false;
   }
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
+  void OnEstimatesForgotten() override { capacity_table_.Forget(); }
   // Heads whose slack is below the latency of the smallest batch with which
   // the fastest subnet keeps up with the rate over drop_rate_window (as of
   // the last decision; if none does, its fitting batch with the highest
@@ -146,7 +165,7 @@ class RateFitPolicy : public ProfiledPolicy {
   // Sets sustain_latency_ (FastestLatency()) from the rate over
   // drop_rate_window.
   void UpdateSustainLatency(const SchedulingContext& ctx);
-  // Recomputes capacity_ / suffix_max_ for `budget` if it or the table moved.
+  // Recomputes capacity_ / suffix_max_ for `budget` if it or a table moved.
   void RefreshCapacity(Nanos budget);
   // Highest rank whose capacity (queries/s per worker) is >= need, or -1.
   int HighestRankWithCapacity(double need) const;
@@ -157,9 +176,11 @@ class RateFitPolicy : public ProfiledPolicy {
   double Throughput(int rank, int batch_index) const;
   // The batch `rank` runs when the head has `slack` left: of the batches
   // within both the slack and the capacity budget (budget_), the one with
-  // the highest Throughput(), or -1 if none fits. That is the batch its
-  // capacity_ counts (up to the overhead's tie-break), so the rate check,
-  // the backlog check and the dispatch agree on what the subnet delivers.
+  // the highest Throughput(), or -1 if none fits. Where execution times are
+  // steady that is the batch its capacity_ counts (up to the overhead's
+  // tie-break; capacity_ reads the typical latencies, this the high
+  // percentile), so the rate check, the backlog check and the dispatch agree
+  // on what the subnet delivers.
   // The largest batch within the slack (Clipper+'s rule) can be slower per
   // query (CPU-shaped profiles are flat in batch between two knees and
   // linear past the second) and can exceed the budget, and a backlog check
@@ -169,11 +190,15 @@ class RateFitPolicy : public ProfiledPolicy {
   int BatchFor(int rank, Nanos slack) const;
 
   RateFitOptions options_;
+  LatencyTable capacity_table_;  // at options_.capacity_quantile
   ArrivalRateEstimator arrivals_;
   ArrivalRateEstimator long_arrivals_;
   Nanos budget_ = -1;
   uint64_t table_version_ = 0;
-  std::vector<double> capacity_;    // per rank: max batch / latency within budget_
+  uint64_t capacity_version_ = 0;
+  // per rank: max batch / throughput latency over the batches whose
+  // (high-percentile) latency is within budget_
+  std::vector<double> capacity_;
   std::vector<double> suffix_max_;  // per rank: max capacity over ranks >= it
   std::vector<int> frontier_;       // ranks faster than every more accurate one
   // [rank][batch]: the batch index <= batch with the highest throughput.

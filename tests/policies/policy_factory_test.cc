@@ -88,7 +88,8 @@ TEST(PolicySpecJsonTest, NamesEveryOption) {
   spec.config.slackfit.bucket_ties = LatencyBuckets::Ties::kAccuracy;
   const std::string json = PolicySpecJson(spec);
   for (const char* field :
-       {"\"policy\":\"ratefit\"", "\"fixed_subnet_id\":-1", "\"ratefit_pace\":1", "\"num_buckets\":8",
+       {"\"policy\":\"ratefit\"", "\"fixed_subnet_id\":-1", "\"ratefit_pace\":1",
+        "\"ratefit_capacity_quantile\":0.5", "\"num_buckets\":8",
         "\"drop_below_first_bucket\":false", "\"bucket_ties\":\"accuracy\"", "\"guard_headroom\"",
         "\"guard_upgrades_only\":true", "\"rate_window_ns\":100000000", "\"fit_margin\"",
         "\"initial_overhead_ns\":500000", "\"overhead_quantile\":0.5",

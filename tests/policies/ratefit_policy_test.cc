@@ -84,6 +84,40 @@ TEST(RateFitPolicyTest, StepsDownToTheMostAccurateSubnetThatCarriesTheRate) {
   EXPECT_EQ(DecideOn(&at1600, q, /*live_workers=*/2).subnet_index, 1);
 }
 
+// Capacity is what a worker serves per second, so it reads the median of
+// the measured execution times, while fits read their p99. The 80 % subnet
+// at batch 8 measures a median of 18 ms (its profile) and a p99 of 27 ms
+// (one batch in 16 that slow: two workers contending for one GPU). At 430
+// q/s it carries the rate at the median (8 / 18 ms = 444 q/s) but not at the
+// p99 (8 / 27 ms = 296 q/s; batch 4, unmeasured, 400 q/s); its p99 still
+// fits the 28-ms budget and the head's slack. (No burst step-up: a 30-q/s
+// shortfall over 200 ms clears in the queue either way.)
+TEST(RateFitPolicyTest, CapacityComesFromTheMedianExecutionTimeNotItsTail) {
+  auto decide = [](double capacity_quantile) {
+    RateFitOptions o = NoOverhead();
+    o.burst_horizon = 0;
+    o.capacity_quantile = capacity_quantile;
+    RateFitPolicy p(ThreeSubnetProfile(), o);
+    for (int i = 0; i < 64; ++i) {
+      CompletionTelemetry t;
+      t.worker = 0;
+      t.subnet_index = 2;
+      t.batch_size = 8;
+      t.exec = Millis(i % 16 == 0 ? 27 : 18);
+      t.now = kNow - Millis(10);
+      p.OnCompletion(t);
+    }
+    EXPECT_EQ(p.latencies().latency(2, 3), Millis(27));
+    EXPECT_EQ(p.capacity_latencies().latency(2, 3), Millis(capacity_quantile < 0.9 ? 18 : 27));
+    Arrivals(&p, 430);
+    EdfQueue q;
+    Fill(&q, 1, 35);
+    return DecideOn(&p, q).subnet_index;
+  };
+  EXPECT_EQ(decide(RateFitOptions().capacity_quantile), 2);
+  EXPECT_EQ(decide(0.99), 1);  // capacity at the p99: the 75 % subnet
+}
+
 // A burst the queue absorbs: 950 q/s per worker on 4 workers is above the
 // 75 % subnet's capacity (889), but what that shortfall adds over the burst
 // horizon (61 x 4 x 0.2 s = 49 queries) plus the queue clears in two rounds
