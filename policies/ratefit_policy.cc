@@ -9,8 +9,9 @@
 namespace superserve {
 namespace {
 
-LatencyTable::Options AtQuantile(LatencyTable::Options o, double quantile) {
-  o.quantile = quantile;
+LatencyTable::Options CapacityTableOptions(const RateFitOptions& options) {
+  LatencyTable::Options o = options.base.latency;
+  o.mean = options.capacity_from_mean;
   return o;
 }
 
@@ -23,7 +24,7 @@ RateFitPolicy::RateFitPolicy(std::string name, const ModelProfile& profile,
                              RateFitOptions options)
     : ProfiledPolicy(std::move(name), profile, options.base),
       options_(options),
-      capacity_table_(profile, AtQuantile(options.base.latency, options.capacity_quantile)),
+      capacity_table_(profile, CapacityTableOptions(options)),
       arrivals_(options.rate_window),
       long_arrivals_(options.drop_rate_window) {}
 

@@ -63,20 +63,23 @@ struct RateFitOptions {
   // l(b) x (1 + 1/n) <= SLO). With several subnets batch_budget stays: the
   // staggered bound there cost attainment on the property test.
   bool one_subnet_staggered_budget = true;
-  // What a batch takes typically decides how many queries a worker serves
-  // per second; what it takes at worst decides whether a query makes its
-  // deadline. So the capacities behind the rate check (which subnet carries
-  // the load) read a second latency table at this quantile of the same
-  // telemetry, while every fit against a slack or the budget, and the batch
-  // choice, read the base table's high percentile. With the p99 here too, a
-  // worker whose execution times vary (two workers sharing one GPU: p99
-  // about 2.2x the median) looked half as fast as it is, and the policy
-  // stepped down to less accurate subnets at a load the most accurate one
-  // served in time (docs/scheduling-ratefit-history.md, "Capacity at the
-  // median"). Choosing the batch by median throughputs too lost the
-  // single-subnet overload check (0.892 against 0.9). Until a tuple has
-  // telemetry both tables hold the profile.
-  double capacity_quantile = 0.5;
+  // How many queries a worker serves per second is set by what its
+  // batches take on average; whether a query makes its deadline by what
+  // they take at worst. So the capacities behind the rate check (which
+  // subnet carries the load) read a second latency table of the same
+  // telemetry holding each tuple's rolling mean, while every fit against a
+  // slack or the budget, and the batch choice, read the base table's high
+  // percentile. With the p99 here too, a worker whose execution times vary
+  // (two workers sharing one GPU: p99 about 2.2x the median) looked half as
+  // fast as it is, and the policy stepped down to less accurate subnets at
+  // a load the most accurate one served in time. The median instead
+  // overstates a heavy tail's throughput (lognormal noise CV 2: the mean
+  // is 2.2x the median) and answered late where the mean does not
+  // (docs/scheduling-ratefit-history.md, "Capacity at the mean"). Choosing
+  // the batch by mean throughputs too lost the single-subnet overload check.
+  // Until a tuple has telemetry both tables hold the profile. false: the
+  // base table's percentile, as before.
+  bool capacity_from_mean = true;
 };
 
 // The default policy ("ratefit"): serve the most accurate subnet whose
@@ -116,7 +119,7 @@ class RateFitPolicy : public ProfiledPolicy {
   void OnCompletion(const CompletionTelemetry& t) override;
 
   // The estimates capacities are computed from
-  // (RateFitOptions::capacity_quantile).
+  // (RateFitOptions::capacity_from_mean).
   const LatencyTable& capacity_latencies() const { return capacity_table_; }
 
  protected:
@@ -178,7 +181,7 @@ class RateFitPolicy : public ProfiledPolicy {
   // within both the slack and the capacity budget (budget_), the one with
   // the highest Throughput(), or -1 if none fits. Where execution times are
   // steady that is the batch its capacity_ counts (up to the overhead's
-  // tie-break; capacity_ reads the typical latencies, this the high
+  // tie-break; capacity_ reads the mean latencies, this the high
   // percentile), so the rate check, the backlog check and the dispatch agree
   // on what the subnet delivers.
   // The largest batch within the slack (Clipper+'s rule) can be slower per
@@ -190,7 +193,7 @@ class RateFitPolicy : public ProfiledPolicy {
   int BatchFor(int rank, Nanos slack) const;
 
   RateFitOptions options_;
-  LatencyTable capacity_table_;  // at options_.capacity_quantile
+  LatencyTable capacity_table_;  // see RateFitOptions::capacity_from_mean
   ArrivalRateEstimator arrivals_;
   ArrivalRateEstimator long_arrivals_;
   Nanos budget_ = -1;
