@@ -63,22 +63,17 @@ struct RateFitOptions {
   // l(b) x (1 + 1/n) <= SLO). With several subnets batch_budget stays: the
   // staggered bound there cost attainment on the property test.
   bool one_subnet_staggered_budget = true;
-  // How many queries a worker serves per second is set by what its
-  // batches take on average; whether a query makes its deadline by what
-  // they take at worst. So the capacities behind the rate check (which
-  // subnet carries the load) read a second latency table of the same
-  // telemetry holding each tuple's rolling mean, while every fit against a
-  // slack or the budget, and the batch choice, read the base table's high
-  // percentile. With the p99 here too, a worker whose execution times vary
-  // (two workers sharing one GPU: p99 about 2.2x the median) looked half as
-  // fast as it is, and the policy stepped down to less accurate subnets at
-  // a load the most accurate one served in time. The median instead
-  // overstates a heavy tail's throughput (lognormal noise CV 2: the mean
-  // is 2.2x the median) and answered late where the mean does not
-  // (docs/scheduling-ratefit-history.md, "Capacity at the mean"). Choosing
-  // the batch by mean throughputs too lost the single-subnet overload check.
-  // Until a tuple has telemetry both tables hold the profile. false: the
-  // base table's percentile, as before.
+  // Capacities (the rate check: which subnet carries the load) come from
+  // the rolling mean of each tuple's execution times, kept in a second
+  // latency table of the same telemetry: what a worker serves per second is
+  // set by what its batches take on average. Fits against a slack or the
+  // budget, and the batch choice, keep the high percentile: whether a query
+  // makes its deadline is set by the tail. With the p99 here too, a worker
+  // with a long tail (two workers sharing one GPU) looks far slower than it
+  // is and the policy steps down for nothing; a median would overstate a
+  // heavy tail's throughput (docs/scheduling-ratefit-history.md, "Capacity
+  // at the mean"). Until a tuple has telemetry both tables hold the
+  // profile. false: capacities from the high percentile, as before.
   bool capacity_from_mean = true;
 };
 
