@@ -63,7 +63,7 @@ double LatencyTable::UnmeasuredScale() {
       ratio_scratch_.push_back(static_cast<double>(estimate_[i]) /
                                static_cast<double>(profiled_[i]));
     } else if (measured_[i].count() >= early) {
-      ratio_scratch_.push_back(static_cast<double>(Estimate(measured_[i])) /
+      ratio_scratch_.push_back(static_cast<double>(measured_[i].value()) /
                                static_cast<double>(profiled_[i]));
     }
   }
@@ -192,12 +192,12 @@ bool LatencyTable::Record(int subnet_index, int batch_index, Nanos measured) {
   // threshold count.
   const bool first = !is_measured_[cell];
   is_measured_[cell] = 1;
-  const double moved = static_cast<double>(Estimate(m) - estimate_[cell]);
+  const double moved = static_cast<double>(m.value() - estimate_[cell]);
   if (!first &&
       std::abs(moved) <= options_.min_relative_change * static_cast<double>(estimate_[cell])) {
     return changed;
   }
-  estimate_[cell] = Estimate(m);
+  estimate_[cell] = m.value();
   RebuildDerived();
   return true;
 }

@@ -22,10 +22,6 @@ class LatencyTable {
   struct Options {
     size_t window = 64;        // measurements kept per tuple
     double quantile = 0.99;    // the "high percentile"
-    // The rolling mean of the window instead of its quantile: for an
-    // estimate of throughput rather than of a deadline's risk
-    // (RateFitOptions::capacity_from_mean).
-    bool mean = false;
     size_t min_samples = 16;   // below this the profiled latency stands
     // The estimate moves only when the percentile moved by more than this
     // fraction: every move rebuilds derived tables (O(subnets x batches)).
@@ -150,8 +146,6 @@ class LatencyTable {
   uint64_t version() const { return version_; }
 
  private:
-  // A measured tuple's estimate from its window: the quantile or the mean.
-  Nanos Estimate(const RollingPercentile& m) const { return options_.mean ? m.mean() : m.value(); }
   void RebuildDerived();
   // What unmeasured tuples' profiled latencies are multiplied by now (the
   // drift outside the deadband, else 1 + unmeasured_margin); 0 when no

@@ -51,7 +51,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeBuiltin(const std::string& name,
     o.base = base;
     o.rate_window = config.slackfit.rate_window;
     o.pace = config.ratefit_pace;
-    o.capacity_from_mean = config.ratefit_capacity_from_mean;
+    o.capacity_quantile = config.ratefit_capacity_quantile;
     return std::make_unique<RateFitPolicy>(profile, o);
   }
   if (name == "shadowfit") {
@@ -59,7 +59,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeBuiltin(const std::string& name,
     o.ratefit.base = base;
     o.ratefit.rate_window = config.slackfit.rate_window;
     o.ratefit.pace = config.ratefit_pace;
-    o.ratefit.capacity_from_mean = config.ratefit_capacity_from_mean;
+    o.ratefit.capacity_quantile = config.ratefit_capacity_quantile;
     return std::make_unique<ShadowFitPolicy>(profile, o);
   }
   if (name == "maxbatch") return std::make_unique<MaxBatchPolicy>(profile, base);
@@ -142,7 +142,7 @@ std::string PolicySpecJson(const PolicySpec& spec) {
   config.Add("slackfit", slackfit)
       .Add("fixed_subnet_id", c.fixed_subnet_id)
       .Add("ratefit_pace", c.ratefit_pace)
-      .Add("ratefit_capacity_from_mean", c.ratefit_capacity_from_mean);
+      .Add("ratefit_capacity_quantile", c.ratefit_capacity_quantile);
   return JsonWriter().Add("policy", spec.name).Add("config", config).ToString();
 }
 

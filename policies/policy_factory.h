@@ -27,8 +27,8 @@ struct PolicyConfig {
   int32_t fixed_subnet_id = -1;
   // ratefit and shadowfit: RateFitOptions::pace (0 = eager).
   double ratefit_pace = RateFitOptions().pace;
-  // ratefit and shadowfit: RateFitOptions::capacity_from_mean.
-  bool ratefit_capacity_from_mean = RateFitOptions().capacity_from_mean;
+  // ratefit and shadowfit: RateFitOptions::capacity_quantile.
+  double ratefit_capacity_quantile = RateFitOptions().capacity_quantile;
   // Dynamic models (a profile with a `dynamic` block): orloj, clockwork,
   // nexus.
   OrlojOptions orloj;

@@ -59,10 +59,12 @@ ABSL_FLAG(double, ratefit_pace, superserve::PolicyConfig().ratefit_pace,
           "ratefit and shadowfit: a batch that is not full waits until this many batch "
           "latencies / workers after the last dispatch to another worker, so that workers take "
           "turns (0 = eager; policies/ratefit_policy.h).");
-ABSL_FLAG(bool, ratefit_capacity_from_mean, superserve::PolicyConfig().ratefit_capacity_from_mean,
-          "ratefit and shadowfit: a subnet's capacity (queries/s per worker, the rate check) "
-          "from the rolling mean of its measured execution times; false = from their high "
-          "percentile, like every fit against a deadline (policies/ratefit_policy.h).");
+ABSL_FLAG(double, ratefit_capacity_quantile,
+          superserve::PolicyConfig().ratefit_capacity_quantile,
+          "ratefit and shadowfit: quantile of the measured execution times that a subnet's "
+          "capacity (queries/s per worker, the rate check) is computed from, in (0, 1]; fits "
+          "against a deadline and the batch choice use the high percentile "
+          "(policies/ratefit_policy.h).");
 ABSL_FLAG(bool, print_policy_config, false,
           "Print the effective policy configuration (--policy and every policy option) as one "
           "JSON line and exit.");
@@ -91,7 +93,11 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
   if (!(c.ratefit_pace >= 0)) {
     return FlagError("ratefit_pace", absl::StrCat("must be >= 0; got ", c.ratefit_pace));
   }
-  c.ratefit_capacity_from_mean = absl::GetFlag(FLAGS_ratefit_capacity_from_mean);
+  c.ratefit_capacity_quantile = absl::GetFlag(FLAGS_ratefit_capacity_quantile);
+  if (!(c.ratefit_capacity_quantile > 0 && c.ratefit_capacity_quantile <= 1)) {
+    return FlagError("ratefit_capacity_quantile",
+                     absl::StrCat("must be in (0, 1]; got ", c.ratefit_capacity_quantile));
+  }
   SlackFitOptions& s = c.slackfit;
   s.num_buckets = absl::GetFlag(FLAGS_buckets);
   if (s.num_buckets < 1) {

@@ -9,9 +9,8 @@
 namespace superserve {
 namespace {
 
-LatencyTable::Options CapacityTableOptions(const RateFitOptions& options) {
-  LatencyTable::Options o = options.base.latency;
-  o.mean = options.capacity_from_mean;
+LatencyTable::Options AtQuantile(LatencyTable::Options o, double quantile) {
+  o.quantile = quantile;
   return o;
 }
 
@@ -24,9 +23,13 @@ RateFitPolicy::RateFitPolicy(std::string name, const ModelProfile& profile,
                              RateFitOptions options)
     : ProfiledPolicy(std::move(name), profile, options.base),
       options_(options),
-      capacity_table_(profile, CapacityTableOptions(options)),
       arrivals_(options.rate_window),
-      long_arrivals_(options.drop_rate_window) {}
+      long_arrivals_(options.drop_rate_window) {
+  if (options.capacity_quantile != options.base.latency.quantile) {
+    own_capacity_table_.emplace(profile,
+                                AtQuantile(options.base.latency, options.capacity_quantile));
+  }
+}
 
 void RateFitPolicy::OnArrival(const Query& q, Nanos now) {
   arrivals_.Add(now);
@@ -66,8 +69,10 @@ Decision RateFitPolicy::Decide(const SchedulingContext& ctx) {
 
 void RateFitPolicy::OnCompletion(const CompletionTelemetry& t) {
   ProfiledPolicy::OnCompletion(t);
-  const int bi = capacity_table_.ExactBatchIndex(t.batch_size);
-  if (bi >= 0 && t.exec > 0) capacity_table_.Record(t.subnet_index, bi, t.exec);
+  if (own_capacity_table_) {
+    const int bi = own_capacity_table_->ExactBatchIndex(t.batch_size);
+    if (bi >= 0 && t.exec > 0) own_capacity_table_->Record(t.subnet_index, bi, t.exec);
+  }
   if (t.worker >= 0 && static_cast<size_t>(t.worker) < busy_until_.size()) busy_until_[t.worker] = 0;
 }
 
@@ -126,13 +131,13 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
   // Rebuilding is O(subnets x batches): only when the budget moved by more
   // than 1 % or an estimate changed.
   if (budget_ >= 0 && table_.version() == table_version_ &&
-      capacity_table_.version() == capacity_version_ &&
+      capacity_latencies().version() == capacity_version_ &&
       std::llabs(budget - budget_) * 100 <= budget_) {
     return;
   }
   budget_ = budget;
   table_version_ = table_.version();
-  capacity_version_ = capacity_table_.version();
+  capacity_version_ = capacity_latencies().version();
   const int s = table_.num_subnets();
   capacity_.assign(s, 0.0);
   suffix_max_.assign(s, 0.0);
@@ -154,7 +159,7 @@ void RateFitPolicy::RefreshCapacity(Nanos budget) {
       if (l > budget) break;
       const double b = table_.batch_size(bi) * 1e9;
       capacity_[r] =
-          std::max(capacity_[r], b / static_cast<double>(capacity_table_.latency(r, bi)));
+          std::max(capacity_[r], b / static_cast<double>(capacity_latencies().latency(r, bi)));
       comparable = std::max(comparable, b / static_cast<double>(table_.ComparableLatency(r, bi)));
     }
     if (comparable >= fastest) {  // ties: accuracy

@@ -30,11 +30,9 @@ class RollingPercentile {
     if (samples_.size() < window_) {
       samples_.push_back(v);
     } else {
-      sum_ -= samples_[next_];
       sorted_.erase(std::lower_bound(sorted_.begin(), sorted_.end(), samples_[next_]));
       samples_[next_] = v;
     }
-    sum_ += v;
     sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), v), v);
     next_ = (next_ + 1) % window_;
     if (samples_.size() == window_ && ++since_ < stride_) return;
@@ -45,10 +43,6 @@ class RollingPercentile {
   size_t count() const { return samples_.size(); }
   // The percentile of the samples in the window; 0 when empty.
   Nanos value() const { return value_; }
-  // Their mean (exact: the window's sum is kept); 0 when empty.
-  Nanos mean() const {
-    return samples_.empty() ? 0 : sum_ / static_cast<Nanos>(samples_.size());
-  }
 
  private:
   size_t window_;
@@ -57,7 +51,6 @@ class RollingPercentile {
   size_t since_ = 0;
   size_t next_ = 0;
   Nanos value_ = 0;
-  Nanos sum_ = 0;
   std::vector<Nanos> samples_;
   std::vector<Nanos> sorted_;  // the same samples, ascending
 };

@@ -68,22 +68,6 @@ TEST(LatencyTableTest, LargestBatchWithinMatchesALinearScanOnRandomRows) {
   }
 }
 
-// With Options::mean a measured tuple's estimate is its window's mean, and
-// the drift that unmeasured tuples follow is the mean's too.
-TEST(LatencyTableTest, AMeanTableEstimatesTheWindowsMean) {
-  ModelProfile p = testing::ThreeSubnetProfile();
-  LatencyTable::Options o;
-  o.mean = true;
-  LatencyTable t(p, o);
-  for (int b = 0; b < 2; ++b) {
-    for (int i = 0; i < 16; ++i) t.Record(0, b, Millis(i < 12 ? 2 : 6) * (b + 1));
-  }
-  EXPECT_EQ(t.latency(0, 0), Millis(3));  // (12 x 2 + 4 x 6) / 16; the p99 would be 6
-  EXPECT_EQ(t.latency(0, 1), Millis(6));
-  // Profiled 1 and 1.5 ms: drift 3 and 4, lower median 3.
-  EXPECT_EQ(t.latency(2, 0), Millis(4 * 3));
-}
-
 TEST(LatencyTableTest, RollingHighPercentileReplacesProfileAfterEnoughSamples) {
   ModelProfile p = testing::ThreeSubnetProfile();
   LatencyTable::Options o;
@@ -290,10 +274,6 @@ TEST(RollingPercentileTest, MatchesASortOfTheWindowAtEachRecompute) {
           }
           ASSERT_EQ(r.value(), expected) << "window " << window << " stride " << stride
                                          << " q " << q << " sample " << i;
-          Nanos sum = 0;
-          for (Nanos x : last) sum += x;
-          ASSERT_EQ(r.mean(), sum / static_cast<Nanos>(last.size()))
-              << "window " << window << " sample " << i;
         }
       }
     }

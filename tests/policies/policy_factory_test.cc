@@ -89,7 +89,7 @@ TEST(PolicySpecJsonTest, NamesEveryOption) {
   const std::string json = PolicySpecJson(spec);
   for (const char* field :
        {"\"policy\":\"ratefit\"", "\"fixed_subnet_id\":-1", "\"ratefit_pace\":1",
-        "\"ratefit_capacity_from_mean\":true", "\"num_buckets\":8",
+        "\"ratefit_capacity_quantile\":0.99", "\"num_buckets\":8",
         "\"drop_below_first_bucket\":false", "\"bucket_ties\":\"accuracy\"", "\"guard_headroom\"",
         "\"guard_upgrades_only\":true", "\"rate_window_ns\":100000000", "\"fit_margin\"",
         "\"initial_overhead_ns\":500000", "\"overhead_quantile\":0.5",

@@ -14,7 +14,7 @@
 ABSL_DECLARE_FLAG(std::string, policy);
 ABSL_DECLARE_FLAG(int32_t, fixed_subnet);
 ABSL_DECLARE_FLAG(double, ratefit_pace);
-ABSL_DECLARE_FLAG(bool, ratefit_capacity_from_mean);
+ABSL_DECLARE_FLAG(double, ratefit_capacity_quantile);
 ABSL_DECLARE_FLAG(int32_t, buckets);
 ABSL_DECLARE_FLAG(bool, drop_below_first_bucket);
 ABSL_DECLARE_FLAG(bool, follow_drift);
@@ -41,7 +41,7 @@ TEST(PolicyFlagsTest, DefaultsAreTheDefaultConstructedConfig) {
   const PolicyConfig& def = want.config;
   EXPECT_EQ(got.fixed_subnet_id, def.fixed_subnet_id);
   EXPECT_EQ(got.ratefit_pace, def.ratefit_pace);
-  EXPECT_EQ(got.ratefit_capacity_from_mean, def.ratefit_capacity_from_mean);
+  EXPECT_EQ(got.ratefit_capacity_quantile, def.ratefit_capacity_quantile);
   const SlackFitOptions& s = got.slackfit;
   const SlackFitOptions& d = def.slackfit;
   EXPECT_EQ(s.num_buckets, d.num_buckets);
@@ -82,7 +82,7 @@ TEST(PolicyFlagsTest, TheDefaultsAreTheLiveOnes) {
   EXPECT_EQ(c.slackfit.base.initial_overhead, Micros(500));
   EXPECT_EQ(c.fixed_subnet_id, -1);
   EXPECT_EQ(c.ratefit_pace, 1.0);
-  EXPECT_TRUE(c.ratefit_capacity_from_mean);
+  EXPECT_EQ(c.ratefit_capacity_quantile, 0.99);
 }
 
 TEST(PolicyFlagsTest, EveryFlagReachesTheConfig) {
@@ -90,7 +90,7 @@ TEST(PolicyFlagsTest, EveryFlagReachesTheConfig) {
   absl::SetFlag(&FLAGS_policy, "slackfit-rg");
   absl::SetFlag(&FLAGS_fixed_subnet, 3);
   absl::SetFlag(&FLAGS_ratefit_pace, 0.5);
-  absl::SetFlag(&FLAGS_ratefit_capacity_from_mean, false);
+  absl::SetFlag(&FLAGS_ratefit_capacity_quantile, 0.75);
   absl::SetFlag(&FLAGS_buckets, 12);
   absl::SetFlag(&FLAGS_drop_below_first_bucket, true);
   absl::SetFlag(&FLAGS_follow_drift, false);
@@ -107,7 +107,7 @@ TEST(PolicyFlagsTest, EveryFlagReachesTheConfig) {
   const PolicyConfig& c = spec->config;
   EXPECT_EQ(c.fixed_subnet_id, 3);
   EXPECT_EQ(c.ratefit_pace, 0.5);
-  EXPECT_FALSE(c.ratefit_capacity_from_mean);
+  EXPECT_EQ(c.ratefit_capacity_quantile, 0.75);
   EXPECT_EQ(c.slackfit.num_buckets, 12);
   EXPECT_TRUE(c.slackfit.drop_below_first_bucket);
   EXPECT_FALSE(c.slackfit.base.latency.unmeasured_follow_drift);
@@ -137,6 +137,9 @@ TEST(PolicyFlagsTest, BadValuesAreErrorsNamingTheFlag) {
       {"--guard_window_ms", [] { absl::SetFlag(&FLAGS_guard_window_ms, 0); }},
       {"--initial_overhead_us", [] { absl::SetFlag(&FLAGS_initial_overhead_us, -1); }},
       {"--ratefit_pace", [] { absl::SetFlag(&FLAGS_ratefit_pace, -0.5); }},
+      {"--ratefit_capacity_quantile", [] { absl::SetFlag(&FLAGS_ratefit_capacity_quantile, 0); }},
+      {"--ratefit_capacity_quantile",
+       [] { absl::SetFlag(&FLAGS_ratefit_capacity_quantile, 1.5); }},
   };
   for (const Case& c : cases) {
     absl::FlagSaver saver;
