@@ -179,11 +179,11 @@ class RateFitPolicy : public ProfiledPolicy {
   double Throughput(int rank, int batch_index) const;
   // The batch `rank` runs when the head has `slack` left: of the batches
   // within both the slack and the capacity budget (budget_), the one with
-  // the highest Throughput(), or -1 if none fits. Where execution times are
-  // steady that is the batch its capacity_ counts (up to the overhead's
-  // tie-break; capacity_ reads the typical latencies, this the high
-  // percentile), so the rate check, the backlog check and the dispatch agree
-  // on what the subnet delivers.
+  // the highest Throughput(), or -1 if none fits. That is the batch its
+  // capacity_ counts (up to the overhead's tie-break, and, with a lower
+  // capacity_quantile, to the spread between the two quantiles), so the rate
+  // check, the backlog check and the dispatch agree on what the subnet
+  // delivers.
   // The largest batch within the slack (Clipper+'s rule) can be slower per
   // query (CPU-shaped profiles are flat in batch between two knees and
   // linear past the second) and can exceed the budget, and a backlog check
