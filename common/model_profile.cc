@@ -67,7 +67,40 @@ absl::Status ValidateHistogram(const v1::ModelProfile& p, int index) {
   return absl::OkStatus();
 }
 
+// `field` names the list in errors; `exits` is the length every list given
+// must share (0 until the first non-empty one sets it).
+absl::Status ValidateExitAccuracy(const google::protobuf::RepeatedField<double>& acc,
+                                  const std::string& field, int* exits) {
+  if (acc.empty()) return absl::OkStatus();
+  for (int i = 0; i < acc.size(); ++i) {
+    if (!std::isfinite(acc[i]) || acc[i] < 0 || acc[i] > 100) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "[", i, "] = ", acc[i], " must be a top-1 accuracy in [0, 100] percent"));
+    }
+  }
+  if (*exits == 0) *exits = acc.size();
+  if (acc.size() != *exits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has ", acc.size(), " entries where another exit_accuracy has ",
+                     *exits, " (one per exit)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+double DynamicModelProfile::ExitAccuracy(std::string_view application, int32_t exit) const {
+  if (exit < 0) return 0;
+  const auto at = [exit](const std::vector<double>& acc) {
+    return static_cast<size_t>(exit) < acc.size() ? acc[static_cast<size_t>(exit)] : 0.0;
+  };
+  if (!application.empty()) {
+    for (const ApplicationHistogram& a : applications) {
+      if (a.application == application && !a.exit_accuracy.empty()) return at(a.exit_accuracy);
+    }
+  }
+  return at(exit_accuracy);
+}
 
 absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
   if (p.model().empty()) {
@@ -161,9 +194,23 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
       return absl::InvalidArgumentError(absl::StrCat(Where(p), "field dynamic.per_request_factor = ",
                                                      d.per_request_factor(), " must be > 0"));
     }
+    int exits = 0;
+    if (auto st = ValidateExitAccuracy(d.exit_accuracy(),
+                                       absl::StrCat(Where(p), "field dynamic.exit_accuracy"), &exits);
+        !st.ok()) {
+      return st;
+    }
     std::unordered_set<std::string> apps;
     for (int i = 0; i < d.applications_size(); ++i) {
       if (auto st = ValidateHistogram(p, i); !st.ok()) return st;
+      if (auto st = ValidateExitAccuracy(
+              d.applications(i).exit_accuracy(),
+              absl::StrCat(Where(p), "dynamic.applications[", i, "] \"",
+                           d.applications(i).application(), "\": field exit_accuracy"),
+              &exits);
+          !st.ok()) {
+        return st;
+      }
       if (!apps.insert(d.applications(i).application()).second) {
         return absl::InvalidArgumentError(absl::StrCat(Where(p), "dynamic.applications[", i,
                                                        "]: field application \"",
@@ -202,11 +249,14 @@ absl::StatusOr<ModelProfile> ModelProfile::FromProto(const v1::ModelProfile& p) 
     m.is_dynamic = p.dynamic().applications_size() > 0;
     m.dynamic.batch_overhead_us = p.dynamic().batch_overhead_us();
     m.dynamic.per_request_factor = p.dynamic().per_request_factor();
+    m.dynamic.exit_accuracy.assign(p.dynamic().exit_accuracy().begin(),
+                                   p.dynamic().exit_accuracy().end());
     for (const auto& h : p.dynamic().applications()) {
       ApplicationHistogram a;
       a.application = h.application();
       a.bin_edges_us.assign(h.bin_edges_us().begin(), h.bin_edges_us().end());
       a.counts.assign(h.counts().begin(), h.counts().end());
+      a.exit_accuracy.assign(h.exit_accuracy().begin(), h.exit_accuracy().end());
       m.dynamic.applications.push_back(std::move(a));
     }
   }
@@ -329,11 +379,13 @@ void ModelProfile::ToProto(v1::ModelProfile* p) const {
     auto* d = p->mutable_dynamic();
     d->set_batch_overhead_us(dynamic.batch_overhead_us);
     d->set_per_request_factor(dynamic.per_request_factor);
+    for (double x : dynamic.exit_accuracy) d->add_exit_accuracy(x);
     for (const auto& a : dynamic.applications) {
       auto* h = d->add_applications();
       h->set_application(a.application);
       for (double e : a.bin_edges_us) h->add_bin_edges_us(e);
       for (double c : a.counts) h->add_counts(c);
+      for (double x : a.exit_accuracy) h->add_exit_accuracy(x);
     }
   }
 }

@@ -33,12 +33,22 @@ struct ApplicationHistogram {
   std::string application;
   std::vector<double> bin_edges_us;  // size = counts.size() + 1, strictly increasing
   std::vector<double> counts;        // >= 0, sum > 0
+  // Top-1 accuracy, percent, of the application's held-out samples that left
+  // at each exit (0-based); empty when not measured.
+  std::vector<double> exit_accuracy;
 };
 
 struct DynamicModelProfile {
   double batch_overhead_us = 0;
   double per_request_factor = 1;
   std::vector<ApplicationHistogram> applications;
+  // As ApplicationHistogram::exit_accuracy, over the whole held-out test set.
+  std::vector<double> exit_accuracy;
+
+  // The accuracy an answer that left at `exit` (0-based) carries: the
+  // application's figure if it has one, else the model's, else 0 (not
+  // measured). O(applications) string compares.
+  double ExitAccuracy(std::string_view application, int32_t exit) const;
 };
 
 // The validated, torch-free view of a profile.proto ModelProfile. Stored on
@@ -50,7 +60,10 @@ struct DynamicModelProfile {
 //     size; latencies finite, > 0 and non-decreasing in batch size;
 //   - input_shape entries > 0; num_classes >= 0;
 //   - input_normalization (if present): mean finite, std finite and > 0;
-//   - dynamic histograms: edges strictly increasing, counts >= 0 with sum > 0.
+//   - dynamic histograms: edges strictly increasing, counts >= 0 with sum > 0;
+//   - dynamic exit_accuracy (model-wide and per application, each optional):
+//     finite in [0, 100] percent, and every one that is given has as many
+//     entries (one per exit).
 struct ModelProfile {
   std::string model;
   std::string family;

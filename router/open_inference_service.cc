@@ -203,6 +203,7 @@ void ToOpenInferenceResponse(const inference::ModelInferRequest& request, v1::In
   SetParam(out, "superserve_subnet_id", native->served_by().subnet_id());
   (*out->mutable_parameters())["superserve_accuracy"].set_double_param(
       native->served_by().accuracy());
+  if (native->served_by().exit() > 0) SetParam(out, "superserve_exit", native->served_by().exit());
   auto details = request.parameters().find("superserve_details");
   if (details != request.parameters().end() && details->second.bool_param()) {
     (*out->mutable_parameters())["superserve_worker"].set_string_param(

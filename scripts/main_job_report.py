@@ -41,7 +41,7 @@ def main():
         with open(f"{out}/{label}.json") as f:
             s = json.load(f)
         print(f"{label:<22}{s['queries']:>8}{s['slo_attainment']:>12.4f}"
-              f"{s['mean_accuracy']:>12.2f}{100 * s['measured_accuracy']:>12.2f}"
+              f"{s['mean_accuracy']:>12.2f}{s['measured_accuracy']:>12.2f}"
               f"{s['p99_ms']:>9.1f}{s['throughput_qps']:>8.1f}")
         series[label] = per_second(f"{out}/{label}.csv")
     print("(accuracy % = mean profiled accuracy of the serving subnets over in-time queries;"

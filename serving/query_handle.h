@@ -26,7 +26,10 @@ struct QueryAnswer {
   // The rest is set only when status is OK.
   std::shared_ptr<QueryPayload> output;
   int32_t subnet_id = -1;
-  double accuracy = 0;  // the subnet's profiled top-1 accuracy, percent
+  // Profiled top-1 accuracy, percent: the subnet's, or for a dynamic model
+  // that of the queries that left at the same exit (0 when not profiled).
+  double accuracy = 0;
+  int32_t exit = -1;  // dynamic models: the 0-based exit the query left at
   std::shared_ptr<const std::string> worker;
   int32_t batch_size = 0;  // queries in the batch that served it
   Nanos queued = 0;        // arrival to dispatch

@@ -714,6 +714,8 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     const bool refused = outcome.status.code() == absl::StatusCode::kDeadlineExceeded;
     // A refused batch did not run: its round trip measured the worker's
     // delay, not the dispatch overhead, so the policy is not told.
+    // Kept past the policy's telemetry: the answers carry each query's exit.
+    CompletionTelemetry t;
     if (m != nullptr && !refused) {
       // Per-worker speed (docs/faults.md): the policy's shared estimates get
       // the exec time this batch would have taken on a fleet-speed worker.
@@ -722,7 +724,6 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         RecordSpeedLocked(w, *m, *b, outcome.exec);
         speed = w->relative_speed;
       }
-      CompletionTelemetry t;
       t.worker = worker;
       t.subnet_index = b->subnet_index;
       t.batch_size = b->batch_size;
@@ -747,6 +748,17 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         std::vector<char>& answered = answered_scratch_;
         answered.assign(n, 0);
         int32_t foreign = 0, duplicate = 0;
+        // Dynamic models: the telemetry of the query answered, found by id
+        // (workers report it in the results' order, so the cursor's next
+        // entry is the usual match).
+        size_t cursor = 0;
+        const auto telemetry_of = [&](QueryId id) -> const QueryTelemetry* {
+          if (cursor < t.queries.size() && t.queries[cursor].id == id) return &t.queries[cursor++];
+          for (const QueryTelemetry& q : t.queries) {
+            if (q.id == id) return &q;
+          }
+          return nullptr;
+        };
         for (size_t i = 0; i < outcome.outputs.size(); ++i) {
           const QueryId id = outcome.outputs[i].first;
           size_t k = i < n && b->queries[i] == id
@@ -774,6 +786,16 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           a.output = std::move(outcome.outputs[i].second);
           a.subnet_id = subnet != nullptr ? subnet->id : -1;
           a.accuracy = subnet != nullptr ? subnet->accuracy : 0;
+          if (const QueryTelemetry* q =
+                  m->profile.is_dynamic && !t.queries.empty() ? telemetry_of(id) : nullptr) {
+            a.exit = q->exit;
+            const int32_t app = pit->second.query.application;
+            a.accuracy = m->profile.dynamic.ExitAccuracy(
+                app >= 0 && static_cast<size_t>(app) < application_names_.size()
+                    ? std::string_view(*application_names_[app])
+                    : std::string_view(),
+                q->exit);
+          }
           a.worker = w->name;
           a.batch_size = static_cast<int32_t>(n);
           a.queued = pit->second.dispatched_at - pit->second.query.arrival;

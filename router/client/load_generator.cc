@@ -198,6 +198,7 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(absl::Span<InferenceClient*
           const auto& resp = res.response;
           r.subnet_id = resp.served_by().subnet_id();
           r.accuracy = resp.served_by().accuracy();
+          r.exit = resp.served_by().exit();
           r.worker = resp.served_by().worker();
           r.batch_size = resp.batch_size();
           r.queue_us = resp.queue_us();
@@ -271,7 +272,7 @@ ReplaySummary Summarize(const std::vector<QueryRecord>& records) {
   if (s.queries > 0) s.slo_attainment = static_cast<double>(s.ok) / s.queries;
   if (s.ok > 0) {
     s.mean_accuracy = acc_sum / s.ok;
-    s.measured_accuracy = static_cast<double>(correct) / s.ok;
+    s.measured_accuracy = 100.0 * static_cast<double>(correct) / s.ok;
   }
   s.p50_ms = Percentile(latencies, 0.50);
   s.p99_ms = Percentile(latencies, 0.99);
@@ -322,7 +323,7 @@ absl::Status WriteRecordsCsv(const std::string& path, const std::vector<QueryRec
   std::ofstream out(path);
   if (!out) return absl::UnavailableError(absl::StrCat(path, ": cannot write"));
   out << "sent_us,slo_us,latency_us,status,in_slo,subnet,accuracy,batch_size,queue_us,exec_us,"
-         "label,predicted,correct,worker,model,application\n";
+         "label,predicted,correct,worker,model,application,exit\n";
   for (const auto& r : records) {
     out << r.sent / kNanosPerMicro << ',' << r.slo / kNanosPerMicro << ','
         << r.latency / kNanosPerMicro << ','
@@ -330,7 +331,7 @@ absl::Status WriteRecordsCsv(const std::string& path, const std::vector<QueryRec
         << (r.in_slo ? 1 : 0) << ',' << r.subnet_id << ',' << r.accuracy << ',' << r.batch_size
         << ',' << r.queue_us << ',' << r.exec_us << ',' << r.label << ',' << r.predicted << ','
         << (r.predicted >= 0 && r.predicted == r.label ? 1 : 0) << ',' << r.worker << ','
-        << r.model << ',' << r.application << '\n';
+        << r.model << ',' << r.application << ',' << r.exit << '\n';
   }
   return out ? absl::OkStatus() : absl::DataLossError(absl::StrCat(path, ": write failed"));
 }

@@ -68,7 +68,10 @@ struct QueryRecord {
   bool answered = false;
   bool in_slo = false;  // OK and latency <= slo
   int32_t subnet_id = -1;
-  double accuracy = 0;  // profiled accuracy of the serving subnet, percent
+  // Profiled top-1 accuracy, percent, of the serving subnet (or, for a
+  // dynamic model, of its exit).
+  double accuracy = 0;
+  int32_t exit = 0;  // dynamic models: the 1-based exit taken; 0 otherwise
   int32_t batch_size = 0;
   int64_t queue_us = 0;
   int64_t exec_us = 0;
@@ -86,7 +89,7 @@ struct ReplaySummary {
   int64_t ok = 0;                 // served within the SLO
   double slo_attainment = 0;      // ok / queries
   double mean_accuracy = 0;       // mean profiled accuracy over ok queries, percent
-  double measured_accuracy = 0;   // fraction of ok queries whose prediction was right
+  double measured_accuracy = 0;   // top-1 percent: ok queries whose prediction was right
   double p50_ms = 0, p99_ms = 0;  // latency of answered queries
   double throughput_qps = 0;      // ok / replay span
   std::string ToJson() const;

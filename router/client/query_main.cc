@@ -7,6 +7,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/idx_reader.h"
 #include "common/clock.h"
@@ -34,8 +35,9 @@ int main(int argc, char** argv) {
            "[--timeout_ms MS]\n\n"
            "Sends Fashion-MNIST test images (pixels/255, the model's own normalisation is applied\n"
            "by the worker) to the router, one Inference.Infer call per image with the given\n"
-           "deadline, and prints per image the label, the prediction, the subnet that served it,\n"
-           "its profiled accuracy, the batch it ran in and the time queued and executing.\n"
+           "deadline, and prints per image the label, the prediction, what served it (a\n"
+           "supernet's subnet, or the exit an early-exit model's query left at), its profiled\n"
+           "accuracy, the batch it ran in and the time queued and executing.\n"
            "Exit code: 0 when every call was answered OK, 1 otherwise (the status is printed).");
   const int64_t first = absl::GetFlag(FLAGS_image);
   const int64_t count = absl::GetFlag(FLAGS_count);
@@ -77,8 +79,8 @@ int main(int argc, char** argv) {
   InferenceClient client(absl::GetFlag(FLAGS_router), Transport::kUnary, *credentials);
   const Nanos timeout = static_cast<Nanos>(absl::GetFlag(FLAGS_timeout_ms) * 1e6);
   int failed = 0;
-  std::printf("%-6s %-5s %-9s %-6s %-11s %-5s %-9s %-9s %s\n", "image", "label", "predicted",
-              "subnet", "accuracy_%", "batch", "queue_us", "exec_us", "latency_ms");
+  std::printf("%-6s %-5s %-9s %-10s %-11s %-5s %-9s %-9s %s\n", "image", "label", "predicted",
+              "served_by", "accuracy_%", "batch", "queue_us", "exec_us", "latency_ms");
   for (int64_t i = first; i < first + count; ++i) {
     v1::InferRequest request = *inputs->requests[i];
     if (!absl::GetFlag(FLAGS_application).empty()) {
@@ -93,9 +95,14 @@ int main(int argc, char** argv) {
                   inputs->labels[i], latency_ms, response.status().ToString().c_str());
       continue;
     }
-    std::printf("%-6lld %-5d %-9d %-6d %-11.2f %-5d %-9lld %-9lld %.2f\n",
+    // A supernet answers from a subnet, an early-exit model from an exit.
+    const std::string served_by =
+        response->served_by().exit() > 0
+            ? absl::StrCat("exit ", response->served_by().exit())
+            : absl::StrCat("subnet ", response->served_by().subnet_id());
+    std::printf("%-6lld %-5d %-9d %-10s %-11.2f %-5d %-9lld %-9lld %.2f\n",
                 static_cast<long long>(i), inputs->labels[i], ArgMax(response->output()),
-                response->served_by().subnet_id(), response->served_by().accuracy(),
+                served_by.c_str(), response->served_by().accuracy(),
                 response->batch_size(), static_cast<long long>(response->queue_us()),
                 static_cast<long long>(response->exec_us()), latency_ms);
   }

@@ -288,7 +288,9 @@ TEST_P(DefaultPolicyPropertyTest, AttainmentNearTheBestBaselineWhereNoFixedSubne
   }
   // The generated GPU- and CPU-shaped cases include overload (6 and 12 rows
   // with these seeds); the linear ones happen not to.
-  if (GetParam() != ProfileShape::kLinear) EXPECT_GT(without_envelope, 0);
+  if (GetParam() != ProfileShape::kLinear) {
+    EXPECT_GT(without_envelope, 0);
+  }
 }
 
 TEST_P(DefaultPolicyPropertyTest, AccuracyWithinThreeTenthsOfTheClipperEnvelope) {

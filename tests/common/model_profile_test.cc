@@ -1,5 +1,6 @@
 #include "common/model_profile.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -190,6 +191,40 @@ TEST(ModelProfileTest, LoadsADynamicModelWithoutSubnets) {
   // Without histograms and without subnets there is nothing to schedule.
   EXPECT_FALSE(ModelProfile::FromJson(R"({"model": "x", "batch_sizes": [1],
     "dynamic": {"per_request_factor": 1}})").ok());
+}
+
+TEST(ModelProfileTest, ExitAccuracyIsValidatedRoundTripsAndFallsBackToTheModel) {
+  const std::string json = R"({"model": "early-exit", "batch_sizes": [1, 2],
+    "dynamic": {"batch_overhead_us": 500, "per_request_factor": 0.25,
+      "exit_accuracy": [90, 80, 70],
+      "applications": [
+        {"application": "clean", "bin_edges_us": [100, 200], "counts": [3],
+         "exit_accuracy": [99, 95, 85]},
+        {"application": "noisy", "bin_edges_us": [100, 400], "counts": [5]}]}})";
+  auto m = ModelProfile::FromJson(json);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const DynamicModelProfile& d = m->dynamic;
+  EXPECT_DOUBLE_EQ(d.ExitAccuracy("clean", 2), 85);
+  EXPECT_DOUBLE_EQ(d.ExitAccuracy("noisy", 0), 90) << "no figures of its own: the model's";
+  EXPECT_DOUBLE_EQ(d.ExitAccuracy("", 1), 80);
+  EXPECT_DOUBLE_EQ(d.ExitAccuracy("unknown", 1), 80);
+  EXPECT_DOUBLE_EQ(d.ExitAccuracy("clean", 3), 0) << "an exit past the profile's";
+  EXPECT_DOUBLE_EQ(d.ExitAccuracy("clean", -1), 0) << "exit not reported";
+  auto back = ModelProfile::FromJson(m->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->dynamic.exit_accuracy, d.exit_accuracy);
+  EXPECT_EQ(back->dynamic.applications[0].exit_accuracy, d.applications[0].exit_accuracy);
+
+  v1::ModelProfile p;
+  m->ToProto(&p);
+  p.mutable_dynamic()->mutable_applications(0)->set_exit_accuracy(1, 100.5);
+  ExpectRejected(p, "\"clean\"", "exit_accuracy[1] = 100.5");
+  p.mutable_dynamic()->mutable_applications(0)->set_exit_accuracy(1, 95);
+  p.mutable_dynamic()->mutable_applications(0)->add_exit_accuracy(60);
+  ExpectRejected(p, "\"clean\"", "one per exit");
+  p.mutable_dynamic()->mutable_applications(0)->clear_exit_accuracy();
+  p.mutable_dynamic()->set_exit_accuracy(0, std::nan(""));
+  ExpectRejected(p, "dynamic.exit_accuracy[0]");
 }
 
 TEST(ModelProfileTest, JsonRoundTripAndFileIo) {

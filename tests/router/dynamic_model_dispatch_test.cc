@@ -39,6 +39,10 @@ ModelProfile DynamicProfile() {
   p.dynamic.batch_overhead_us = 500;
   p.dynamic.per_request_factor = 0.5;
   p.dynamic.applications = {{"easy", {100, 200}, {1}}, {"hard", {1000, 2000}, {1}}};
+  // The accuracy an answer from each exit carries: per application where the
+  // profile has it ("hard"), else the model's.
+  p.dynamic.applications[1].exit_accuracy = {60, 70, 75};
+  p.dynamic.exit_accuracy = {90, 91, 92};
   return p;
 }
 
@@ -150,6 +154,10 @@ TEST(DynamicModelDispatch, ApplicationReachesTheWorkerAndExitsComeBack) {
   ASSERT_EQ(q.answers, 1);
   EXPECT_TRUE(q.status.ok()) << q.status;
   EXPECT_EQ(q.response_.output().data().size(), 12u);
+  // The answer says which exit served it, with that exit's accuracy.
+  EXPECT_EQ(q.response_.served_by().exit(), 3) << "1-based, as the worker reported it";
+  EXPECT_EQ(q.response_.served_by().subnet_id(), -1);
+  EXPECT_DOUBLE_EQ(q.response_.served_by().accuracy(), 75) << "hard's own figure for exit 3";
 
   // Per-application metrics beside the per-model ones.
   const std::string text = metrics.Scrape();
@@ -159,6 +167,44 @@ TEST(DynamicModelDispatch, ApplicationReachesTheWorkerAndExitsComeBack) {
       << text;
   EXPECT_NE(text.find("superserve_application_slo_attainment{application=\"hard\",model=\"dyn\"} 1"),
             std::string::npos);
+}
+
+// An application the profile has no accuracy for, and an exit the worker did
+// not report, fall back to the model's figure and to none.
+TEST(DynamicModelDispatch, AnswersFallBackToTheModelsExitAccuracy) {
+  SimulatedClock clock(Seconds(1));
+  RouterMetrics metrics;
+  std::vector<std::unique_ptr<FakeQuery>> queries;  // outlive the dispatcher
+  Dispatcher d(Options(), &clock, &metrics);
+  ASSERT_TRUE(d.AddModel(DynamicProfile()).ok());
+  auto conn = std::make_shared<FakeConnection>();
+  v1::RegisterWorker hello;
+  hello.set_worker_id("w");
+  hello.add_models("dyn");
+  auto w = d.RegisterWorker(hello, conn);
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (int exit : {1, 0}) {  // 0: the worker did not say
+    queries.push_back(std::make_unique<FakeQuery>("dyn", "easy"));
+    FakeQuery& q = *queries.back();
+    d.Submit(&q, clock.Now() + Millis(50));
+    auto batch = conn->NextBatch();
+    ASSERT_NE(batch, nullptr);
+    v1::BatchResult r;
+    r.set_batch_id(batch->batch().batch_id());
+    r.set_exec_us(300);
+    auto* qr = r.add_results();
+    qr->set_query_id(batch->batch().queries(0).query_id());
+    qr->set_exit(exit);
+    qr->set_own_us(150);
+    EncodeTensor(MakeFloatTensor({3}, std::vector<float>{1, 0, 0}), qr->mutable_output());
+    ASSERT_TRUE(clock.Advance(Millis(1)).ok());
+    d.OnBatchResult(*w, &r);
+    ASSERT_EQ(q.answers, 1);
+    ASSERT_TRUE(q.status.ok()) << q.status;
+    EXPECT_EQ(q.response_.served_by().exit(), exit);
+    EXPECT_DOUBLE_EQ(q.response_.served_by().accuracy(), exit == 1 ? 90 : 0)
+        << "exit " << exit << ": \"easy\" has no figures of its own";
+  }
 }
 
 TEST(DynamicModelDispatch, StaticResultsCarryNoQueryTelemetry) {

@@ -643,11 +643,13 @@ TEST(EngineIntegration, QueryCommandAnswersEachImageAndNamesErrors) {
   int rows = 0;
   for (absl::string_view line : absl::StrSplit(out, '\n')) {
     std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (f.size() != 9 || f[0] == "image") continue;
+    // image label predicted "subnet" ID accuracy batch queue exec latency
+    if (f.size() != 10 || f[0] == "image") continue;
     ++rows;
     EXPECT_EQ(f[0], std::to_string(4 + rows)) << line;
+    EXPECT_EQ(f[3], "subnet") << line;
     int subnet = -1;
-    ASSERT_TRUE(absl::SimpleAtoi(f[3], &subnet)) << line;
+    ASSERT_TRUE(absl::SimpleAtoi(f[4], &subnet)) << line;
     EXPECT_GE(profile->profile.SubnetIndex(subnet), 0) << line;
   }
   EXPECT_EQ(rows, 3) << out;

@@ -446,8 +446,11 @@ TEST_F(HostileInput, EveryKindIsAnsweredPreciselyWhileAnotherClientIsServed) {
   EXPECT_TRUE(cluster_->router().running());
   rss.Stop();
   const int64_t bound = idle_rss_ * 3 / 2 + kConfiguredBoundBytes;
-  if (kRssIsMeaningful) EXPECT_LE(rss.peak(), bound) << "router VmRSS peaked at " << rss.peak() / 1024 << " KiB; idle "
-                               << idle_rss_ / 1024 << " KiB, bound " << bound / 1024 << " KiB";
+  if (kRssIsMeaningful) {
+    EXPECT_LE(rss.peak(), bound) << "router VmRSS peaked at " << rss.peak() / 1024
+                                 << " KiB; idle " << idle_rss_ / 1024 << " KiB, bound "
+                                 << bound / 1024 << " KiB";
+  }
   std::printf("router VmRSS: idle %lld KiB, peak %lld KiB, bound %lld KiB\n",
               static_cast<long long>(idle_rss_ / 1024), static_cast<long long>(rss.peak() / 1024),
               static_cast<long long>(bound / 1024));
@@ -514,7 +517,9 @@ TEST_F(HostileInput, StreamThatNeverReadsIsCutOff) {
   EXPECT_EQ(good.failed(), 0) << good.last_error();
   rss.Stop();
   const int64_t bound = idle_rss_ * 3 / 2 + kConfiguredBoundBytes;
-  if (kRssIsMeaningful) EXPECT_LE(rss.peak(), bound);
+  if (kRssIsMeaningful) {
+    EXPECT_LE(rss.peak(), bound);
+  }
   std::printf(
       "stream cut off after %lld queries sent, %lld answers read; router VmRSS idle %lld "
       "KiB, at cut-off %lld KiB, peak %lld KiB, bound %lld KiB\n",

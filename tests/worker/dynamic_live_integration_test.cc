@@ -125,7 +125,7 @@ TEST(DynamicLiveIntegration, BothModelsServedAndEveryAnswerIsTheOfflinePredictio
   auto net = models::EarlyExitNet::Load(dynamic.directory + "/checkpoint.pt");
   ASSERT_TRUE(net.ok()) << net.status();
   const int64_t classes = dynamic.profile.num_classes;
-  int exit_compared = 0, exit_agree = 0;
+  int exit_compared = 0, exit_agree = 0, exits_agree = 0;
   std::map<std::string, int> exit_per_app;
   for (const auto& r : *records) {
     if (r.model != dynamic.name || r.code != absl::StatusCode::kOk) continue;
@@ -138,6 +138,12 @@ TEST(DynamicLiveIntegration, BothModelsServedAndEveryAnswerIsTheOfflinePredictio
     ++exit_compared;
     exit_agree += Predicted(alone->logits.data(), classes) == r.predicted;
     ++exit_per_app[r.application];
+    exits_agree += r.exit == alone->exit_taken[0] + 1;
+    // The answer carries the profiled accuracy of its application's exit.
+    ASSERT_GE(r.exit, 1) << "an early-exit answer names its exit";
+    EXPECT_DOUBLE_EQ(r.accuracy, dynamic.profile.dynamic.ExitAccuracy(r.application, r.exit - 1))
+        << r.application << " exit " << r.exit;
+    EXPECT_GT(r.accuracy, 0) << "the bundled profile has every exit's accuracy";
   }
   std::printf("early exit: %d of %d answers equal the offline prediction\n", exit_agree,
               exit_compared);
@@ -148,6 +154,8 @@ TEST(DynamicLiveIntegration, BothModelsServedAndEveryAnswerIsTheOfflinePredictio
   EXPECT_GE(exit_agree, exit_compared - std::max(1, exit_compared / 200))
       << exit_agree << " of " << exit_compared
       << " early-exit answers match the offline prediction";
+  EXPECT_GE(exits_agree, exit_compared - std::max(1, exit_compared / 200))
+      << exits_agree << " of " << exit_compared << " early-exit answers left at the offline exit";
 
   // Supernet: each answer against its serving subnet, offline, one image at
   // a time (models/ofa_resnet directly: the executor's warm-up of every

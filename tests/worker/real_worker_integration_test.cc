@@ -58,7 +58,7 @@ TEST(RealWorkerIntegration, ServedSubnetIsTheSubnetThatRan) {
   std::printf("%s\n", s.ToJson().c_str());
   for (const auto& r : *records) ASSERT_TRUE(r.answered);
   EXPECT_GE(s.slo_attainment, 0.99);
-  EXPECT_NEAR(s.measured_accuracy * 100, s.mean_accuracy, 1.5)
+  EXPECT_NEAR(s.measured_accuracy, s.mean_accuracy, 1.5)
       << "measured accuracy of the answers vs the profiled accuracy of the subnets that served";
 
   // Offline: what each serving subnet predicts for each image it served.

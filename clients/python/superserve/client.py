@@ -18,13 +18,17 @@ CHANNEL_OPTIONS = [
 class InferResult:
     """One served query: the output array and what served it."""
 
-    __slots__ = ("output", "subnet_id", "accuracy", "worker", "batch_size", "queue_us",
-                 "exec_us")
+    __slots__ = ("output", "subnet_id", "accuracy", "exit", "worker", "batch_size",
+                 "queue_us", "exec_us")
 
     def __init__(self, response):
         self.output = from_wire(response.output)  # numpy, read-only view
         self.subnet_id = response.served_by.subnet_id
-        self.accuracy = response.served_by.accuracy  # profiled top-1, percent
+        # Profiled top-1, percent: the subnet's, or for a dynamic model that
+        # of the queries that left at the same exit.
+        self.accuracy = response.served_by.accuracy
+        # Dynamic (early-exit) models: the 1-based exit taken; None otherwise.
+        self.exit = response.served_by.exit or None
         self.worker = response.served_by.worker
         self.batch_size = response.batch_size
         self.queue_us = response.queue_us
@@ -33,7 +37,8 @@ class InferResult:
     def __repr__(self):
         return (f"InferResult(argmax={int(self.output.argmax()) if self.output.size else None}, "
                 f"subnet_id={self.subnet_id}, accuracy={self.accuracy}, "
-                f"batch_size={self.batch_size})")
+                + (f"exit={self.exit}, " if self.exit else "")
+                + f"batch_size={self.batch_size})")
 
 
 class StreamAnswer:
