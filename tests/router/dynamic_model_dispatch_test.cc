@@ -80,6 +80,14 @@ class FakeConnection : public WorkerConnection {
   std::deque<std::unique_ptr<v1::RouterMessage>> sent;
 };
 
+// Worker "w" serving `models`.
+v1::RegisterWorker Hello(const std::vector<std::string>& models) {
+  v1::RegisterWorker hello;
+  hello.set_worker_id("w");
+  for (const std::string& m : models) hello.add_models(m);
+  return hello;
+}
+
 DispatcherOptions Options() {
   DispatcherOptions o;
   o.policy = "clipper+";
@@ -117,11 +125,7 @@ TEST(DynamicModelDispatch, ApplicationReachesTheWorkerAndExitsComeBack) {
   ASSERT_TRUE(d.AddModel(StaticProfile()).ok());
   ASSERT_TRUE(d.AddModel(DynamicProfile()).ok());
   auto conn = std::make_shared<FakeConnection>();
-  v1::RegisterWorker hello;
-  hello.set_worker_id("w");
-  hello.add_models("m");
-  hello.add_models("dyn");
-  auto w = d.RegisterWorker(hello, conn);
+  auto w = d.RegisterWorker(Hello({"m", "dyn"}), conn);
   ASSERT_TRUE(w.ok()) << w.status();
 
   queries.push_back(std::make_unique<FakeQuery>("dyn", "hard"));
@@ -178,10 +182,7 @@ TEST(DynamicModelDispatch, AnswersFallBackToTheModelsExitAccuracy) {
   Dispatcher d(Options(), &clock, &metrics);
   ASSERT_TRUE(d.AddModel(DynamicProfile()).ok());
   auto conn = std::make_shared<FakeConnection>();
-  v1::RegisterWorker hello;
-  hello.set_worker_id("w");
-  hello.add_models("dyn");
-  auto w = d.RegisterWorker(hello, conn);
+  auto w = d.RegisterWorker(Hello({"dyn"}), conn);
   ASSERT_TRUE(w.ok()) << w.status();
   for (int exit : {1, 0}) {  // 0: the worker did not say
     queries.push_back(std::make_unique<FakeQuery>("dyn", "easy"));
