@@ -142,8 +142,19 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
   }
   const bool dynamic = p.has_dynamic() && p.dynamic().applications_size() > 0;
   if (p.subnets_size() == 0 && !dynamic) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(p), "field subnets is empty (a supernet profile needs >= 1 subnet)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        Where(p), p.has_dynamic()
+                      ? "field dynamic.applications is empty and so is subnets (a dynamic "
+                        "model needs >= 1 application histogram, a supernet >= 1 subnet)"
+                      : "field subnets is empty (a supernet profile needs >= 1 subnet)"));
+  }
+  // A model is scheduled either by subnet (supernet policies) or by
+  // execution-time distribution (dynamic policies), never both.
+  if (p.subnets_size() > 0 && dynamic) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Where(p), "has both subnets (", p.subnets_size(), ") and dynamic.applications (",
+        p.dynamic().applications_size(),
+        "): a profile is a supernet's or a dynamic model's, not both"));
   }
   std::unordered_set<int32_t> ids;
   for (int s = 0; s < p.subnets_size(); ++s) {
@@ -200,9 +211,30 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
         !st.ok()) {
       return st;
     }
+    // Every batch time must stay within a day, like a subnet's latency, so
+    // that it converts to nanoseconds without overflow: the largest batch of
+    // the slowest histogram edge, c0 + c1 * k * max(l).
+    constexpr double kDayUs = static_cast<double>(kMaxQueryTimeout / kNanosPerMicro);
+    if (d.batch_overhead_us() > kDayUs) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(p), "field dynamic.batch_overhead_us = ",
+                                                     d.batch_overhead_us(), " exceeds a day (",
+                                                     kDayUs, " us)"));
+    }
     std::unordered_set<std::string> apps;
     for (int i = 0; i < d.applications_size(); ++i) {
       if (auto st = ValidateHistogram(p, i); !st.ok()) return st;
+      const auto& h = d.applications(i);
+      const double slowest = d.batch_overhead_us() + d.per_request_factor() *
+                                                         p.batch_sizes(p.batch_sizes_size() - 1) *
+                                                         h.bin_edges_us(h.bin_edges_us_size() - 1);
+      if (!(slowest <= kDayUs)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            Where(p), "dynamic.applications[", i, "] \"", h.application(),
+            "\": a batch of ", p.batch_sizes(p.batch_sizes_size() - 1), " at its largest bin edge (",
+            h.bin_edges_us(h.bin_edges_us_size() - 1), " us) would take ", slowest,
+            " us = batch_overhead_us + per_request_factor * batch * edge, more than a day (",
+            kDayUs, " us)"));
+      }
       if (auto st = ValidateExitAccuracy(
               d.applications(i).exit_accuracy(),
               absl::StrCat(Where(p), "dynamic.applications[", i, "] \"",

@@ -160,6 +160,7 @@ TEST(ModelProfileTest, RejectsEmptyBatchSizesAndSubnets) {
 
 TEST(ModelProfileTest, RejectsBadDynamicHistogram) {
   auto p = ValidProto();
+  p.clear_subnets();
   auto* h = p.mutable_dynamic()->add_applications();
   h->set_application("video");
   p.mutable_dynamic()->set_per_request_factor(1.0);
@@ -168,6 +169,46 @@ TEST(ModelProfileTest, RejectsBadDynamicHistogram) {
   h->add_counts(1);
   h->add_counts(2);  // 2 counts need 3 edges
   ExpectRejected(p, "\"video\"", "bin_edges_us");
+}
+
+TEST(ModelProfileTest, RejectsAProfileThatIsBothASupernetAndADynamicModel) {
+  auto p = ValidProto();  // has subnets
+  auto* h = p.mutable_dynamic()->add_applications();
+  h->set_application("video");
+  p.mutable_dynamic()->set_per_request_factor(1.0);
+  h->add_bin_edges_us(10);
+  h->add_bin_edges_us(20);
+  h->add_counts(1);
+  ExpectRejected(p, "has both subnets", "not both");
+}
+
+TEST(ModelProfileTest, ADynamicBlockWithoutApplicationsSaysSo) {
+  auto p = ValidProto();
+  p.clear_subnets();
+  p.mutable_dynamic()->set_per_request_factor(1.0);
+  ExpectRejected(p, "dynamic.applications is empty");
+}
+
+// Batch times past a day would wrap when converted to nanoseconds and make an
+// impossible model look instant.
+TEST(ModelProfileTest, RejectsDynamicBatchTimesBeyondADay) {
+  const auto dynamic = [](double c0, double c1, double edge) {
+    v1::ModelProfile p = ValidProto();
+    p.clear_subnets();
+    auto* d = p.mutable_dynamic();
+    d->set_batch_overhead_us(c0);
+    d->set_per_request_factor(c1);
+    auto* h = d->add_applications();
+    h->set_application("long");
+    h->add_bin_edges_us(10);
+    h->add_bin_edges_us(edge);
+    h->add_counts(1);
+    return p;
+  };
+  EXPECT_TRUE(ModelProfile::FromProto(dynamic(500, 1, 1e6)).ok());
+  ExpectRejected(dynamic(500, 1, 1e17), "\"long\"", "more than a day");
+  ExpectRejected(dynamic(9.3e15, 1, 100), "dynamic.batch_overhead_us", "exceeds a day");
+  ExpectRejected(dynamic(500, 1e300, 100), "\"long\"", "more than a day");
 }
 
 TEST(ModelProfileTest, LoadsADynamicModelWithoutSubnets) {
