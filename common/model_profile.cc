@@ -211,6 +211,14 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
         !st.ok()) {
       return st;
     }
+    // The dynamic policies plan each batch at a listed size and drop a query
+    // that fits none, so a lone query must have a size of its own.
+    if (dynamic && p.batch_sizes(0) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(p), "field batch_sizes starts at ", p.batch_sizes(0),
+          "; a dynamic model's must start at 1 (a query may have to run alone, and the dynamic "
+          "policies plan every batch at a listed size)"));
+    }
     // Every batch time must stay within a day, like a subnet's latency, so
     // that it converts to nanoseconds without overflow: the largest batch of
     // the slowest histogram edge, c0 + c1 * k * max(l).

@@ -60,6 +60,10 @@ struct DynamicModelProfile {
 //     size; latencies finite, > 0 and non-decreasing in batch size;
 //   - input_shape entries > 0; num_classes >= 0;
 //   - input_normalization (if present): mean finite, std finite and > 0;
+//   - a profile has subnets or dynamic histograms, not both;
+//   - dynamic: batch_sizes start at 1; batch_overhead_us >= 0 and
+//     per_request_factor > 0 with every batch time (c0 + c1 * k * max edge)
+//     within a day;
 //   - dynamic histograms: edges strictly increasing, counts >= 0 with sum > 0;
 //   - dynamic exit_accuracy (model-wide and per application, each optional):
 //     finite in [0, 100] percent, and every one that is given has as many

@@ -209,6 +209,10 @@ TEST(ModelProfileTest, RejectsDynamicBatchTimesBeyondADay) {
   ExpectRejected(dynamic(500, 1, 1e17), "\"long\"", "more than a day");
   ExpectRejected(dynamic(9.3e15, 1, 100), "dynamic.batch_overhead_us", "exceeds a day");
   ExpectRejected(dynamic(500, 1e300, 100), "\"long\"", "more than a day");
+  v1::ModelProfile no_single = dynamic(500, 1, 100);
+  no_single.clear_batch_sizes();
+  no_single.add_batch_sizes(4);
+  ExpectRejected(no_single, "batch_sizes starts at 4", "must start at 1");
 }
 
 TEST(ModelProfileTest, LoadsADynamicModelWithoutSubnets) {
