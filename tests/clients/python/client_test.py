@@ -47,6 +47,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(r.output.shape, (10,))
         self.assertEqual(r.output.sum(), 1.0)  # the emulated worker's one-hot logits
         self.assertEqual(r.accuracy, SUBNET_ACCURACY[r.subnet_id])
+        self.assertIsNone(r.exit)  # a supernet answers from a subnet, not an exit
         self.assertGreaterEqual(r.batch_size, 1)
         self.assertTrue(r.worker)
         # Deterministic for the same input; float64 input is sent as float32.
