@@ -1,11 +1,15 @@
 // superserve-sim: replays one arrival trace against N emulated workers under
 // one scheduling policy on the simulated clock; see --help.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/trace.h"
@@ -13,6 +17,8 @@
 #include "common/init.h"
 #include "common/json_writer.h"
 #include "common/model_profile.h"
+#include "common/time.h"
+#include "policies/orloj_score.h"
 #include "policies/policy_factory.h"
 #include "policies/policy_flags.h"
 
@@ -22,36 +28,58 @@ ABSL_FLAG(std::string, trace, "", "Trace CSV with header arrival_us (required)."
 // --follow_drift, ..., --initial_overhead_us) are policies/policy_flags.h's,
 // shared with superserve-router and superserve-repro.
 ABSL_FLAG(int32_t, workers, 8, "Emulated workers.");
-ABSL_FLAG(double, slo_ms, 36, "Latency SLO per query in milliseconds.");
+ABSL_FLAG(double, slo_ms, 36,
+          "Latency SLO per query in milliseconds, in [1e-6, 8.64e7] (1 ns to a day, the "
+          "router's longest timeout).");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the execution-time noise.");
-ABSL_FLAG(double, noise_cv, 0, "Execution-time noise: lognormal, mean 1, this CV (0 = none).");
+ABSL_FLAG(double, noise_cv, 0,
+          "Execution-time noise: lognormal, mean 1, this CV (0 = none; finite, >= 0).");
 ABSL_FLAG(double, exec_scale, 1.0,
           "Executions take the profile's latency times this (a machine slower than its "
-          "profile); policies still start from the profile.");
+          "profile), in (0, 1e6]; policies still start from the profile.");
 ABSL_FLAG(double, dispatch_overhead_us, 500,
-          "Simulated RPC + transfer time added to every batch, us (the policy's estimate "
-          "before telemetry is --initial_overhead_us).");
+          "Simulated RPC + transfer time added to every batch, us, in [0, 8.64e10] (a day; the "
+          "policy's estimate before telemetry is --initial_overhead_us).");
 ABSL_FLAG(std::vector<std::string>, fail_worker_at, {},
-          "Times in seconds (comma-separated or the flag repeated); at each, one more worker "
-          "fails (the highest live id; its batch is re-queued).");
+          "Times in seconds (comma-separated or the flag repeated), in [0, 9.2e9] (the trace's "
+          "range); at each, one more worker fails (the highest live id; its batch is "
+          "re-queued).");
 ABSL_FLAG(bool, shed_overload, true,
           "The serving core's overload shedding (the router's --shed_overload).");
 ABSL_FLAG(std::string, timeline, "", "Write a per-second timeline CSV here.");
-ABSL_FLAG(double, timeline_bin_s, 1.0, "Timeline bin width in seconds.");
+ABSL_FLAG(double, timeline_bin_s, 1.0,
+          "Timeline bin width in seconds, in [1e-6, 86400]; the timeline holds at most a "
+          "million bins.");
 ABSL_FLAG(bool, json, false, "End with one JSON object on the last line.");
 ABSL_FLAG(std::string, exec_times, "",
           "Dynamic models: replay each query's own execution time from this file (one value "
-          "in us per line, in trace order) instead of drawing it from its application's "
-          "histogram with --seed.");
+          "in us per line, in [0, 8.64e10] (a day), in trace order) instead of drawing it from "
+          "its application's histogram with --seed.");
 ABSL_FLAG(double, orloj_viable_quantile, 0.5,
           "orloj: a request stays in a batch size's queue while its time left is at least this "
-          "quantile of that batch's time (Algorithm 1, EstimateBatchLatency).");
-ABSL_FLAG(double, orloj_b_per_ms, 1e-4, "orloj: b, the rate of the anticipated delay.");
-ABSL_FLAG(int32_t, orloj_bins, 48, "orloj: bins of each batch-latency histogram.");
+          "quantile of that batch's time (Algorithm 1, EstimateBatchLatency), in (0, 1].");
+ABSL_FLAG(double, orloj_b_per_ms, 1e-4,
+          "orloj: b, the rate of the anticipated delay (finite, > 0).");
+ABSL_FLAG(int32_t, orloj_bins, 48,
+          "orloj: bins of each batch-latency histogram, in [1, 1024]: a decision looks at every "
+          "(batch size, application, bin) group, so its cost grows with the bins (a 971-query "
+          "trace: 0.01 s at 48 bins, 0.04 s at 1024, 0.17 s at 4000).");
 ABSL_FLAG(bool, orloj_anchor_at_head, false,
           "orloj ablation: only batch sizes whose queue holds the most urgent request compete.");
 ABSL_FLAG(bool, orloj_every_batch_size, false,
           "orloj: one queue per batch size 1..max instead of the profile's sizes.");
+
+namespace {
+
+// A flag's value outside its range: a usage error (exit 2, as for the policy
+// flags) that names the flag, the value and the allowed range.
+int FlagError(const char* flag, double value, const std::string& range) {
+  std::fprintf(stderr, "superserve-sim: --%s must be %s; got %s\n", flag, range.c_str(),
+               absl::StrCat(value).c_str());
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   superserve::AcceptDashedFlagNames(argc, argv);
@@ -73,6 +101,60 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-sim: --profile and --trace are required (see --help)\n");
     return 2;
   }
+  // Every range below keeps its value's nanoseconds well inside an int64
+  // (e.g. an SLO of 1e13 ms overflowed into a negative deadline).
+  const double slo_ms = absl::GetFlag(FLAGS_slo_ms);
+  if (!(slo_ms >= 1e-6 && slo_ms <= ToMillis(kMaxQueryTimeout))) {
+    return FlagError("slo_ms", slo_ms,
+                     absl::StrCat("in [1e-06, ", ToMillis(kMaxQueryTimeout),
+                                  "] ms (1 ns to a day, the router's longest timeout)"));
+  }
+  const double noise_cv = absl::GetFlag(FLAGS_noise_cv);
+  if (!(noise_cv >= 0) || !std::isfinite(noise_cv)) {
+    return FlagError("noise_cv", noise_cv, "finite and >= 0");
+  }
+  // A million times the profile turns a 10-ms batch into 3 hours; far
+  // beyond it the scaled latency overflows the nanoseconds.
+  const double exec_scale = absl::GetFlag(FLAGS_exec_scale);
+  if (!(exec_scale > 0 && exec_scale <= 1e6)) {
+    return FlagError("exec_scale", exec_scale, "in (0, 1e+06]");
+  }
+  const double overhead_us = absl::GetFlag(FLAGS_dispatch_overhead_us);
+  if (!(overhead_us >= 0 && overhead_us <= ToMicros(kMaxQueryTimeout))) {
+    return FlagError("dispatch_overhead_us", overhead_us,
+                     absl::StrCat("in [0, ", ToMicros(kMaxQueryTimeout), "] us (a day)"));
+  }
+  const double bin_s = absl::GetFlag(FLAGS_timeline_bin_s);
+  if (!(bin_s >= 1e-6 && bin_s <= 86400)) {
+    return FlagError("timeline_bin_s", bin_s, "in [1e-06, 86400] s (1 us to a day)");
+  }
+  const double viable_quantile = absl::GetFlag(FLAGS_orloj_viable_quantile);
+  if (!(viable_quantile > 0 && viable_quantile <= 1)) {
+    return FlagError("orloj_viable_quantile", viable_quantile, "in (0, 1]");
+  }
+  const double b_per_ms = absl::GetFlag(FLAGS_orloj_b_per_ms);
+  if (!(b_per_ms > 0) || !std::isfinite(b_per_ms)) {
+    return FlagError("orloj_b_per_ms", b_per_ms, "finite and > 0");
+  }
+  const int32_t orloj_bins = absl::GetFlag(FLAGS_orloj_bins);
+  if (orloj_bins < 1 || orloj_bins > OrlojScoreTable::kMaxGridBins) {
+    return FlagError("orloj_bins", orloj_bins,
+                     absl::StrCat("in [1, ", OrlojScoreTable::kMaxGridBins,
+                                  "] (see --help: a decision's cost grows with the bins)"));
+  }
+  std::vector<Nanos> failures;
+  for (const std::string& s : absl::GetFlag(FLAGS_fail_worker_at)) {
+    constexpr double kMaxSeconds = Trace::kMaxArrivalUs / 1e6;
+    const std::string range = absl::StrCat("in [0, ", kMaxSeconds, "] s (the trace's range)");
+    double sec = 0;
+    if (!absl::SimpleAtod(s, &sec)) {
+      std::fprintf(stderr, "superserve-sim: --fail_worker_at must be %s; got \"%s\"\n",
+                   range.c_str(), s.c_str());
+      return 2;
+    }
+    if (!(sec >= 0 && sec <= kMaxSeconds)) return FlagError("fail_worker_at", sec, range);
+    failures.push_back(Seconds(sec));
+  }
   auto profile = ModelProfile::LoadFile(absl::GetFlag(FLAGS_profile));
   if (!profile.ok()) {
     std::fprintf(stderr, "superserve-sim: %s\n", profile.status().ToString().c_str());
@@ -84,15 +166,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   PolicyConfig config = spec.config;
-  config.orloj.score.viable_quantile = absl::GetFlag(FLAGS_orloj_viable_quantile);
-  config.orloj.score.b_per_us = absl::GetFlag(FLAGS_orloj_b_per_ms) / 1000;
-  config.orloj.score.grid_bins = absl::GetFlag(FLAGS_orloj_bins);
+  config.orloj.score.viable_quantile = viable_quantile;
+  config.orloj.score.b_per_us = b_per_ms / 1000;
+  config.orloj.score.grid_bins = orloj_bins;
   config.orloj.every_batch_size = absl::GetFlag(FLAGS_orloj_every_batch_size);
   config.orloj.anchor_at_head = absl::GetFlag(FLAGS_orloj_anchor_at_head);
-  if (!(config.orloj.score.b_per_us > 0) || config.orloj.score.grid_bins < 1) {
-    std::fprintf(stderr, "superserve-sim: --orloj_b_per_ms must be > 0, --orloj_bins >= 1\n");
-    return 2;
-  }
   auto policy = MakePolicy(spec.name, *profile, config);
   if (!policy.ok()) {
     std::fprintf(stderr, "superserve-sim: %s\n", policy.status().ToString().c_str());
@@ -100,17 +178,25 @@ int main(int argc, char** argv) {
   }
   SimulatorOptions options;
   options.workers = absl::GetFlag(FLAGS_workers);
-  options.slo = Millis(absl::GetFlag(FLAGS_slo_ms));
+  options.slo = std::max<Nanos>(1, Millis(slo_ms));
   options.seed = absl::GetFlag(FLAGS_seed);
-  options.noise_cv = absl::GetFlag(FLAGS_noise_cv);
-  options.exec_scale = absl::GetFlag(FLAGS_exec_scale);
-  if (!(options.exec_scale > 0)) {
-    std::fprintf(stderr, "superserve-sim: --exec_scale must be > 0\n");
+  options.noise_cv = noise_cv;
+  options.exec_scale = exec_scale;
+  options.dispatch_overhead = Micros(overhead_us);
+  options.serving.overload.shed = absl::GetFlag(FLAGS_shed_overload);
+  // Without --timeline no timeline is kept: its bins span the trace's time,
+  // not its queries (two queries 1e14 us apart took 9 GB).
+  options.timeline = !absl::GetFlag(FLAGS_timeline).empty();
+  options.timeline_bin = Seconds(bin_s);
+  options.worker_failures = std::move(failures);
+  const std::string& exec_times = absl::GetFlag(FLAGS_exec_times);
+  if (!exec_times.empty() && !profile->is_dynamic) {
+    std::fprintf(stderr,
+                 "superserve-sim: --exec_times replays a dynamic model's per-query times; "
+                 "profile %s has no dynamic block (its executions take its profiled latency)\n",
+                 profile->model.c_str());
     return 2;
   }
-  options.dispatch_overhead = Micros(absl::GetFlag(FLAGS_dispatch_overhead_us));
-  options.serving.overload.shed = absl::GetFlag(FLAGS_shed_overload);
-  options.timeline_bin = Seconds(absl::GetFlag(FLAGS_timeline_bin_s));
   if (profile->is_dynamic) {
     // The trace's application names -> the profile's applications.
     std::vector<int32_t> index_of_name;
@@ -127,25 +213,34 @@ int main(int argc, char** argv) {
       index_of_name.push_back(found);
     }
     for (int32_t a : trace->app) options.applications.push_back(index_of_name[a]);
-    if (!absl::GetFlag(FLAGS_exec_times).empty()) {
-      std::FILE* f = std::fopen(absl::GetFlag(FLAGS_exec_times).c_str(), "r");
-      if (f == nullptr) {
-        std::fprintf(stderr, "superserve-sim: cannot open --exec_times %s\n",
-                     absl::GetFlag(FLAGS_exec_times).c_str());
+    // Without an app column every query would silently be the profile's
+    // first application (SimulatorOptions::applications empty): with
+    // several, that is rarely what the trace meant.
+    const auto& apps = profile->dynamic.applications;
+    if (trace->app.empty() && trace->size() > 0 && apps.size() > 1) {
+      std::fprintf(stderr,
+                   "superserve-sim: trace %s has no app column, and profile %s has %zu "
+                   "applications (\"%s\", ...): name each query's application in an app "
+                   "column\n",
+                   absl::GetFlag(FLAGS_trace).c_str(), profile->model.c_str(), apps.size(),
+                   apps.front().application.c_str());
+      return 1;
+    }
+    if (!exec_times.empty()) {
+      auto times = ReadExecTimes(exec_times);
+      if (!times.ok()) {
+        std::fprintf(stderr, "superserve-sim: %s\n", times.status().ToString().c_str());
         return 1;
       }
-      double v = 0;
-      while (std::fscanf(f, "%lf", &v) == 1) options.exec_us.push_back(v);
-      std::fclose(f);
+      if (times->size() != trace->size()) {
+        std::fprintf(stderr,
+                     "superserve-sim: --exec_times %s holds %zu execution times for the "
+                     "trace's %zu queries (one per query, in trace order)\n",
+                     exec_times.c_str(), times->size(), trace->size());
+        return 1;
+      }
+      options.exec_us = *std::move(times);
     }
-  }
-  for (const std::string& s : absl::GetFlag(FLAGS_fail_worker_at)) {
-    double sec = 0;
-    if (!absl::SimpleAtod(s, &sec) || sec < 0) {
-      std::fprintf(stderr, "superserve-sim: bad --fail-worker-at entry \"%s\"\n", s.c_str());
-      return 2;
-    }
-    options.worker_failures.push_back(Seconds(sec));
   }
   auto result = Simulate(*profile, trace->arrivals, policy->get(), options);
   if (!result.ok()) {

@@ -1,6 +1,7 @@
 #include "policies/policy_factory.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -180,7 +181,25 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
           "policy ", name, " schedules dynamic models; profile \"", profile.model,
           "\" has no dynamic block with application histograms"));
     }
-    if (name == "orloj") return std::make_unique<OrlojPolicy>(profile, config.orloj);
+    if (name == "orloj") {
+      // Checked here, where every caller's configuration passes (the flags
+      // that set them are superserve-sim's: --orloj_*).
+      const OrlojScoreTable::Params& p = config.orloj.score;
+      if (p.grid_bins < 1 || p.grid_bins > OrlojScoreTable::kMaxGridBins) {
+        return absl::InvalidArgumentError(absl::StrCat("orloj: grid_bins must be in [1, ",
+                                                       OrlojScoreTable::kMaxGridBins, "]; got ",
+                                                       p.grid_bins));
+      }
+      if (!(p.viable_quantile > 0 && p.viable_quantile <= 1)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("orloj: viable_quantile must be in (0, 1]; got ", p.viable_quantile));
+      }
+      if (!(p.b_per_us > 0) || !std::isfinite(p.b_per_us)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("orloj: b_per_us must be finite and > 0; got ", p.b_per_us));
+      }
+      return std::make_unique<OrlojPolicy>(profile, config.orloj);
+    }
     if (name == "clockwork") return std::make_unique<ClockworkLikePolicy>(profile, config.clockwork);
     return std::make_unique<NexusLikePolicy>(profile, config.nexus);
   }

@@ -1,6 +1,7 @@
 #include "policies/policy_flags.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -115,6 +116,11 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
                      absl::StrCat("must be throughput or accuracy; got \"", ties, "\""));
   }
   s.fit_margin = absl::GetFlag(FLAGS_fit_margin);
+  // The slack is divided by 1 + margin: a NaN would reach a Nanos cast.
+  if (!std::isfinite(s.fit_margin)) {
+    return FlagError("fit_margin", absl::StrCat("must be finite (< 0: the policy's default); got ",
+                                                s.fit_margin));
+  }
   s.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
   if (!(s.guard_headroom > 0)) {
     return FlagError("guard_headroom", absl::StrCat("must be > 0; got ", s.guard_headroom));

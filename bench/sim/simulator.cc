@@ -37,13 +37,25 @@ int32_t SimulationResult::workers_used() const {
 
 namespace {
 
+constexpr Nanos kNever = std::numeric_limits<Nanos>::max();
+
+// Earliest first.
+using WakeHeap = std::priority_queue<Nanos, std::vector<Nanos>, std::greater<Nanos>>;
+
 // The caller keeps its policy (tests inspect it afterwards); the serving core
-// owns what it schedules with, so it gets this forwarding shell.
+// owns what it schedules with, so it gets this forwarding shell. It also
+// notes every wake-up the policy asks for, so that the simulation knows
+// which of the core's periodic ticks can matter (Simulation::NextTick).
 class BorrowedPolicy final : public Policy {
  public:
-  explicit BorrowedPolicy(Policy* policy) : policy_(policy) {}
+  BorrowedPolicy(Policy* policy, WakeHeap* wakes) : policy_(policy), wakes_(wakes) {}
   std::string_view name() const override { return policy_->name(); }
-  Decision Decide(const SchedulingContext& ctx) override { return policy_->Decide(ctx); }
+  Decision Decide(const SchedulingContext& ctx) override {
+    Decision d = policy_->Decide(ctx);
+    // A wake-up at or before now is due at the core's next tick.
+    if (d.kind == Decision::Kind::kWakeAt) wakes_->push(std::max(d.wake_at, ctx.now + 1));
+    return d;
+  }
   Nanos Urgency(const EdfQueue& queue, Nanos now) const override {
     return policy_->Urgency(queue, now);
   }
@@ -60,6 +72,7 @@ class BorrowedPolicy final : public Policy {
 
  private:
   Policy* const policy_;
+  WakeHeap* const wakes_;
 };
 
 // Simulated queries need no answer beyond what the observer counts.
@@ -141,13 +154,16 @@ class Simulation final : public ServingObserver {
     serving.missed_heartbeats = 0;  // emulated workers do not heartbeat
     serving.max_queue = std::numeric_limits<size_t>::max();
     serving.log_lifecycle = false;  // thousands of runs in a reproduction
-    ServingCore core(serving, &clock_, this, [this](Nanos t) { tick_at_ = std::min(tick_at_, t); });
+    ServingCore core(serving, &clock_, this, [this](Nanos t) {
+      tick_at_ = std::min(tick_at_, t);
+      wakes_.push(t);
+    });
     core_ = &core;
     WorkerRegistration reg;
     reg.name = "sim";
     reg.emulated = true;
     for (const SimulatedModel& m : models_) {
-      if (auto s = core.AddModel(*m.profile, std::make_unique<BorrowedPolicy>(m.policy));
+      if (auto s = core.AddModel(*m.profile, std::make_unique<BorrowedPolicy>(m.policy, &wakes_));
           !s.ok()) {
         return s;
       }
@@ -162,14 +178,23 @@ class Simulation final : public ServingObserver {
     size_t next_arrival = 0, next_failure = 0;
     tick_at_ = clock_.Now() + serving.tick_interval;  // the core's first tick
     while (true) {
-      const Nanos kNever = std::numeric_limits<Nanos>::max();
       const Nanos t_arrival = next_arrival < arrivals_.size() ? arrivals_[next_arrival] : kNever;
       const Nanos t_done = completions_.empty() ? kNever : completions_.top().time;
       const Nanos t_fail = next_failure < failures_.size() ? failures_[next_failure] : kNever;
-      // Ticks matter only while queries are outstanding (sweeps, wake-ups).
-      const Nanos t_tick = outstanding_ > 0 ? std::max(tick_at_, clock_.Now()) : kNever;
+      // Ticks matter only while queries are outstanding (sweeps, wake-ups),
+      // and idle ones are skipped (NextTick).
+      const Nanos t_tick = outstanding_ > 0 ? NextTick(serving.tick_interval) : kNever;
       const Nanos t = std::min({t_arrival, t_done, t_fail, t_tick});
       if (t == kNever) break;
+      // The ticks NextTick skipped before t did nothing, but the last of them
+      // sets the core's next tick and housekeeping times (which the wake-ups
+      // asked for at t are compared with): it runs, as it would have.
+      if (skipping_ && tick_at_ < t) {
+        const Nanos last =
+            tick_at_ + (t - 1 - tick_at_) / serving.tick_interval * serving.tick_interval;
+        if (auto s = clock_.AdvanceTo(last); !s.ok()) return s;
+        RunTick(core);
+      }
       if (auto s = clock_.AdvanceTo(std::max(t, clock_.Now())); !s.ok()) return s;
       if (t_done == t) {
         // Moved out, not copied (with its vectors): pop() orders by time and
@@ -208,15 +233,24 @@ class Simulation final : public ServingObserver {
         ++outstanding_;
         ++next_arrival;
         Bin(t).arrivals++;
+        const Nanos deadline = req.deadline;
+        handle_.query_id = 0;  // the core sets it when it accepts the query
         core.Submit(&handle_, req);
+        if (handle_.query_id != 0) deadlines_.push({deadline, handle_.query_id});
       } else {
-        tick_at_ = core.Tick();
+        RunTick(core);
       }
     }
     draining_ = true;  // the workers' shutdown is not a failure to report
     core.Shutdown();   // answers anything left (counted as dropped)
     core_ = nullptr;
     result_.last_event = clock_.Now();
+    if (timeline_overflow_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("timeline: events at ", ToSeconds(timeline_overflow_at_),
+                       " s need more than ", kMaxTimelineBins, " bins of ",
+                       ToSeconds(options_.timeline_bin), " s; use wider bins (--timeline_bin_s)"));
+    }
     if (!latencies_.empty()) {
       size_t k = static_cast<size_t>(0.99 * static_cast<double>(latencies_.size() - 1));
       std::nth_element(latencies_.begin(), latencies_.begin() + k, latencies_.end());
@@ -301,9 +335,10 @@ class Simulation final : public ServingObserver {
         query_times.push_back(q);
       }
       const double k = static_cast<double>(b.queries.size());
-      exec = std::max<Nanos>(1, Micros((profile.dynamic.batch_overhead_us +
-                                        profile.dynamic.per_request_factor * k * max_l) *
-                                       options_.exec_scale));
+      const double us =
+          (profile.dynamic.batch_overhead_us + profile.dynamic.per_request_factor * k * max_l) *
+          options_.exec_scale;
+      exec = std::max<Nanos>(1, Clamped(us * kNanosPerMicro));
     } else {
       exec = LatencyOf(profile, b.subnet_index, b.batch_size);
     }
@@ -316,6 +351,7 @@ class Simulation final : public ServingObserver {
   void OnQueryDone(const QueryDone& d) override {
     if (options_.trace != nullptr) options_.trace->OnQueryDone(d);
     --outstanding_;
+    if (d.id != 0) answered_.insert(d.id);  // leaves deadlines_ lazily
     TimelineBin& bin = Bin(d.now);
     if (d.outcome == QueryOutcome::kOk || d.outcome == QueryOutcome::kLate) {
       latencies_.push_back(d.latency);
@@ -353,8 +389,52 @@ class Simulation final : public ServingObserver {
     return options_.applications.empty() ? 0 : options_.applications[i];
   }
 
+  void RunTick(ServingCore& core) {
+    tick_at_ = core.Tick();
+    ++result_.ticks;
+    while (!wakes_.empty() && wakes_.top() <= clock_.Now()) wakes_.pop();  // handled
+  }
+
+  // When the core's next tick is due. Its periodic tick (every `interval`)
+  // sweeps queued queries whose deadline passed and checks in-flight batches
+  // overdue past their latest deadline plus a grace; anything else it does is
+  // due to a wake-up a policy asked for. So before both the earliest
+  // outstanding deadline and the earliest wake-up, its ticks have nothing to
+  // do, and stepping through them made idle time cost (a lone query with a
+  // day's SLO waiting under symphony: 8.6 million ticks). Such ticks are
+  // skipped: the next is the first of the same grid of ticks at or after the
+  // deadline, or the last at or before the wake-up (whose own tick the core
+  // then asks for, as without the jump), so that every sweep, wake-up and
+  // decision happens at the time it would have.
+  Nanos NextTick(Nanos interval) {
+    const Nanos now = clock_.Now();
+    skipping_ = false;
+    // A tick asked for before now (at a wake-up that came due while idle,
+    // or before an idle spell) is run now, as it always was.
+    if (tick_at_ < now) return now;
+    while (!deadlines_.empty() && answered_.erase(deadlines_.top().second) > 0) deadlines_.pop();
+    const Nanos deadline = deadlines_.empty() ? kNever : deadlines_.top().first;
+    const Nanos wake = wakes_.empty() ? kNever : wakes_.top();
+    const Nanos t = tick_at_;  // on the core's housekeeping grid (wakes_ holds any other)
+    if (interval <= 0 || t >= deadline || t >= wake || (deadline == kNever && wake == kNever)) {
+      return t;
+    }
+    Nanos next = kNever;
+    if (deadline != kNever) next = t + (deadline - t + interval - 1) / interval * interval;
+    if (wake != kNever) next = std::min(next, t + (wake - t) / interval * interval);
+    skipping_ = next > t;
+    return next;
+  }
+
   TimelineBin& Bin(Nanos t) {
+    if (!options_.timeline) return scratch_bin_;
     size_t i = static_cast<size_t>(std::max<Nanos>(0, t) / options_.timeline_bin);
+    // Bounded: a bin per timeline_bin of simulated time, empty or not.
+    if (i >= static_cast<size_t>(kMaxTimelineBins)) {
+      if (!timeline_overflow_) timeline_overflow_at_ = t;
+      timeline_overflow_ = true;
+      return scratch_bin_;
+    }
     while (result_.timeline.size() <= i) {
       TimelineBin b;
       b.start = static_cast<Nanos>(result_.timeline.size()) * options_.timeline_bin;
@@ -390,12 +470,21 @@ class Simulation final : public ServingObserver {
 
   Nanos LatencyOf(const ModelProfile& profile, int32_t subnet, int32_t batch_size) {
     int bi = profile.BatchIndex(batch_size);
-    Nanos base = static_cast<Nanos>(static_cast<double>(profile.subnets[subnet].latency[bi]) *
-                                    options_.exec_scale);
+    Nanos base =
+        Clamped(static_cast<double>(profile.subnets[subnet].latency[bi]) * options_.exec_scale);
     if (sigma_ == 0) return std::max<Nanos>(1, base);
     std::normal_distribution<double> z(0.0, 1.0);
     double factor = std::exp(sigma_ * z(rng_) - sigma_ * sigma_ / 2);
-    return std::max<Nanos>(1, static_cast<Nanos>(static_cast<double>(base) * factor));
+    return std::max<Nanos>(1, Clamped(static_cast<double>(base) * factor));
+  }
+
+  // An execution time in ns, at most 100 days: far past any deadline (at
+  // most a day after arrival), so such a batch is late whatever its exact
+  // length, while a longer one overflowed the nanoseconds (a scaled 1e17-us
+  // time wrapped to 1 ns, and an impossible run met every deadline).
+  static Nanos Clamped(double ns) {
+    constexpr double kMaxExecNs = 100.0 * kMaxQueryTimeout;
+    return static_cast<Nanos>(std::min(ns, kMaxExecNs));
   }
 
   absl::Span<const SimulatedModel> models_;
@@ -424,6 +513,19 @@ class Simulation final : public ServingObserver {
   double sigma_ = 0;
   std::vector<Nanos> latencies_;
   std::vector<double> exec_us_;  // dynamic models: each query's own time
+  // NextTick's view: the deadlines of the accepted queries, earliest first,
+  // each leaving once at the top after its query was answered (answered_);
+  // and the wake-ups asked for (policies' and the core's), dropped once a
+  // tick at or after them ran.
+  std::priority_queue<std::pair<Nanos, QueryId>, std::vector<std::pair<Nanos, QueryId>>,
+                      std::greater<std::pair<Nanos, QueryId>>>
+      deadlines_;
+  absl::flat_hash_set<QueryId> answered_;
+  WakeHeap wakes_;
+  bool skipping_ = false;    // NextTick's last answer skipped ticks
+  TimelineBin scratch_bin_;  // what Bin counts into when the timeline is not kept
+  bool timeline_overflow_ = false;
+  Nanos timeline_overflow_at_ = 0;
   SimulationResult result_;
 };
 
@@ -443,8 +545,39 @@ absl::StatusOr<SimulationResult> SimulateModels(absl::Span<const SimulatedModel>
                                                 absl::Span<const int32_t> model_of,
                                                 const SimulatorOptions& options) {
   if (options.workers < 1) return absl::InvalidArgumentError("--workers must be >= 1");
-  if (options.slo <= 0) return absl::InvalidArgumentError("--slo-ms must be > 0");
-  if (options.timeline_bin <= 0) return absl::InvalidArgumentError("timeline bin must be > 0");
+  // Deadlines are arrival + SLO: the router clamps a query's timeout to a
+  // day (kMaxQueryTimeout), which also keeps that sum from overflowing.
+  if (options.slo <= 0 || options.slo > kMaxQueryTimeout) {
+    return absl::InvalidArgumentError(absl::StrCat("--slo-ms must be in (0, ",
+                                                   ToMillis(kMaxQueryTimeout), "] ms (a day); got ",
+                                                   ToMillis(options.slo), " ms"));
+  }
+  if (!(options.exec_scale > 0) || !std::isfinite(options.exec_scale)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--exec_scale must be finite and > 0; got ", options.exec_scale));
+  }
+  if (!(options.noise_cv >= 0) || !std::isfinite(options.noise_cv)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--noise_cv must be finite and >= 0; got ", options.noise_cv));
+  }
+  if (options.dispatch_overhead < 0 || options.dispatch_overhead > kMaxQueryTimeout) {
+    return absl::InvalidArgumentError(absl::StrCat("--dispatch_overhead_us must be in [0, ",
+                                                   ToMicros(kMaxQueryTimeout), "] us (a day); got ",
+                                                   ToMicros(options.dispatch_overhead), " us"));
+  }
+  if (options.timeline_bin <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("timeline bin must be > 0 ns; got ",
+                                                   options.timeline_bin, " ns (--timeline_bin_s)"));
+  }
+  // The bins reach at least the last arrival (more if answers come later:
+  // Simulation::Bin checks those).
+  if (options.timeline && !arrivals.empty() &&
+      arrivals.back() / options.timeline_bin >= kMaxTimelineBins) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("timeline: the trace's ", ToSeconds(arrivals.back()), " s need more than ",
+                     kMaxTimelineBins, " bins of ", ToSeconds(options.timeline_bin),
+                     " s; use wider bins (--timeline_bin_s)"));
+  }
   if (models.empty()) return absl::InvalidArgumentError("no model to simulate");
   absl::flat_hash_set<std::string> names;
   for (const SimulatedModel& m : models) {
@@ -454,6 +587,11 @@ absl::StatusOr<SimulationResult> SimulateModels(absl::Span<const SimulatedModel>
     if (m.profile->subnets.empty() && !m.profile->is_dynamic) {
       return absl::InvalidArgumentError(
           absl::StrCat("profile \"", m.profile->model, "\" has no subnets"));
+    }
+    if (m.slo < 0 || m.slo > kMaxQueryTimeout) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model \"", m.profile->model, "\": SLO must be in [0, ", ToMillis(kMaxQueryTimeout),
+          "] ms (0: the default; at most a day); got ", ToMillis(m.slo), " ms"));
     }
     if (!names.insert(m.profile->model).second) {
       return absl::InvalidArgumentError(

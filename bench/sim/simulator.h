@@ -52,6 +52,11 @@ struct SimulatorOptions {
   Nanos start_delay = 0;
   // Tests and tools: also told of every answer and batch the core produced.
   ServingObserver* trace = nullptr;
+  // Whether to keep the per-bin timeline (SimulationResult::timeline). Its
+  // bins cover the whole simulated span, empty ones included: a run that
+  // does not write it (superserve-sim without --timeline) turns it off, so
+  // that its memory follows the queries, not the span of their times.
+  bool timeline = true;
   Nanos timeline_bin = Seconds(1);
   // Dynamic models (profile.is_dynamic): the application of each arrival, an
   // index into profile.dynamic.applications (empty = all the first one), and
@@ -62,6 +67,11 @@ struct SimulatorOptions {
   std::vector<int32_t> applications;
   std::vector<double> exec_us;
 };
+
+// The most bins a timeline may have (one CSV row each): a million rows is
+// more than any plot reads, and the bins then take ~70 MB. A timeline that
+// needs more is an InvalidArgument error that asks for wider bins.
+constexpr int64_t kMaxTimelineBins = 1000 * 1000;
 
 // One bin of the simulated timeline.
 struct TimelineBin {
@@ -88,7 +98,10 @@ struct SimulationResult {
   Nanos p99_latency = 0;   // over completed queries (met + late)
   Nanos first_arrival = 0;
   Nanos last_event = 0;
-  std::vector<TimelineBin> timeline;
+  std::vector<TimelineBin> timeline;  // empty unless SimulatorOptions::timeline
+  // Times the simulation ran the serving core's Tick (tests: idle time, with
+  // nothing due, costs none).
+  int64_t ticks = 0;
   // Execution time each worker spent on batches (registration order), over
   // [first_arrival, last_event]: the load-proportionality measure.
   std::vector<Nanos> worker_busy;

@@ -75,6 +75,10 @@ absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
   if (!std::getline(in, line)) {
     return absl::InvalidArgumentError(absl::StrCat("trace ", path, ": empty file"));
   }
+  // A UTF-8 byte order mark (spreadsheet exports write one) is not part of
+  // the first column's name.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (std::string_view(line).substr(0, kBom.size()) == kBom) line.erase(0, kBom.size());
   std::vector<std::string_view> header;
   SplitCsv(Strip(line), &header);
   const std::string header_line = line;
@@ -106,9 +110,7 @@ absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
     char* end = nullptr;
     errno = 0;
     double us = std::strtod(cell.c_str(), &end);
-    // Beyond ~9.2e15 us the nanoseconds do not fit in an int64 (llround's
-    // result would be unspecified).
-    constexpr double kMaxArrivalUs = 9.2e15;
+    // Beyond kMaxArrivalUs llround's result would be unspecified.
     // `end` must reach the cell's end, not just a NUL byte inside it.
     if (errno != 0 || end == cell.c_str() || end != cell.c_str() + cell.size() ||
         !std::isfinite(us) || us < 0 || us > kMaxArrivalUs) {
@@ -139,6 +141,39 @@ absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
     }
   }
   return t;
+}
+
+absl::StatusOr<std::vector<double>> ReadExecTimes(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("--exec_times ", path, ": cannot open"));
+  constexpr double kMaxUs = ToMicros(kMaxQueryTimeout);
+  std::vector<double> out;
+  std::string line;
+  int64_t row = 0;
+  while (std::getline(in, line)) {
+    ++row;
+    const std::string cell(Strip(line));
+    if (cell.empty()) continue;
+    char* end = nullptr;
+    // Out of double's range reads as inf (or 0), which the range check
+    // below answers.
+    const double us = std::strtod(cell.c_str(), &end);
+    if (end == cell.c_str() || end != cell.c_str() + cell.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--exec_times ", path, " line ", row, ": not a number: \"", cell, "\""));
+    }
+    if (!(us >= 0 && us <= kMaxUs)) {
+      return absl::InvalidArgumentError(absl::StrCat("--exec_times ", path, " line ", row, ": ",
+                                                     cell, " us is outside [0, ", kMaxUs,
+                                                     "] us (0 to a day)"));
+    }
+    out.push_back(us);
+  }
+  if (out.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--exec_times ", path, ": no execution times (one value in us per line)"));
+  }
+  return out;
 }
 
 absl::Status Trace::WriteCsv(const std::string& path) const {

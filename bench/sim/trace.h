@@ -23,6 +23,10 @@ struct Trace {
   std::vector<std::string> app_names;
   std::vector<std::string> model_names;
 
+  // The latest arrival ReadCsv accepts: beyond ~9.2e15 us the nanoseconds
+  // do not fit in an int64.
+  static constexpr double kMaxArrivalUs = 9.2e15;
+
   size_t size() const { return arrivals.size(); }
   Nanos duration() const { return arrivals.empty() ? 0 : arrivals.back(); }
   double mean_rate() const;
@@ -30,6 +34,14 @@ struct Trace {
   static absl::StatusOr<Trace> ReadCsv(const std::string& path);
   absl::Status WriteCsv(const std::string& path) const;
 };
+
+// A dynamic model's replayed per-query execution times (superserve-sim
+// --exec_times): one value in us per line, in trace order; blank lines are
+// skipped. A line that is not a number, a value outside [0, a day] (the
+// longest a query may wait, kMaxQueryTimeout: nothing longer can meet a
+// deadline, and far longer overflows the nanoseconds) and a file without
+// any value are InvalidArgument errors naming the file and the line.
+absl::StatusOr<std::vector<double>> ReadExecTimes(const std::string& path);
 
 // Squared coefficient of variation of the inter-arrival times.
 double InterArrivalCv2(const std::vector<Nanos>& arrivals);

@@ -20,7 +20,11 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
   bool have_header = false;
   while (std::getline(in, line)) {
     ++line_no;
-    absl::string_view l = absl::StripAsciiWhitespace(line);
+    absl::string_view l = line;
+    // A UTF-8 byte order mark (spreadsheet exports write one) is not part of
+    // the first column's name.
+    if (line_no == 1) absl::ConsumePrefix(&l, "\xEF\xBB\xBF");
+    l = absl::StripAsciiWhitespace(l);
     if (l.empty() || l[0] == '#') continue;
     std::vector<absl::string_view> cols = absl::StrSplit(l, ',');
     if (!have_header) {

@@ -1,5 +1,8 @@
 #include "bench/sim/simulator.h"
 
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -230,12 +233,131 @@ TEST(SimulatorTest, DynamicModelEveryQueryEndsOnceAndSeedsRepeat) {
   EXPECT_FALSE(Simulate(p, arrivals, policy.get(), bad).ok());
 }
 
+// An execution time beyond the int64 nanoseconds (a day's replayed time
+// scaled a million times) used to wrap to 1 ns: the query met its deadline.
+TEST(SimulatorTest, AnExecutionTooLongToCountIsLateNotWrapped) {
+  ModelProfile p = DynamicProfile();
+  SimulatorOptions o;
+  o.workers = 1;
+  o.slo = Millis(100);
+  o.applications = {0};
+  o.exec_us = {8.64e10};
+  o.exec_scale = 1e6;
+  auto policy = Make("clockwork", p);
+  auto r = Simulate(p, {0}, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 0);
+  EXPECT_EQ(r->late + r->dropped, 1);
+}
+
 TEST(SimulatorTest, RejectsBadOptions) {
   ModelProfile p = Profile();
   auto policy = Make("slackfit", p);
   SimulatorOptions o;
   o.workers = 0;
   EXPECT_FALSE(Simulate(p, {}, policy.get(), o).ok());
+  // Each out-of-range option is an error that names it and its range (an
+  // SLO beyond the int64 nanoseconds used to read as "must be > 0", and a
+  // NaN noise or an infinite scale ran).
+  const struct {
+    std::function<void(SimulatorOptions&)> set;
+    std::string want;
+  } bad[] = {
+      {[](SimulatorOptions& o) { o.slo = 0; }, "--slo-ms must be in (0, 8.64e+07] ms"},
+      {[](SimulatorOptions& o) { o.slo = kMaxQueryTimeout + 1; }, "--slo-ms must be in"},
+      {[](SimulatorOptions& o) { o.exec_scale = std::numeric_limits<double>::infinity(); },
+       "--exec_scale must be finite and > 0; got inf"},
+      {[](SimulatorOptions& o) { o.exec_scale = 0; }, "--exec_scale"},
+      {[](SimulatorOptions& o) { o.noise_cv = std::nan(""); },
+       "--noise_cv must be finite and >= 0; got nan"},
+      {[](SimulatorOptions& o) { o.noise_cv = -1; }, "--noise_cv"},
+      {[](SimulatorOptions& o) { o.dispatch_overhead = -1; },
+       "--dispatch_overhead_us must be in [0, 8.64e+10] us"},
+      {[](SimulatorOptions& o) { o.timeline_bin = 0; }, "timeline bin must be > 0 ns; got 0"},
+  };
+  for (const auto& c : bad) {
+    SimulatorOptions o;
+    c.set(o);
+    auto r = Simulate(p, {Millis(1)}, policy.get(), o);
+    ASSERT_FALSE(r.ok()) << c.want;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(r.status().message()).find(c.want), std::string::npos)
+        << r.status() << " (want " << c.want << ")";
+  }
+}
+
+// The timeline's bins cover the simulated span, empty ones included: kept
+// only when asked for (two queries 1e14 us apart took 9.4 GB without
+// --timeline), and bounded when asked for (1-ns bins: bad_alloc after a
+// minute).
+TEST(SimulatorTest, TimelineOnlyWhenAskedAndBounded) {
+  ModelProfile p = Profile();
+  const std::vector<Nanos> far_apart = {0, Micros(1e14)};
+  SimulatorOptions o;
+  o.workers = 1;
+  o.timeline = false;
+  auto policy = Make("slackfit", p);
+  auto r = Simulate(p, far_apart, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 2);
+  EXPECT_TRUE(r->timeline.empty());
+
+  o.timeline = true;
+  r = Simulate(p, far_apart, policy.get(), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("need more than 1000000 bins of 1 s"),
+            std::string::npos)
+      << r.status();
+  // Within the trace's span but not the answers': the last query ends 4.5
+  // ms after it arrives, beyond the last of a million 1-ns bins.
+  o.timeline_bin = 1;
+  r = Simulate(p, {Micros(999)}, policy.get(), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("use wider bins"), std::string::npos)
+      << r.status();
+  // Within the bound: one bin per second, the last one holding the answer.
+  o.timeline_bin = Seconds(1);
+  r = Simulate(p, {0, Seconds(5)}, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->timeline.size(), 6u);
+  EXPECT_EQ(r->timeline[5].met, 1);
+}
+
+// Idle time costs nothing: a lone query that symphony holds until its
+// latest start, with a day's SLO, used to take the core's 10-ms tick 8.6
+// million times (an SLO of 1e10 ms: 52 s). Ticks with nothing due are
+// skipped; the sweeps, wake-ups and decisions stay at their times.
+TEST(SimulatorTest, IdleTimeCostsNoTicks) {
+  ModelProfile p = Profile();
+  SimulatorOptions o;
+  o.workers = 1;
+  o.slo = kMaxQueryTimeout;
+  auto policy = Make("symphony", p);
+  auto r = Simulate(p, {Millis(1)}, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 1);
+  EXPECT_GE(r->ticks, 1);
+  EXPECT_LT(r->ticks, 10);
+  EXPECT_GT(r->p99_latency, kMaxQueryTimeout / 2) << "held for most of its SLO";
+  // A query whose deadline (21 ms) passes while it waits behind a long
+  // batch is swept by the first of the core's 10-ms ticks after it (30 ms),
+  // as without skipping.
+  struct Drops : ServingObserver {
+    void OnQueryDone(const QueryDone& d) override {
+      if (d.outcome == QueryOutcome::kDeadlineExceeded) at.push_back(d.now);
+    }
+    std::vector<Nanos> at;
+  } drops;
+  o.slo = Millis(20);
+  o.exec_time = [](int32_t, int32_t) { return Millis(100); };
+  o.trace = &drops;
+  policy = Make("slackfit", p);
+  r = Simulate(p, {0, Millis(1)}, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->late, 1);
+  EXPECT_EQ(r->dropped, 1);
+  EXPECT_EQ(drops.at, std::vector<Nanos>{Millis(30)});
 }
 
 }  // namespace

@@ -182,6 +182,63 @@ TEST(TraceTest, RejectsBadFiles) {
   }
 }
 
+// A spreadsheet's CSV export starts with a UTF-8 byte order mark: it is not
+// part of the first column's name (the header was "\xEF\xBB\xBFarrival_us",
+// rejected as having no arrival_us column).
+TEST(TraceTest, SkipsAUtf8ByteOrderMark) {
+  std::string path = TempPath("bom.csv");
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "\xEF\xBB\xBF"  // apart: "\xBFa" would be one escape
+         "arrival_us,app\n1,cam\n2,bot\n";
+  }
+  auto r = Trace::ReadCsv(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->arrivals, (std::vector<Nanos>{Micros(1), Micros(2)}));
+  ASSERT_EQ(r->app_names.size(), 2u);
+  EXPECT_EQ(r->app_names[0], "cam");
+}
+
+// --exec_times: one value in us per line; errors name the line and its text
+// (a non-number used to end the read early: "1 execution times for 3
+// arrivals"), an empty file is an error (it used to be ignored), and a value
+// beyond a day is one (1e17 us wrapped to 1 ns and made a run perfect).
+TEST(TraceTest, ReadsExecTimesAndNamesTheBadLine) {
+  std::string path = TempPath("exec_us.txt");
+  auto write = [&](const std::string& text) { std::ofstream(path, std::ios::binary) << text; };
+  write("100\n 200.5 \n\n300\r\n");
+  auto r = ReadExecTimes(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, (std::vector<double>{100, 200.5, 300}));
+  write("8.64e10\n0\n");  // a day and nothing are the bounds
+  EXPECT_TRUE(ReadExecTimes(path).ok());
+
+  const struct {
+    std::string text, want;
+  } bad[] = {
+      {"100\nabc\n300\n", "line 2: not a number: \"abc\""},
+      {"100\n12x\n", "line 2: not a number: \"12x\""},
+      {"", "no execution times"},
+      {"\n \n", "no execution times"},
+      {"100\n1e17\n300\n", "line 2: 1e17 us is outside [0, 8.64e+10] us"},
+      {"-1\n", "line 1: -1 us is outside"},
+      {"nan\n", "line 1: nan us is outside"},
+      {"inf\n", "line 1: inf us is outside"},
+      {"1e400\n", "line 1: 1e400 us is outside"},
+  };
+  for (const auto& c : bad) {
+    write(c.text);
+    r = ReadExecTimes(path);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.text;
+    EXPECT_NE(std::string(r.status().message()).find(c.want), std::string::npos)
+        << r.status() << " (want " << c.want << ")";
+    EXPECT_NE(std::string(r.status().message()).find(path), std::string::npos) << r.status();
+  }
+  EXPECT_EQ(ReadExecTimes(TempPath("no-such-file.txt")).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST(TraceGeneratorsTest, MultiModelSplitsTheRateByPopularity) {
   MultiModelTraceOptions o;
   o.models = 20;

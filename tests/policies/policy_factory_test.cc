@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <string>
 
 #include "policies/greedy_policies.h"
@@ -30,6 +33,49 @@ TEST(PolicyFactoryTest, BuildsEveryPolicyAndRejectsBadNames) {
   c.slackfit.num_buckets = 0;
   EXPECT_FALSE(MakePolicy("slackfit", p, c).ok());
   EXPECT_FALSE(MakePolicy("slackfit", ModelProfile(), PolicyConfig()).ok()) << "no subnets";
+}
+
+// Orloj's score parameters are checked where every caller's configuration
+// passes: 100000 histogram bins made each decision scan 100000 groups per
+// batch size and application (and overflowed the int16 group index).
+TEST(PolicyFactoryTest, RejectsOrlojParametersOutOfRange) {
+  ModelProfile p;
+  p.model = "dyn";
+  p.batch_sizes = {1, 2};
+  p.is_dynamic = true;
+  p.dynamic.batch_overhead_us = 100;
+  p.dynamic.per_request_factor = 1;
+  ApplicationHistogram a;
+  a.application = "a";
+  a.bin_edges_us = {1000, 2000};
+  a.counts = {1};
+  p.dynamic.applications.push_back(a);
+  PolicyConfig ok;
+  ok.orloj.score.grid_bins = OrlojScoreTable::kMaxGridBins;
+  ok.orloj.score.viable_quantile = 1;
+  ASSERT_TRUE(MakePolicy("orloj", p, ok).ok());
+  const struct {
+    std::function<void(OrlojScoreTable::Params&)> set;
+    std::string want;
+  } bad[] = {
+      {[](auto& s) { s.grid_bins = 100000; }, "grid_bins must be in [1, 1024]; got 100000"},
+      {[](auto& s) { s.grid_bins = 0; }, "grid_bins"},
+      {[](auto& s) { s.viable_quantile = 2; }, "viable_quantile must be in (0, 1]; got 2"},
+      {[](auto& s) { s.viable_quantile = std::nan(""); }, "viable_quantile"},
+      {[](auto& s) { s.viable_quantile = 0; }, "viable_quantile"},
+      {[](auto& s) { s.b_per_us = std::numeric_limits<double>::infinity(); },
+       "b_per_us must be finite and > 0; got inf"},
+      {[](auto& s) { s.b_per_us = -1; }, "b_per_us"},
+      {[](auto& s) { s.b_per_us = std::nan(""); }, "b_per_us"},
+  };
+  for (const auto& c : bad) {
+    PolicyConfig config;
+    c.set(config.orloj.score);
+    auto policy = MakePolicy("orloj", p, config);
+    ASSERT_FALSE(policy.ok()) << c.want;
+    EXPECT_EQ(policy.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(policy.status().message()), ::testing::HasSubstr(c.want));
+  }
 }
 
 TEST(PolicyFactoryTest, KnowsThePoliciesAndRejectsUnknownNames) {

@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -138,8 +140,11 @@ TEST(PolicyFlagsTest, BadValuesAreErrorsNamingTheFlag) {
       {"--initial_overhead_us", [] { absl::SetFlag(&FLAGS_initial_overhead_us, -1); }},
       {"--ratefit_pace", [] { absl::SetFlag(&FLAGS_ratefit_pace, -0.5); }},
       {"--ratefit_capacity_quantile", [] { absl::SetFlag(&FLAGS_ratefit_capacity_quantile, 0); }},
-      {"--ratefit_capacity_quantile",
-       [] { absl::SetFlag(&FLAGS_ratefit_capacity_quantile, 1.5); }},
+      {"--ratefit_capacity_quantile", [] { absl::SetFlag(&FLAGS_ratefit_capacity_quantile, 1.5); }},
+      // The slack is divided by 1 + margin: NaN reached a Nanos cast.
+      {"--fit_margin", [] { absl::SetFlag(&FLAGS_fit_margin, std::nan("")); }},
+      {"--fit_margin",
+       [] { absl::SetFlag(&FLAGS_fit_margin, std::numeric_limits<double>::infinity()); }},
   };
   for (const Case& c : cases) {
     absl::FlagSaver saver;
@@ -155,6 +160,7 @@ TEST(PolicyFlagsTest, BadValuesAreErrorsNamingTheFlag) {
   absl::SetFlag(&FLAGS_buckets, 1);
   absl::SetFlag(&FLAGS_overhead_quantile, 1.0);
   absl::SetFlag(&FLAGS_initial_overhead_us, 0);
+  absl::SetFlag(&FLAGS_fit_margin, -1);  // the policy's default
   EXPECT_TRUE(PolicySpecFromFlags().ok());
 }
 

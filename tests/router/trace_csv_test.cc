@@ -41,5 +41,17 @@ TEST(TraceCsvTest, AcceptsTheSimulatorsAppColumn) {
   EXPECT_EQ((*t)[0].model, "");
 }
 
+// A spreadsheet's CSV export starts with a UTF-8 byte order mark: it is not
+// part of the first column's name (it was read as "\xEF\xBB\xBFarrival_us").
+TEST(TraceCsvTest, SkipsAUtf8ByteOrderMark) {
+  auto t = ReadTraceCsv(WriteTemp("bom.csv",
+                                  "\xEF\xBB\xBF"  // apart: "\xBFa" is one escape
+                                  "arrival_us,app\n5,noisy\n"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ((*t)[0].arrival, Micros(5));
+  EXPECT_EQ((*t)[0].application, "noisy");
+}
+
 }  // namespace
 }  // namespace superserve

@@ -1,0 +1,152 @@
+// superserve-sim's command-line contract for bad input: a flag out of its
+// range is a usage error (exit 2) naming the flag, the value and the allowed
+// range; a bad --exec_times file or a trace that does not fit the profile is
+// an error (exit 1) that says what is wrong; never a crash, a silent
+// fallback or a run that reports nonsense. (Runs the binary.)
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace superserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct SimRun {
+  int status = -1;
+  std::string out;  // stdout + stderr
+};
+
+SimRun Sim(const std::string& args) {
+  const std::string cmd =
+      std::string(SUPERSERVE_TEST_BIN_DIR) + "/superserve-sim " + args + " 2>&1";
+  SimRun r;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) r.out.append(buf, n);
+  const int st = pclose(f);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+std::string Write(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/sim_cli_" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+const std::string kStatic = std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/models/fmnist/profile.json";
+
+// Two applications: short (~0.1-0.4 ms) and long (1-8 ms).
+std::string DynamicProfile() {
+  return Write("dyn.json", R"({"model": "dyn", "family": "dynamic", "batch_sizes": [1, 2, 4],
+    "input_shape": ["4"], "num_classes": 3, "dynamic": {"batch_overhead_us": 200,
+    "per_request_factor": 0.9, "applications": [
+      {"application": "short", "bin_edges_us": [100, 200, 400], "counts": [5, 1]},
+      {"application": "long", "bin_edges_us": [1000, 2000, 4000, 8000], "counts": [1, 2, 1]}]}})");
+}
+
+std::string StaticRun() {
+  return "--profile " + kStatic + " --trace " +
+         Write("static.csv", "arrival_us\n1000\n2000\n3000\n") +
+         " --policy ratefit --workers 2 --json";
+}
+
+TEST(SimCliTest, FlagsOutOfRangeNameTheFlagTheValueAndTheRange) {
+  ASSERT_EQ(Sim(StaticRun()).status, 0) << Sim(StaticRun()).out;
+  const struct {
+    std::string flags, want;
+  } cases[] = {
+      {"--dispatch_overhead_us=-1e9",
+       "--dispatch_overhead_us must be in [0, 8.64e+10] us (a day); got -1e+09"},
+      {"--dispatch_overhead_us=nan", "--dispatch_overhead_us must be in [0, 8.64e+10] us"},
+      {"--dispatch_overhead_us=1e16", "got 1e+16"},
+      {"--exec_scale=inf", "--exec_scale must be in (0, 1e+06]; got inf"},
+      {"--exec_scale=1e13", "--exec_scale must be in (0, 1e+06]; got 1e+13"},
+      {"--exec_scale=0", "--exec_scale must be in (0, 1e+06]; got 0"},
+      {"--noise_cv=nan", "--noise_cv must be finite and >= 0; got nan"},
+      {"--noise_cv=-1", "--noise_cv must be finite and >= 0; got -1"},
+      {"--noise_cv=inf", "--noise_cv must be finite and >= 0; got inf"},
+      {"--slo-ms 1e13", "--slo_ms must be in [1e-06, 8.64e+07] ms (1 ns to a day"},
+      {"--slo-ms 1e-9", "--slo_ms must be in [1e-06, 8.64e+07] ms"},
+      {"--slo-ms 0", "got 0"},
+      {"--fail_worker_at=nan", "--fail_worker_at must be in [0, 9.2e+09] s"},
+      {"--fail_worker_at=1,-1",
+       "--fail_worker_at must be in [0, 9.2e+09] s (the trace's range); got -1"},
+      {"--fail_worker_at=soon",
+       "--fail_worker_at must be in [0, 9.2e+09] s (the trace's range); got \"soon\""},
+      {"--timeline=/dev/null --timeline_bin_s=1e12",
+       "--timeline_bin_s must be in [1e-06, 86400] s (1 us to a day); got 1e+12"},
+      {"--timeline=/dev/null --timeline_bin_s=1e-9", "--timeline_bin_s must be in"},
+      {"--orloj_bins=100000", "--orloj_bins must be in [1, 1024]"},
+      {"--orloj_bins=0", "--orloj_bins must be in [1, 1024]"},
+      {"--orloj_viable_quantile=2", "--orloj_viable_quantile must be in (0, 1]; got 2"},
+      {"--orloj_viable_quantile=nan", "--orloj_viable_quantile must be in (0, 1]; got nan"},
+      {"--orloj_b_per_ms=inf", "--orloj_b_per_ms must be finite and > 0; got inf"},
+      {"--orloj_b_per_ms=-1", "--orloj_b_per_ms must be finite and > 0; got -1"},
+      {"--fit_margin=nan", "--fit_margin must be finite"},
+  };
+  for (const auto& c : cases) {
+    const SimRun r = Sim(StaticRun() + " " + c.flags);
+    EXPECT_EQ(r.status, 2) << c.flags << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr(c.want)) << c.flags;
+  }
+}
+
+// Bad --exec_times files name the line and its text; an empty one, or one
+// for a static profile, is an error instead of being ignored; a value beyond
+// a day (1e17 us wrapped to 1 ns: a run that cannot meet its SLO reported
+// perfect attainment) is rejected.
+TEST(SimCliTest, ExecTimesErrorsSayWhatIsWrong) {
+  const std::string run = "--profile " + DynamicProfile() + " --trace " +
+                          Write("dyn.csv", "arrival_us,app\n1000,short\n2000,long\n3000,short\n") +
+                          " --policy orloj --workers 1 --slo-ms 36 --json --exec_times ";
+  SimRun r = Sim(run + Write("ok.txt", "100\n2000\n300\n"));
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = Sim(run + Write("txt.txt", "100\nabc\n300\n"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("txt.txt line 2: not a number: \"abc\""));
+  r = Sim(run + Write("empty.txt", ""));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("no execution times"));
+  r = Sim(run + Write("huge.txt", "100\n1e17\n300\n"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("huge.txt line 2: 1e17 us is outside [0, 8.64e+10] us"));
+  r = Sim(run + Write("short.txt", "100\n200\n"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("holds 2 execution times for the trace's 3 queries"));
+  r = Sim(StaticRun() + " --exec_times " + Write("static_ok.txt", "100\n200\n300\n"));
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--exec_times replays a dynamic model's per-query times"));
+}
+
+// A dynamic profile with several applications and a trace without an app
+// column: every query would silently have been the first application.
+TEST(SimCliTest, DynamicProfileNeedsTheTracesAppColumn) {
+  const SimRun r = Sim("--profile " + DynamicProfile() + " --trace " +
+                       Write("noapp.csv", "arrival_us\n1000\n2000\n") +
+                       " --policy orloj --workers 1 --slo-ms 36 --json");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("has no app column, and profile dyn has 2 applications"));
+}
+
+// A trace saved with a UTF-8 byte order mark reads as without one.
+TEST(SimCliTest, TraceWithAByteOrderMark) {
+  const SimRun r = Sim("--profile " + kStatic + " --trace " +
+                       Write("bom.csv",
+                             "\xEF\xBB\xBF"
+                             "arrival_us\n1000\n2000\n") +
+                       " --policy ratefit --workers 1 --json");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\"queries\":2"));
+}
+
+}  // namespace
+}  // namespace superserve
