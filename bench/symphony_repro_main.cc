@@ -12,6 +12,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
 #include "bench/sim/symphony_cases.h"
 #include "common/init.h"
 #include "common/json_writer.h"
@@ -21,10 +22,10 @@
 
 ABSL_FLAG(std::string, only, "",
           "Run only this experiment: table2, fig6a, grid, multi, proportional, single.");
-ABSL_FLAG(double, duration_s, 10, "Length of every simulated trace.");
+ABSL_FLAG(double, duration_s, 10, "Length of every simulated trace (0.001 to 3600 s).");
 ABSL_FLAG(double, dispatch_overhead_us, 500,
-          "Simulated RPC + transfer time per batch (the simulator's default).");
-ABSL_FLAG(double, noise_cv, 0, "Execution-time noise CV of the emulated workers.");
+          "Simulated RPC + transfer time per batch (the simulator's default; 0 to 1e6 us).");
+ABSL_FLAG(double, noise_cv, 0, "Execution-time noise CV of the emulated workers (0 to 10).");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of every trace.");
 ABSL_FLAG(bool, json, false, "End with one JSON object (figures and targets) on the last line.");
 
@@ -302,7 +303,32 @@ void SingleSubnet() {
                held > 0 ? 1.0 - static_cast<double>(missed) / held : 1.0, 1.0);
 }
 
+// "" when --`flag` is finite and in [lo, hi], else the usage error naming
+// the flag, its value and the range.
+std::string OutOfRange(const char* flag, double value, double lo, double hi) {
+  if (std::isfinite(value) && value >= lo && value <= hi) return "";
+  return absl::StrFormat("--%s %g: must be a finite number in [%g, %g]", flag, value, lo, hi);
+}
+
 int Main() {
+  // Checked before any run: a bad value otherwise surfaces deep inside the
+  // goodput search (a duration of 0 as "rate must be > 0"), or never ends it
+  // (a NaN overhead makes every query meet its SLO at any rate).
+  for (const std::string& e : {
+           // Every run of every experiment simulates this long, at rates up to
+           // ~1e5 q/s: an hour per run is already far past useful.
+           OutOfRange("duration_s", absl::GetFlag(FLAGS_duration_s), 1e-3, 3600),
+           // The SLOs here are tens of ms: an overhead of a second makes every
+           // query late (and Micros() overflows int64 past ~9.2e12 us).
+           OutOfRange("dispatch_overhead_us", absl::GetFlag(FLAGS_dispatch_overhead_us), 0, 1e6),
+           // The single-subnet cases use 0.03; 10 is already far noisier than any GPU.
+           OutOfRange("noise_cv", absl::GetFlag(FLAGS_noise_cv), 0, 10),
+       }) {
+    if (!e.empty()) {
+      std::fprintf(stderr, "superserve-symphony-repro: %s\n", e.c_str());
+      return 2;
+    }
+  }
   const std::string only = absl::GetFlag(FLAGS_only);
   std::printf("superserve-symphony-repro: duration %.1f s per run, dispatch overhead %.0f us, "
               "noise CV %.2f, seed %llu\n",

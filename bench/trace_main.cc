@@ -1,9 +1,13 @@
 // superserve-trace KIND --out FILE: writes a seeded arrival trace as CSV
 // (header arrival_us); see --help.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
 #include "bench/sim/trace.h"
 #include "bench/sim/trace_generators.h"
 #include "common/init.h"
@@ -29,19 +33,101 @@ ABSL_FLAG(double, model_cv2, 1,
           "bursty case: 1/0.05 = 20).");
 ABSL_FLAG(bool, json, false, "End with one JSON object on the last line.");
 
+namespace superserve {
+namespace {
+
+// Arrivals are whole nanoseconds: a higher rate than one per nanosecond only
+// piles arrivals onto the same instants.
+constexpr double kMaxRate = 1e9;
+
+// "" when `value` is finite and in [lo, hi] ((lo, hi] when lo_open; hi
+// INFINITY: no upper end), else the usage error naming the flag, its value
+// and the range.
+std::string OutOfRange(const char* flag, double value, double lo, double hi, bool lo_open = false) {
+  if (std::isfinite(value) && (lo_open ? value > lo : value >= lo) && value <= hi) return "";
+  if (std::isinf(hi)) {
+    return absl::StrFormat("--%s %g: must be a finite number %s %g", flag, value,
+                           lo_open ? ">" : ">=", lo);
+  }
+  return absl::StrFormat("--%s %g: must be a finite number in %s%g, %g]", flag, value,
+                         lo_open ? "(" : "[", lo, hi);
+}
+
+// The usage error of the first flag of `kind` that is out of range, or of an
+// expected trace (rates x --duration_s) beyond kMaxTraceArrivals; "" when
+// every flag `kind` reads is fine. Unknown kinds are left to the caller.
+std::string CheckFlags(const std::string& kind) {
+  const std::vector<std::string> kinds = {"bursty", "time-varying", "poisson", "maf", "multi"};
+  if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) return "";
+  std::vector<std::string> errors = {
+      OutOfRange("duration_s", absl::GetFlag(FLAGS_duration_s), 1e-9, kMaxTraceDurationS)};
+  double peak_rate = 0;  // an upper bound of the trace's mean rate
+  std::string rate_flags;
+  if (kind == "poisson" || kind == "maf" || kind == "multi") {
+    errors.push_back(OutOfRange("rate", absl::GetFlag(FLAGS_rate), 0, kMaxRate, true));
+    peak_rate = absl::GetFlag(FLAGS_rate);
+    rate_flags = "--rate";
+  }
+  if (kind == "multi") {
+    errors.push_back(OutOfRange("models", absl::GetFlag(FLAGS_models), 1, kMaxTraceModels));
+    errors.push_back(
+        OutOfRange("model_cv2", absl::GetFlag(FLAGS_model_cv2), 0, kMaxTraceCv2, true));
+    errors.push_back(OutOfRange("zipf", absl::GetFlag(FLAGS_zipf), 0, INFINITY));
+  }
+  if (kind == "bursty") {
+    const double base = absl::GetFlag(FLAGS_base_rate), variant = absl::GetFlag(FLAGS_variant_rate);
+    errors.push_back(OutOfRange("base_rate", base, 0, kMaxRate));
+    errors.push_back(OutOfRange("variant_rate", variant, 0, kMaxRate));
+    if (base == 0 && variant == 0) errors.push_back("--base_rate and --variant_rate are both 0");
+    peak_rate = base + variant;
+    rate_flags = "(--base_rate + --variant_rate)";
+  }
+  if (kind == "time-varying") {
+    const double rate1 = absl::GetFlag(FLAGS_rate1), rate2 = absl::GetFlag(FLAGS_rate2);
+    errors.push_back(OutOfRange("rate1", rate1, 0, kMaxRate, true));
+    errors.push_back(OutOfRange("rate2", rate2, 0, kMaxRate));
+    errors.push_back(OutOfRange("accel", absl::GetFlag(FLAGS_accel), 0, INFINITY));
+    errors.push_back(OutOfRange("hold_s", absl::GetFlag(FLAGS_hold_s), 0, kMaxTraceDurationS));
+    peak_rate = std::max(rate1, rate2);
+    rate_flags = "max(--rate1, --rate2)";
+  }
+  if (kind == "bursty" || kind == "time-varying") {
+    errors.push_back(OutOfRange("cv2", absl::GetFlag(FLAGS_cv2), 0, kMaxTraceCv2));
+  }
+  for (const std::string& e : errors) {
+    if (!e.empty()) return e;
+  }
+  const double expected = peak_rate * absl::GetFlag(FLAGS_duration_s);
+  if (expected > kMaxTraceArrivals) {
+    return absl::StrFormat(
+        "%s %g q/s x --duration_s %g s is %g expected arrivals, more than the %g a trace may "
+        "hold (bench/sim/trace_generators.h: kMaxTraceArrivals); lower the rate or the duration",
+        rate_flags, peak_rate, absl::GetFlag(FLAGS_duration_s), expected, kMaxTraceArrivals);
+  }
+  return "";
+}
+
+}  // namespace
+}  // namespace superserve
+
 int main(int argc, char** argv) {
   auto args = superserve::InitMain(
       argc, argv,
       "superserve-trace bursty|time-varying|poisson|maf|multi --out FILE [flags]\n\nWrites a "
       "seeded arrival trace (CSV, header arrival_us) for superserve-sim and the load generator. "
       "multi: --models N models sharing --rate, each its own gamma process (--model_cv2), "
-      "popularity equal or Zipf (--zipf s); adds the model column.");
+      "popularity equal or Zipf (--zipf s); adds the model column. A flag out of range, or a "
+      "trace of more than 1e8 expected arrivals (rate x --duration_s), is a usage error (exit 2).");
   using namespace superserve;
   if (args.size() < 2 || absl::GetFlag(FLAGS_out).empty()) {
     std::fprintf(stderr, "superserve-trace: need KIND and --out (see --help)\n");
     return 2;
   }
   const std::string kind = args[1];
+  if (const std::string e = CheckFlags(kind); !e.empty()) {
+    std::fprintf(stderr, "superserve-trace: %s\n", e.c_str());
+    return 2;
+  }
   const Nanos duration = Seconds(absl::GetFlag(FLAGS_duration_s));
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
   Trace t;

@@ -65,8 +65,11 @@ double SingleConfigLatency(Dispatch dispatch, const BatchConfig& c, double rate)
   return GroupWorstLatency(dispatch, c, rate, per_machine);
 }
 
-// A module's candidate plans for splitting, fastest first.
-std::vector<ModulePlan> Candidates(const Module& m, double rate, double slo_s, PlanMethod method) {
+// A module's candidate plans for splitting, fastest first. A budget no plan
+// meets (FailedPrecondition) is skipped; any other error (e.g. a rate that
+// needs more than kMaxPlannedWorkers) is returned.
+absl::StatusOr<std::vector<ModulePlan>> Candidates(const Module& m, double rate, double slo_s,
+                                                   PlanMethod method) {
   std::vector<double> budgets;
   for (const BatchConfig& c : m.configs) {
     const double b = SingleConfigLatency(DispatchOf(method), c, rate);
@@ -79,7 +82,10 @@ std::vector<ModulePlan> Candidates(const Module& m, double rate, double slo_s, P
   std::vector<ModulePlan> out;
   for (double b : budgets) {
     auto p = PlanModule(m, rate, b, method);
-    if (!p.ok()) continue;
+    if (!p.ok()) {
+      if (p.status().code() != absl::StatusCode::kFailedPrecondition) return p.status();
+      continue;
+    }
     // Its budget is what it needs: the rest stays for the other modules.
     p->budget_s = p->worst_latency_s;
     out.push_back(*std::move(p));
@@ -108,7 +114,14 @@ absl::StatusOr<ApplicationPlan> PlanApplication(const Application& app, double r
   out.method = method;
   std::vector<ModulePlan> current(n);
   std::vector<double> rates(n);
-  for (size_t i = 0; i < n; ++i) rates[i] = rate * app.modules[i].rate_factor;
+  for (size_t i = 0; i < n; ++i) {
+    rates[i] = rate * app.modules[i].rate_factor;
+    if (!std::isfinite(rates[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("module ", app.modules[i].module.name, ": rate ", rate, " x rate_factor ",
+                       app.modules[i].rate_factor, " is not a finite rate"));
+    }
+  }
   const Paths paths(app);
 
   if (n == 1) {
@@ -120,7 +133,9 @@ absl::StatusOr<ApplicationPlan> PlanApplication(const Application& app, double r
     std::vector<std::vector<ModulePlan>> candidates(n);
     std::vector<double> latency(n);
     for (size_t i = 0; i < n; ++i) {
-      candidates[i] = Candidates(app.modules[i].module, rates[i], slo_s, method);
+      auto c = Candidates(app.modules[i].module, rates[i], slo_s, method);
+      if (!c.ok()) return c.status();
+      candidates[i] = *std::move(c);
       if (candidates[i].empty()) {
         return absl::FailedPreconditionError(absl::StrCat(
             "module ", app.modules[i].module.name, ": no plan meets even the whole objective of ",
@@ -180,12 +195,20 @@ absl::StatusOr<ApplicationPlan> PlanApplication(const Application& app, double r
   }
 
   std::vector<double> latency(n);
+  double workers = 0;
   for (size_t i = 0; i < n; ++i) {
     out.modules.push_back({app.modules[i].module.name, rates[i], current[i]});
     out.cost += current[i].cost;
-    out.workers += current[i].workers();
+    workers += current[i].workers_as_double();
     latency[i] = current[i].worst_latency_s;
   }
+  // Each module's plan is within the bound; their sum must be too (int32_t).
+  if (workers > kMaxPlannedWorkers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "application ", app.name, ": ", rate, " req/s needs ", workers,
+        " workers over its modules, more than the ", kMaxPlannedWorkers, " a plan may start"));
+  }
+  out.workers = static_cast<int32_t>(workers);
   out.latency_s = paths.Longest(latency);
   return out;
 }

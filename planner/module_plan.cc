@@ -9,11 +9,13 @@ namespace {
 constexpr double kMachineEps = 1e-9;
 }  // namespace
 
-int32_t ModulePlan::workers() const {
+double ModulePlan::workers_as_double() const {
   double n = 0;
   for (const MachineGroup& g : groups) n += std::ceil(g.machines - kMachineEps);
-  return static_cast<int32_t>(n);
+  return n;
 }
+
+int32_t ModulePlan::workers() const { return static_cast<int32_t>(workers_as_double()); }
 
 std::vector<MachineGroup> ModulePlan::Tuples() const {
   std::vector<MachineGroup> out;

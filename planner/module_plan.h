@@ -36,7 +36,10 @@ struct ModulePlan {
   double worst_latency_s = 0;
 
   // Machines to start: every fully loaded one plus one per partial group.
+  // PlanModule keeps it within kMaxPlannedWorkers, so it fits an int32_t.
   int32_t workers() const;
+  // The same count as a double, which cannot overflow (to check that bound).
+  double workers_as_double() const;
   // The paper's tuples T_i (n_i x b_i): consecutive groups of one batch size merged.
   std::vector<MachineGroup> Tuples() const;
 };

@@ -13,7 +13,10 @@ namespace superserve {
 namespace {
 
 // Rates below this fraction of the module's rate are rounding, not workload.
+// Relative to the rate alone, with no absolute floor: with one (max(1, rate))
+// a whole rate below 1e-9 req/s counted as rounding and got no machine.
 constexpr double kRateEps = 1e-9;
+double RateEps(double rate) { return kRateEps * rate; }
 
 // The module's configurations by throughput-cost ratio (t / price; one price
 // per module, so by throughput), highest first; ties to the smaller batch.
@@ -55,7 +58,7 @@ bool Fits(Dispatch dispatch, const BatchConfig& c, double rw, double budget) {
 std::optional<std::vector<MachineGroup>> MultiTuple(const std::vector<BatchConfig>& configs,
                                                     double rate, double budget, Dispatch dispatch) {
   std::vector<MachineGroup> groups;
-  const double eps = kRateEps * std::max(1.0, rate);
+  const double eps = RateEps(rate);
   double rw = rate;
   size_t k = 0;
   while (rw > eps) {
@@ -85,7 +88,7 @@ std::optional<std::vector<MachineGroup>> MultiTuple(const std::vector<BatchConfi
 std::optional<std::vector<MachineGroup>> TwoTuple(const std::vector<BatchConfig>& configs,
                                                   double rate, double budget, Dispatch dispatch) {
   std::vector<MachineGroup> groups;
-  const double eps = kRateEps * std::max(1.0, rate);
+  const double eps = RateEps(rate);
   double residual = rate;
   for (const BatchConfig& c : configs) {
     if (!Fits(dispatch, c, rate, budget)) continue;
@@ -126,7 +129,7 @@ ModulePlan Finish(const Module& m, std::vector<MachineGroup> groups, double rate
   }
   p.cost *= m.price;
   p.dummy_rate = std::max(0.0, total - rate);
-  if (p.dummy_rate < kRateEps * std::max(1.0, rate)) p.dummy_rate = 0;
+  if (p.dummy_rate < RateEps(rate)) p.dummy_rate = 0;
   AnnotateWorstLatency(dispatch, &p);
   return p;
 }
@@ -156,7 +159,7 @@ std::optional<ModulePlan> WithDummies(const Module& m, const std::vector<BatchCo
   }
   const std::vector<MachineGroup> tuples = best->Tuples();
   const double base_dummy = best->dummy_rate;
-  const double eps = kRateEps * std::max(1.0, rate);
+  const double eps = RateEps(rate);
   for (size_t i = 0; i < tuples.size(); ++i) {
     double leftover = 0;
     for (size_t j = i + 1; j < tuples.size(); ++j) leftover += tuples[j].rate;
@@ -225,7 +228,7 @@ std::optional<Branch> PaddedFrom(const std::vector<BatchConfig>& configs, double
 
 std::optional<Branch> PaddedMultiTuple(const std::vector<BatchConfig>& configs, double rate,
                                        double budget) {
-  return PaddedFrom(configs, rate, 0, budget, kRateEps * std::max(1.0, rate), 0);
+  return PaddedFrom(configs, rate, 0, budget, RateEps(rate), 0);
 }
 
 }  // namespace
@@ -273,6 +276,18 @@ absl::StatusOr<ModulePlan> PlanModule(const Module& module, double rate, double 
   const Dispatch dispatch = DispatchOf(method);
   const std::vector<BatchConfig> configs = ByRatio(module);
   if (rate == 0) return Finish(module, {}, 0, budget_s, dispatch);
+  // A batch takes at least its duration however fast it fills (dummy requests
+  // only speed up the filling): a budget below the fastest batch's duration
+  // has no plan at any rate, so the error says that, naming the batch.
+  const BatchConfig& fastest = *std::min_element(
+      configs.begin(), configs.end(),
+      [](const BatchConfig& a, const BatchConfig& b) { return a.duration_s < b.duration_s; });
+  if (!WithinBudget(fastest.duration_s, budget_s)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("module ", module.name, ": a latency budget of ", budget_s * 1e3,
+                     " ms is below the fastest configuration's latency (batch ", fastest.batch,
+                     ": ", fastest.duration_s * 1e3, " ms); no batch size can meet it"));
+  }
   std::optional<ModulePlan> plan;
   switch (method) {
     case PlanMethod::kS1:
@@ -301,6 +316,11 @@ absl::StatusOr<ModulePlan> PlanModule(const Module& module, double rate, double 
     return absl::FailedPreconditionError(
         absl::StrCat("module ", module.name, ": no configuration meets a ", budget_s * 1e3,
                      " ms budget at ", rate, " req/s with method ", PlanMethodName(method)));
+  }
+  if (plan->workers_as_double() > kMaxPlannedWorkers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("module ", module.name, ": ", rate, " req/s needs ", plan->workers_as_double(),
+                     " workers, more than the ", kMaxPlannedWorkers, " a plan may start"));
   }
   return *std::move(plan);
 }

@@ -25,10 +25,17 @@ absl::StatusOr<PlanMethod> ParsePlanMethod(absl::string_view name);
 const char* PlanMethodName(PlanMethod method);
 Dispatch DispatchOf(PlanMethod method);
 
+// The most workers one plan may start (a module's, or a whole application's).
+// Far beyond any cluster (1e8 machines), and it keeps worker counts and their
+// sums in int32_t: a rate that needs more is a mistake, not a plan.
+constexpr double kMaxPlannedWorkers = 1e8;
+
 // Plans one module: the configuration set that serves `rate` req/s with every
 // request's worst-case latency within `budget_s`, at the method's least cost.
-// Rate 0 gives an empty plan. Errors: InvalidArgument (bad module, rate or
-// budget), FailedPrecondition (no configuration meets the budget at this rate).
+// Rate 0 gives an empty plan; any rate > 0 at least one worker. Errors:
+// InvalidArgument (bad module, rate or budget; a plan of more than
+// kMaxPlannedWorkers workers), FailedPrecondition (no configuration meets the
+// budget at this rate, e.g. a budget below the fastest batch's duration).
 absl::StatusOr<ModulePlan> PlanModule(const Module& module, double rate, double budget_s,
                                       PlanMethod method);
 

@@ -14,9 +14,9 @@ namespace superserve {
 // profile (-1 = the most accurate): its fully loaded machines plus one per
 // partially loaded machine. `batch_overhead` is added to every batch's
 // duration (the router's dispatch round trip, which profiles do not include).
-// 0 at rate 0. Errors: InvalidArgument (bad rate,
-// objective or profile), FailedPrecondition (the subnet cannot meet `slo` at
-// any batch size).
+// 0 at rate 0, at least 1 at any rate > 0. Errors: InvalidArgument (bad rate,
+// objective or profile; more than kMaxPlannedWorkers), FailedPrecondition (the
+// subnet cannot meet `slo` at any batch size).
 absl::StatusOr<int32_t> WorkersNeeded(const ModelProfile& profile, double rate, Nanos slo,
                                       int32_t subnet_id = -1, Nanos batch_overhead = 0);
 

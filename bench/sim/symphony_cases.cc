@@ -78,6 +78,10 @@ absl::StatusOr<SimulationResult> RunWorkload(const Workload& w, double rate,
 
 absl::StatusOr<double> Goodput(const Workload& w, const PolicyBuilder& policy, double hint,
                                double target, SimulationResult* at_goodput) {
+  if (!std::isfinite(hint)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("goodput search: hint ", hint, " q/s is not finite"));
+  }
   double lo = 0, hi = std::max(1.0, hint);
   SimulationResult best;
   // Find a failing upper end.
@@ -89,7 +93,10 @@ absl::StatusOr<double> Goodput(const Workload& w, const PolicyBuilder& policy, d
     best = *std::move(r);
     hi *= 1.5;
   }
-  while (hi - lo > 0.004 * hi) {
+  // Each step halves [lo, hi]: from lo > 0, 0.4 % of hi takes about 8 steps.
+  // The cap ends a search whose target no rate meets (lo stays 0 and hi would
+  // halve ~1100 times, down to a rate of 0, which the trace rejects).
+  for (int step = 0; step < kMaxGoodputSteps && hi - lo > 0.004 * hi; ++step) {
     const double mid = (lo + hi) / 2;
     auto r = RunWorkload(w, mid, policy);
     if (!r.ok()) return r.status();

@@ -55,8 +55,11 @@ absl::StatusOr<SimulationResult> RunWorkload(const Workload& workload, double ra
                                              const PolicyBuilder& policy);
 
 // Goodput as Symphony measures it: the largest rate whose attainment is
-// >= `target` (binary search; rates above `hint` are probed by doubling).
-// Returns the rate and, in *at_goodput, that run's result.
+// >= `target` (binary search; rates above `hint` are probed by growing 1.5x,
+// at most 8 times; at most kMaxGoodputSteps bisection steps). Returns the
+// rate (0 when even the lowest rate tried misses the target) and, in
+// *at_goodput, that run's result; InvalidArgument for a hint that is not finite.
+constexpr int kMaxGoodputSteps = 64;
 absl::StatusOr<double> Goodput(const Workload& workload, const PolicyBuilder& policy,
                                double hint, double target = 0.99,
                                SimulationResult* at_goodput = nullptr);

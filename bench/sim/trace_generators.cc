@@ -35,8 +35,12 @@ class UnitGamma {
 
 std::vector<Nanos> GammaArrivals(double rate, double cv2, Nanos duration, uint64_t seed) {
   std::vector<Nanos> out;
-  if (rate <= 0 || duration <= 0) return out;
-  out.reserve(static_cast<size_t>(rate * ToSeconds(duration) * 1.05) + 16);
+  // NaN or infinite inputs would never end the loop below (a zero or NaN gap).
+  if (!(rate > 0) || !std::isfinite(rate) || !std::isfinite(cv2) || duration <= 0) return out;
+  // Capped, so that an unchecked rate (callers bound rate x duration) fails
+  // by the arrivals it produces rather than by one huge reservation.
+  out.reserve(static_cast<size_t>(std::min(rate * ToSeconds(duration) * 1.05, kMaxTraceArrivals)) +
+              16);
   UnitGamma g(cv2 <= 0 ? 1e-9 : cv2, seed);
   const double gap = kNanosPerSecond / rate;
   double t = 0;
@@ -51,7 +55,7 @@ std::vector<Nanos> GammaArrivals(double rate, double cv2, Nanos duration, uint64
 std::vector<Nanos> BurstyArrivals(double base_rate, double variant_rate, double cv2,
                                   Nanos duration, uint64_t seed) {
   std::vector<Nanos> base;
-  if (base_rate > 0) {
+  if (base_rate > 0 && std::isfinite(base_rate)) {
     const double gap = kNanosPerSecond / base_rate;
     for (double t = gap / 2; t < static_cast<double>(duration); t += gap) {
       base.push_back(static_cast<Nanos>(t));
@@ -77,7 +81,7 @@ std::vector<Nanos> TimeVaryingArrivals(double rate1, double rate2, double accel,
   double t = 0;
   while (true) {
     double rate = TimeVaryingRate(rate1, rate2, accel, hold, static_cast<Nanos>(t));
-    if (rate <= 0) break;
+    if (!(rate > 0) || !std::isfinite(rate)) break;  // NaN or infinite: no gap
     t += kNanosPerSecond / rate * g.Next();
     if (t >= static_cast<double>(duration)) break;
     out.push_back(static_cast<Nanos>(t));
@@ -115,7 +119,14 @@ absl::StatusOr<std::vector<double>> ReadMafMinuteCounts(const std::string& path)
           absl::StrCat("MAF file ", path, " line ", row, ": fewer than 1440 minute columns"));
     }
     for (int m = 0; m < 1440; ++m) {
-      counts[m] += std::strtod(std::string(cells[first + m]).c_str(), nullptr);
+      const double c = std::strtod(std::string(cells[first + m]).c_str(), nullptr);
+      // A NaN or infinite count would make every minute's rate NaN or 0 gaps.
+      if (!std::isfinite(c) || c < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("MAF file ", path, " line ", row, " minute ",
+                                                       m + 1, ": count ", c,
+                                                       " is not a finite number >= 0"));
+      }
+      counts[m] += c;
     }
   }
   return counts;
@@ -149,7 +160,7 @@ std::vector<Nanos> ArrivalsFromBinCounts(const std::vector<double>& counts, doub
   std::exponential_distribution<double> exp(1.0);
   for (size_t i = 0; i < counts.size(); ++i) {
     double rate_per_ns = counts[i] * scale / bin;
-    if (rate_per_ns <= 0) continue;
+    if (!(rate_per_ns > 0) || !std::isfinite(rate_per_ns)) continue;  // NaN: no gap
     double t = bin * i, end = bin * (i + 1);
     while (true) {
       t += exp(rng) / rate_per_ns;
@@ -181,10 +192,34 @@ std::vector<double> ZipfShares(int32_t models, double s) {
 }
 
 absl::StatusOr<Trace> MultiModelArrivals(const MultiModelTraceOptions& o) {
-  if (o.models < 1) return absl::InvalidArgumentError("--models must be >= 1");
-  if (o.rate <= 0) return absl::InvalidArgumentError("--rate must be > 0");
-  if (o.cv2 <= 0) return absl::InvalidArgumentError("the squared CV must be > 0");
-  if (o.zipf_s < 0) return absl::InvalidArgumentError("--zipf must be >= 0");
+  // Named as the options, not as any tool's flags: superserve-trace checks its
+  // flags first, and the Symphony experiments call this with rates of their own.
+  if (o.models < 1 || o.models > kMaxTraceModels) {
+    return absl::InvalidArgumentError(absl::StrCat("multi-model trace: models must be in [1, ",
+                                                   kMaxTraceModels, "], got ", o.models));
+  }
+  if (!std::isfinite(o.rate) || o.rate <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("multi-model trace: rate must be finite and > 0 q/s, got ", o.rate));
+  }
+  if (o.duration <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("multi-model trace: duration must be > 0, got ", ToSeconds(o.duration), " s"));
+  }
+  if (!(o.cv2 > 0 && o.cv2 <= kMaxTraceCv2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "multi-model trace: the squared CV must be in (0, ", kMaxTraceCv2, "], got ", o.cv2));
+  }
+  if (!std::isfinite(o.zipf_s) || o.zipf_s < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "multi-model trace: the Zipf exponent must be finite and >= 0, got ", o.zipf_s));
+  }
+  const double expected = o.rate * ToSeconds(o.duration);
+  if (expected > kMaxTraceArrivals) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "multi-model trace: rate ", o.rate, " q/s over ", ToSeconds(o.duration), " s is ", expected,
+        " expected arrivals, more than the ", kMaxTraceArrivals, " a trace may hold"));
+  }
   const std::vector<double> shares = ZipfShares(o.models, o.zipf_s);
   std::vector<std::pair<Nanos, int32_t>> all;
   for (int32_t m = 0; m < o.models; ++m) {

@@ -13,6 +13,24 @@ namespace superserve {
 
 // Seeded arrival-trace generators (SuperServe §6.1/§6.2, InferLine's
 // method). Every generator returns ascending arrival times in [0, duration).
+// Callers validate their inputs against the limits below (superserve-trace
+// checks its flags, MultiModelArrivals checks its options): a rate that is not
+// finite and > 0 gives an empty trace, but a finite rate far too large simply
+// runs out of memory.
+
+// The most arrivals a trace may be expected to hold (rate x duration). Real
+// traces are far smaller (the paper's: minutes at thousands of q/s, ~1e6
+// arrivals); 1e8 arrivals are already 0.8 GB in memory and over 1 GB of CSV,
+// and beyond it a mistyped rate or duration exhausts memory instead of failing.
+constexpr double kMaxTraceArrivals = 1e8;
+// The longest trace: ~3 years, far beyond any real one and well within the
+// int64 nanoseconds of Nanos (which overflow past ~9.2e9 s).
+constexpr double kMaxTraceDurationS = 1e8;
+// The largest squared CV of gamma inter-arrivals (0 = deterministic gaps).
+// Traces use 1 to 20 (Symphony's bursty case); at 1e4 the gamma shape is
+// 1e-4 and most gaps already underflow to 0; far beyond it (1e300) every gap
+// does, and the trace never advances.
+constexpr double kMaxTraceCv2 = 1e4;
 
 // Poisson process of `rate` q/s.
 std::vector<Nanos> PoissonArrivals(double rate, Nanos duration, uint64_t seed);
@@ -53,10 +71,17 @@ absl::StatusOr<std::vector<Nanos>> MafArrivals(const MafOptions& options);
 std::vector<Nanos> ArrivalsFromBinCounts(const std::vector<double>& counts, double mean_rate,
                                          Nanos duration, uint64_t seed);
 
+// The most models of one trace: Symphony's experiments use 10 to 20; the bound
+// keeps a mistyped count from allocating gigabytes of popularity shares.
+constexpr int32_t kMaxTraceModels = 1000000;
+
 // Many models (Symphony §3.4, §5): model i gets the share p_i ∝ 1 / (i+1)^zipf_s
 // of `rate` (zipf_s = 0: equally popular) as its own gamma arrival process
 // with squared CV `cv2` (1 = Poisson); the processes are merged. The trace's
 // `model` column indexes model_names "<prefix>0" .. "<prefix>N-1".
+// InvalidArgument unless 1 <= models <= kMaxTraceModels, rate and duration
+// > 0 with rate x duration <= kMaxTraceArrivals, 0 < cv2 <= kMaxTraceCv2,
+// zipf_s >= 0 (all finite).
 struct MultiModelTraceOptions {
   int32_t models = 20;
   double rate = 4000;  // all models together, q/s

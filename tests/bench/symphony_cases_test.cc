@@ -83,6 +83,26 @@ TEST(SymphonyCasesTest, ManyModelsAtLowLoadKeepMostWorkersIdle) {
   EXPECT_GT(s->mean_batch(), 2 * e->mean_batch()) << "deferred batches are larger";
 }
 
+// A target that no rate meets (a 1-us SLO) ends the search at goodput 0 after
+// a bounded number of runs; the bisection once halved its upper end ~1100
+// times, down to a rate of 0, and failed with "rate must be > 0".
+TEST(SymphonyCasesTest, GoodputSearchEndsWhenNoRateMeetsTheTarget) {
+  Workload w = ResNet(1, 2);
+  w.slo = Micros(1);
+  w.duration = Seconds(1);
+  int runs = 0;
+  PolicyBuilder counted = [&runs](const ModelProfile& p) -> std::unique_ptr<Policy> {
+    ++runs;
+    return std::make_unique<MaxBatchPolicy>(p);
+  };
+  auto g = Goodput(w, counted, 1000);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(*g, 0);
+  EXPECT_LE(runs, 8 + kMaxGoodputSteps);
+  EXPECT_EQ(Goodput(w, counted, NAN).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Goodput(w, counted, INFINITY).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SymphonyCasesTest, ResNet50GoodputNearTheStaggeredBoundWithoutCollapse) {
   Workload w = ResNet(1, 8);
   const double bound = StaggeredBound(1.053, 5.072, 25, 8).throughput;

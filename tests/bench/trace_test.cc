@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/sim/trace_generators.h"
@@ -109,6 +110,80 @@ TEST(TraceGeneratorsTest, ReplaysAzureFunctionsMinuteCounts) {
   EXPECT_NEAR(static_cast<double>(second.size()) / first.size(), 3.0, 0.2);
   o.file = TempPath("missing.csv");
   EXPECT_FALSE(MafArrivals(o).ok());
+}
+
+// A NaN or infinite count would make the minutes' rates NaN: the arrival
+// loop never ends. The file is rejected, naming the line and the minute.
+TEST(TraceGeneratorsTest, MafCountsMustBeFiniteAndNonNegative) {
+  for (const char* bad : {"nan", "inf", "-1"}) {
+    std::string path = TempPath("maf_bad.csv");
+    {
+      std::ofstream f(path);
+      f << "HashOwner,HashApp,HashFunction,Trigger";
+      for (int m = 1; m <= 1440; ++m) f << "," << m;
+      f << "\no,a,f,http";
+      for (int m = 1; m <= 1440; ++m) f << "," << (m == 5 ? bad : "1");
+      f << "\n";
+    }
+    auto counts = ReadMafMinuteCounts(path);
+    ASSERT_EQ(counts.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(counts.status().message().find("line 2 minute 5"), absl::string_view::npos)
+        << counts.status();
+  }
+}
+
+// NaN or infinite rates (and a NaN CV²) give empty traces instead of an
+// impossible reservation or a loop that never advances; the tools reject such
+// inputs before they get here (superserve-trace, MultiModelArrivals).
+TEST(TraceGeneratorsTest, NonFiniteInputsGiveNoArrivals) {
+  EXPECT_TRUE(PoissonArrivals(NAN, Seconds(1), 1).empty());
+  EXPECT_TRUE(PoissonArrivals(INFINITY, Seconds(1), 1).empty());
+  EXPECT_TRUE(GammaArrivals(100, NAN, Seconds(1), 1).empty());
+  EXPECT_TRUE(BurstyArrivals(INFINITY, 0, 1, Seconds(1), 1).empty());
+  EXPECT_TRUE(BurstyArrivals(NAN, NAN, 1, Seconds(1), 1).empty());
+  EXPECT_TRUE(TimeVaryingArrivals(NAN, 100, 10, 1, 0, Seconds(1), 1).empty());
+  EXPECT_TRUE(TimeVaryingArrivals(INFINITY, 100, 10, 1, 0, Seconds(1), 1).empty());
+  EXPECT_TRUE(ArrivalsFromBinCounts({1, 2, 3}, NAN, Seconds(1), 1).empty());
+  EXPECT_TRUE(ArrivalsFromBinCounts({1, 2, 3}, INFINITY, Seconds(1), 1).empty());
+}
+
+TEST(TraceGeneratorsTest, MultiModelRejectsOutOfRangeOptions) {
+  MultiModelTraceOptions ok;
+  ok.models = 2;
+  ok.rate = 1000;
+  ok.duration = Seconds(1);
+  ASSERT_TRUE(MultiModelArrivals(ok).ok());
+  std::vector<std::pair<std::string, MultiModelTraceOptions>> bad;
+  auto with = [&](const std::string& what, auto change) {
+    MultiModelTraceOptions o = ok;
+    change(o);
+    bad.emplace_back(what, o);
+  };
+  with("cv2 nan", [](auto& o) { o.cv2 = NAN; });
+  with("cv2 inf", [](auto& o) { o.cv2 = INFINITY; });
+  with("cv2 1e300", [](auto& o) { o.cv2 = 1e300; });
+  with("cv2 0", [](auto& o) { o.cv2 = 0; });
+  with("rate nan", [](auto& o) { o.rate = NAN; });
+  with("rate inf", [](auto& o) { o.rate = INFINITY; });
+  with("rate 1e12", [](auto& o) { o.rate = 1e12; });
+  with("rate 1e8 for 100 s", [](auto& o) {
+    o.rate = 1e8;
+    o.duration = Seconds(100);
+  });
+  with("duration 0", [](auto& o) { o.duration = 0; });
+  with("duration -1 s", [](auto& o) { o.duration = -Seconds(1); });
+  with("zipf nan", [](auto& o) { o.zipf_s = NAN; });
+  with("zipf -1", [](auto& o) { o.zipf_s = -1; });
+  with("models 0", [](auto& o) { o.models = 0; });
+  with("models 2e9", [](auto& o) { o.models = 2000000000; });
+  for (const auto& [what, o] : bad) {
+    auto t = MultiModelArrivals(o);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << what;
+  }
+  ok.rate = 1e12;
+  const absl::Status st = MultiModelArrivals(ok).status();
+  EXPECT_NE(st.message().find("expected arrivals, more than the 1e+08"), absl::string_view::npos)
+      << st;
 }
 
 TEST(TraceTest, CsvRoundTripWithOptionalColumns) {

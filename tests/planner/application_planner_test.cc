@@ -131,6 +131,36 @@ TEST(ApplicationPlannerTest, TooTightAnObjectiveIsAnError) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A rate x rate_factor beyond the worker bound, or not finite, is an error
+// naming the module; so is a sum over modules beyond it (each within it).
+TEST(ApplicationPlannerTest, TooManyWorkersIsAnErrorNotAnOverflow) {
+  Application huge = Chain();
+  huge.modules[1].rate_factor = 1e300;
+  for (double rate : {100.0, 1e10}) {
+    auto plan = PlanApplication(huge, rate, 2.4, PlanMethod::kHarpagon);
+    ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << "rate " << rate;
+    EXPECT_NE(plan.status().message().find("module M2"), absl::string_view::npos)
+        << plan.status();
+  }
+  Application one;
+  one.name = "one";
+  one.modules.push_back({TableOneM3(), 1e300, {}});
+  EXPECT_EQ(PlanApplication(one, 100, 1.0, PlanMethod::kS3).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Two M3 modules in parallel at 3e9 req/s: 7.5e7 workers each, 1.5e8 in all.
+  Application pair;
+  pair.name = "pair";
+  pair.modules.push_back({testing::MakeModule("a", {{32, 0.8}}), 1.0, {}});
+  pair.modules.push_back({testing::MakeModule("b", {{32, 0.8}}), 1.0, {}});
+  auto plan = PlanApplication(pair, 3e9, 1.0, PlanMethod::kS3);
+  ASSERT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << plan.status();
+  EXPECT_NE(plan.status().message().find("application pair"), absl::string_view::npos)
+      << plan.status();
+  auto half = PlanApplication(pair, 1.5e9, 1.0, PlanMethod::kS3);
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_EQ(half->workers, 75000000);
+}
+
 TEST(ApplicationFileTest, LoadsTheChainAndAProfile) {
   auto app = LoadApplicationFile(TestData("table1_chain.json"));
   ASSERT_TRUE(app.ok()) << app.status();

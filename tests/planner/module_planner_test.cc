@@ -152,6 +152,65 @@ TEST(ModulePlannerTest, RateZeroNeedsNothing) {
   EXPECT_EQ(p->workers(), 0);
 }
 
+// A tiny positive rate is still workload: it needs a machine, not an empty
+// plan (an absolute 1e-9 rounding floor once gave 0 workers at 1e-9 req/s).
+TEST(ModulePlannerTest, AnyPositiveRateGetsAWorker) {
+  for (double rate : {1e-300, 1e-12, 1e-9, 1e-7, 0.5}) {
+    for (PlanMethod method : {PlanMethod::kS4, PlanMethod::kHarpagon}) {
+      auto p = PlanModule(TableOneM3(), rate, 1.0, method);
+      ASSERT_TRUE(p.ok()) << p.status() << " rate " << rate;
+      EXPECT_GE(p->workers(), 1) << PlanMethodName(method) << " rate " << rate;
+      EXPECT_GT(p->cost, 0) << PlanMethodName(method) << " rate " << rate;
+      EXPECT_TRUE(WithinBudget(p->worst_latency_s, 1.0));
+    }
+    // Without dummies no batch fills in time at such a rate: an error, not 0 workers.
+    EXPECT_EQ(PlanModule(TableOneM3(), rate, 1.0, PlanMethod::kS3).status().code(),
+              absl::StatusCode::kFailedPrecondition)
+        << "rate " << rate;
+  }
+}
+
+// A budget below the fastest batch's duration (M3: batch 2, 100 ms) has no
+// plan at any rate, and the error says so.
+TEST(ModulePlannerTest, BudgetBelowTheFastestBatchIsAnError) {
+  for (double rate : {1e-9, 198.0}) {
+    for (PlanMethod method : {PlanMethod::kS1, PlanMethod::kS2, PlanMethod::kS3, PlanMethod::kS4,
+                              PlanMethod::kHarpagon}) {
+      for (double budget : {1e-9, 0.0999}) {
+        auto p = PlanModule(TableOneM3(), rate, budget, method);
+        ASSERT_EQ(p.status().code(), absl::StatusCode::kFailedPrecondition)
+            << PlanMethodName(method) << " rate " << rate << " budget " << budget;
+        EXPECT_NE(p.status().message().find("below the fastest configuration's latency (batch 2: "
+                                            "100 ms)"),
+                  absl::string_view::npos)
+            << p.status();
+      }
+    }
+  }
+}
+
+// More workers than kMaxPlannedWorkers is an error, never an int32 overflow
+// (1e11 req/s on M3's 40 req/s machines once gave -2147483648 workers).
+TEST(ModulePlannerTest, TooManyWorkersIsAnErrorNotAnOverflow) {
+  for (PlanMethod method : {PlanMethod::kS1, PlanMethod::kS2, PlanMethod::kS3, PlanMethod::kS4,
+                            PlanMethod::kHarpagon}) {
+    for (double rate : {1e11, 1e300}) {
+      auto p = PlanModule(TableOneM3(), rate, 1.0, method);
+      ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument)
+          << PlanMethodName(method) << " rate " << rate;
+      EXPECT_NE(p.status().message().find("workers, more than the 1e+08"), absl::string_view::npos)
+          << p.status();
+    }
+    // Up to the bound the count is exact: 3.2e9 req/s on batch 32 (40 req/s
+    // a machine) is 8e7 machines; S1's round-robin needs batch 8 (32 req/s),
+    // exactly the 1e8 of the bound.
+    auto p = PlanModule(TableOneM3(), 3.2e9, 1.0, method);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->workers(), method == PlanMethod::kS1 ? 100000000 : 80000000)
+        << PlanMethodName(method);
+  }
+}
+
 TEST(ModulePlannerTest, BadInputIsAnErrorNotACrash) {
   const Module m3 = TableOneM3();
   EXPECT_EQ(PlanModule(m3, -1, 1.0, PlanMethod::kS3).status().code(),

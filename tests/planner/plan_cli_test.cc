@@ -70,5 +70,35 @@ TEST(PlanCliTest, BadInputExitsWithAnError) {
       Plan("--profile " + kData + "table1_chain.json --rate 1 --slo-ms 1000 --subnet 7").status, 1);
 }
 
+// Edge cases an adversarial sweep found: an objective below
+// the fastest batch, a count beyond int32 and a tiny positive rate.
+TEST(PlanCliTest, EdgeRatesAndObjectives) {
+  const std::string m3 = "--profile " + kData + "harpagon_m3_profile.json";
+  // No batch finishes within 1 ns (M3's fastest: batch 2, 100 ms), at any rate.
+  for (const char* rate : {"1e-9", "198"}) {
+    const PlanRun tight = Plan(m3 + " --rate " + rate + " --slo-ms 1e-6 --json");
+    EXPECT_EQ(tight.status, 1) << tight.out;
+  }
+  // A tiny positive rate still gets a machine.
+  const PlanRun tiny = Plan(m3 + " --rate 1e-9 --slo-ms 1000 --json");
+  ASSERT_EQ(tiny.status, 0) << tiny.out;
+  EXPECT_NE(LastLine(tiny.out).find("\"workers\":1,"), std::string::npos) << tiny.out;
+  // 2.5e9 workers: an error, never a negative count.
+  const PlanRun huge = Plan(m3 + " --rate 1e11 --slo-ms 1000 --json");
+  EXPECT_EQ(huge.status, 1) << huge.out;
+  EXPECT_EQ(huge.out.find("-2147483648"), std::string::npos) << huge.out;
+  const std::string file = ::testing::TempDir() + "/plan_cli_huge_rate_factor.json";
+  FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"application\":\"x\",\"modules\":[{\"name\":\"A\",\"rate_factor\":1e300,"
+             "\"batches\":[{\"batch\":1,\"duration_ms\":10}]}]}",
+             f);
+  std::fclose(f);
+  const PlanRun factor = Plan("--profile " + file + " --rate 100 --slo-ms 200 --json");
+  EXPECT_EQ(factor.status, 1) << factor.out;
+  EXPECT_EQ(factor.out.find("-2147483648"), std::string::npos) << factor.out;
+  std::remove(file.c_str());
+}
+
 }  // namespace
 }  // namespace superserve

@@ -17,6 +17,8 @@ TEST(WorkersNeededTest, FollowsThePlan) {
   // Table II: 198 req/s within 1 s on five b = 32 machines.
   EXPECT_EQ(*WorkersNeeded(*profile, 198, Seconds(1)), 5);
   EXPECT_EQ(*WorkersNeeded(*profile, 0, Seconds(1)), 0);
+  // Any positive rate needs a worker (1e-9 req/s once counted as rounding).
+  EXPECT_EQ(*WorkersNeeded(*profile, 1e-9, Seconds(1)), 1);
   // More load never needs fewer workers by more than rounding: compare far apart rates.
   EXPECT_LT(*WorkersNeeded(*profile, 50, Seconds(1)), *WorkersNeeded(*profile, 400, Seconds(1)));
   // A per-batch overhead makes batches slower: never fewer workers.

@@ -1,0 +1,127 @@
+// superserve-trace's and superserve-symphony-repro's flag checks: an out-of-
+// range number is a usage error (exit 2) whose message names the flag, its
+// value and the range, never a crash, a hang or a silently empty trace.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace superserve {
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+// Runs bin/`tool` under a 60-s timeout (a regression that hangs fails with
+// 124 instead of stalling the suite) and a 4-GB address-space limit (one that
+// allocates without bound fails instead of exhausting the machine).
+CliRun RunTool(const std::string& tool, const std::string& args) {
+  const std::string cmd = "ulimit -v 4000000; timeout 60 " + std::string(SUPERSERVE_TEST_BIN_DIR) +
+                          "/" + tool + " " + args + " 2>&1";
+  CliRun r;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) r.out.append(buf, n);
+  const int st = pclose(f);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+const std::string kOut = ::testing::TempDir() + "/bench_cli_trace.csv";
+
+CliRun Trace(const std::string& args) {
+  return RunTool("superserve-trace", args + " --out " + kOut + " --json");
+}
+
+TEST(TraceCliTest, OutOfRangeFlagsAreUsageErrorsNamingTheFlag) {
+  // {arguments, what the message must contain}
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"poisson --rate nan", "--rate nan: must be a finite number in (0, 1e+09]"},
+      {"poisson --rate inf --duration_s 1", "--rate inf"},
+      {"poisson --rate 1e300", "--rate 1e+300"},
+      {"poisson --rate -5", "--rate -5"},
+      {"poisson --rate 0", "--rate 0"},
+      {"poisson --rate 1e-4 --duration_s 1e10",
+       "--duration_s 1e+10: must be a finite number in [1e-09, 1e+08]"},
+      {"poisson --duration_s -1", "--duration_s -1"},
+      {"poisson --duration_s nan", "--duration_s nan"},
+      {"poisson --duration_s 0", "--duration_s 0"},
+      {"bursty --cv2 -1", "--cv2 -1: must be a finite number in [0, 10000]"},
+      {"bursty --cv2 1e300", "--cv2 1e+300"},
+      {"bursty --base_rate -5", "--base_rate -5"},
+      {"bursty --base_rate 0 --variant_rate 0", "--base_rate and --variant_rate are both 0"},
+      {"time-varying --rate1 0", "--rate1 0"},
+      {"time-varying --rate2 nan", "--rate2 nan"},
+      {"time-varying --accel -1", "--accel -1: must be a finite number >= 0"},
+      {"time-varying --hold_s inf", "--hold_s inf"},
+      {"time-varying --cv2 nan", "--cv2 nan"},
+      {"maf --rate nan", "--rate nan"},
+      {"multi --model_cv2 nan --duration_s 1", "--model_cv2 nan: must be a finite number in (0, "},
+      {"multi --model_cv2 0", "--model_cv2 0"},
+      {"multi --models 0", "--models 0"},
+      {"multi --models 2000000000", "--models 2e+09"},
+      {"multi --zipf -1", "--zipf -1"},
+      {"multi --zipf nan", "--zipf nan"},
+      // The expected arrivals, rate x duration, are bounded (1e8).
+      {"poisson --rate 1e12 --duration_s 1", "--rate 1e+12: must be a finite number in (0, 1e+09]"},
+      {"poisson --rate 1e9 --duration_s 1",
+       "--rate 1e+09 q/s x --duration_s 1 s is 1e+09 expected arrivals, more than the 1e+08"},
+      {"poisson --rate 1e8 --duration_s 100", "expected arrivals"},
+      {"multi --rate 1e7 --duration_s 60", "expected arrivals"},
+      {"maf --rate 1e7 --duration_s 60", "expected arrivals"},
+      {"bursty --base_rate 1e9 --variant_rate 1e9 --duration_s 1",
+       "(--base_rate + --variant_rate) 2e+09 q/s"},
+      {"time-varying --rate2 1e9 --duration_s 1", "max(--rate1, --rate2) 1e+09 q/s"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliRun r = Trace(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("superserve-trace: "), std::string::npos) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+TEST(TraceCliTest, InRangeFlagsStillWriteATrace) {
+  for (const std::string args :
+       {"poisson --rate 1000 --duration_s 2", "bursty --duration_s 2 --cv2 0",
+        "time-varying --duration_s 2 --hold_s 1", "multi --duration_s 2 --zipf 0.9",
+        "maf --duration_s 2 --rate 500"}) {
+    const CliRun r = Trace(args);
+    ASSERT_EQ(r.status, 0) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("\"mean_rate_qps\":"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("null"), std::string::npos) << r.out;
+  }
+  std::remove(kOut.c_str());
+}
+
+TEST(SymphonyReproCliTest, OutOfRangeFlagsAreUsageErrorsNamingTheFlag) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--duration_s 0", "--duration_s 0: must be a finite number in [0.001, 3600]"},
+      {"--duration_s -1", "--duration_s -1"},
+      {"--duration_s nan", "--duration_s nan"},
+      {"--duration_s 1e10", "--duration_s 1e+10"},
+      {"--duration_s 1 --dispatch_overhead_us nan",
+       "--dispatch_overhead_us nan: must be a finite number in [0, 1e+06]"},
+      {"--duration_s 1 --dispatch_overhead_us -1e9", "--dispatch_overhead_us -1e+09"},
+      {"--duration_s 1 --dispatch_overhead_us 1e13", "--dispatch_overhead_us 1e+13"},
+      {"--duration_s 1 --noise_cv -1", "--noise_cv -1"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliRun r = RunTool("superserve-symphony-repro", "--only single --json " + args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("superserve-symphony-repro: " + message), std::string::npos)
+        << args << "\n"
+        << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace superserve
