@@ -1,39 +1,19 @@
 // superserve-trace's and superserve-symphony-repro's flag checks: an out-of-
 // range number is a usage error (exit 2) whose message names the flag, its
 // value and the range, never a crash, a hang or a silently empty trace.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/cli_run.h"
 
 namespace superserve {
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out;  // stdout and stderr
-};
-
-// Runs bin/`tool` under a 60-s timeout (a regression that hangs fails with
-// 124 instead of stalling the suite) and a 4-GB address-space limit (one that
-// allocates without bound fails instead of exhausting the machine).
-CliRun RunTool(const std::string& tool, const std::string& args) {
-  const std::string cmd = "ulimit -v 4000000; timeout 60 " + std::string(SUPERSERVE_TEST_BIN_DIR) +
-                          "/" + tool + " " + args + " 2>&1";
-  CliRun r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) r.out.append(buf, n);
-  const int st = pclose(f);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
+using testing::CliRun;
+using testing::RunTool;
 
 const std::string kOut = ::testing::TempDir() + "/bench_cli_trace.csv";
 

@@ -3,38 +3,22 @@
 // range; a bad --exec_times file or a trace that does not fit the profile is
 // an error (exit 1) that says what is wrong; never a crash, a silent
 // fallback or a run that reports nonsense. (Runs the binary.)
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli_run.h"
 
 namespace superserve {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct SimRun {
-  int status = -1;
-  std::string out;  // stdout + stderr
-};
+using SimRun = testing::CliRun;
 
-SimRun Sim(const std::string& args) {
-  const std::string cmd =
-      std::string(SUPERSERVE_TEST_BIN_DIR) + "/superserve-sim " + args + " 2>&1";
-  SimRun r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) r.out.append(buf, n);
-  const int st = pclose(f);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
+SimRun Sim(const std::string& args) { return testing::RunTool("superserve-sim", args); }
 
 std::string Write(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/sim_cli_" + name;

@@ -1,33 +1,20 @@
 // superserve-plan's command-line contract: the last stdout line is one JSON
 // object with cost and configs [{rate, machines, batch}]; bad input exits
 // non-zero with a message, never a crash.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/cli_run.h"
 
 namespace superserve {
 namespace {
 
-struct PlanRun {
-  int status = -1;
-  std::string out;
-};
+using PlanRun = testing::CliRun;
 
+// stdout only: the last line must be the JSON plan.
 PlanRun Plan(const std::string& args) {
-  const std::string cmd =
-      std::string(SUPERSERVE_TEST_BIN_DIR) + "/superserve-plan " + args + " 2>/dev/null";
-  PlanRun r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) r.out.append(buf, n);
-  const int st = pclose(f);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
+  return testing::RunTool("superserve-plan", args, /*with_stderr=*/false);
 }
 
 std::string LastLine(const std::string& s) {
