@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 
 namespace superserve {
 namespace {
@@ -41,6 +42,8 @@ class Sha256 {
 };
 
 absl::Status HashFile(const fs::path& path, Sha256* h) {
+  // A FIFO or a device would block or never end.
+  if (auto st = CheckRegularFile(path.string()); !st.ok()) return st;
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path.string()));
   std::vector<char> buf(1 << 16);
@@ -72,7 +75,8 @@ absl::StatusOr<ModelDigest> DigestModelDirectory(const std::string& directory) {
   std::vector<std::string> files;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
+    std::error_code fe;
+    if (!it->is_regular_file(fe)) continue;
     std::string rel = fs::relative(it->path(), dir, ec).generic_string();
     if (rel != "profile.json" && rel != "manifest.json") files.push_back(std::move(rel));
   }

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 #include "google/protobuf/util/json_util.h"
 #include "superserve/v1/profile.pb.h"
 
@@ -114,6 +115,10 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
     if (!IsPowerOfTwo(b)) {
       return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,
                                                      " is not a power of two"));
+    }
+    if (b > kMaxBatchSize) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,
+                                                     " exceeds the largest batch, ", kMaxBatchSize));
     }
     if (i > 0 && b <= p.batch_sizes(i - 1)) {
       return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,
@@ -331,15 +336,30 @@ bool LatenciesLeftOut(const v1::ModelProfile& p) {
 
 }  // namespace
 
+namespace {
+
+// Far above any real profile (the bundled one, 100 subnets: tens of KiB); a
+// model repository or package is written by others than the operator.
+constexpr size_t kMaxProfileBytes = size_t{64} << 20;
+
+absl::StatusOr<std::string> ReadProfileFile(const std::string& path) {
+  auto text = ReadSmallFile(path, kMaxProfileBytes);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("profile file ", text.status().message()));
+  }
+  return text;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelProfile> ModelProfile::LoadFileAllowingUnmeasured(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("profile file ", path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  auto text = ReadProfileFile(path);
+  if (!text.ok()) return text.status();
   v1::ModelProfile p;
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = false;
-  if (!google::protobuf::util::JsonStringToMessage(ss.str(), &p, opts).ok() ||
+  if (!google::protobuf::util::JsonStringToMessage(*text, &p, opts).ok() ||
       !LatenciesLeftOut(p)) {
     return LoadFile(path);  // the usual rules and messages
   }
@@ -384,11 +404,9 @@ absl::Status ModelProfile::FillLatencies(const std::map<int32_t, std::vector<dou
 }
 
 absl::StatusOr<ModelProfile> ModelProfile::LoadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("profile file ", path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto m = FromJson(ss.str());
+  auto text = ReadProfileFile(path);
+  if (!text.ok()) return text.status();
+  auto m = FromJson(*text);
   if (!m.ok()) {
     return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   }

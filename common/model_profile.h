@@ -51,10 +51,17 @@ struct DynamicModelProfile {
   double ExitAccuracy(std::string_view application, int32_t exit) const;
 };
 
+// The largest batch size a profile may list. Far beyond what one batch of
+// these models holds in an accelerator's memory; the router and the policies
+// size per-model state by a model's largest batch, so a profile declaring
+// 2^30 would cost memory before any query arrives.
+inline constexpr int32_t kMaxBatchSize = 1 << 16;
+
 // The validated, torch-free view of a profile.proto ModelProfile. Stored on
 // disk as protobuf JSON. Validation rules (each rejection names the subnet and
 // the field):
-//   - batch_sizes: non-empty, powers of two, strictly increasing;
+//   - batch_sizes: non-empty, powers of two up to kMaxBatchSize, strictly
+//     increasing;
 //   - subnets (unless the model is dynamic-only): at least one; ids unique and
 //     >= 0; accuracy finite in [0, 100] percent; exactly one latency per batch
 //     size; latencies finite, > 0 and non-decreasing in batch size;

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 
 namespace superserve {
 
@@ -18,12 +19,11 @@ absl::Status InPackage(const std::string& directory, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat("model package ", directory, ": ", s.message()));
 }
 
+// A manifest is a few hundred bytes; the bound keeps a hostile one small.
+constexpr size_t kMaxManifestBytes = size_t{1} << 20;
+
 absl::StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path.filename().string(), ": cannot read"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ReadSmallFile(path.string(), kMaxManifestBytes);
 }
 
 }  // namespace
@@ -84,8 +84,11 @@ absl::StatusOr<std::vector<ModelEntry>> LoadModelRepository(const std::string& r
   }
   std::vector<ModelEntry> out;
   for (const auto& d : fs::directory_iterator(repo, ec)) {
-    if (!d.is_directory() ||
-        (!fs::exists(d.path() / "profile.json") && !fs::exists(d.path() / "manifest.json"))) {
+    // error_code overloads throughout: an entry that cannot be followed (a
+    // symlink loop, a dangling link) is not a model folder, not a crash.
+    std::error_code de;
+    if (!d.is_directory(de) || (!fs::exists(d.path() / "profile.json", de) &&
+                                !fs::exists(d.path() / "manifest.json", de))) {
       continue;
     }
     auto e = LoadModelDirectory(d.path().string());

@@ -21,7 +21,8 @@ absl::Status ReadPackage(const std::string& directory, v1::LoadModel* load) {
   int64_t total = 0;
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(directory, ec)) {
-    if (e.is_regular_file()) files.push_back(e.path());
+    std::error_code fe;
+    if (e.is_regular_file(fe)) files.push_back(e.path());
   }
   if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", directory, ": ", ec.message()));
   std::sort(files.begin(), files.end());

@@ -61,8 +61,10 @@ std::vector<std::string> RepositoryPoller::PollOnce() {
   std::error_code ec;
   std::vector<fs::path> dirs;
   for (const auto& d : fs::directory_iterator(repo_, ec)) {
-    if (d.is_directory() &&
-        (fs::exists(d.path() / "profile.json") || fs::exists(d.path() / "manifest.json"))) {
+    // An entry that cannot be followed (a symlink loop) is not a package.
+    std::error_code de;
+    if (d.is_directory(de) && (fs::exists(d.path() / "profile.json", de) ||
+                               fs::exists(d.path() / "manifest.json", de))) {
       dirs.push_back(d.path());
     }
   }

@@ -327,7 +327,8 @@ class TorchExecutor final : public Executor {
 absl::StatusOr<std::string> FindCheckpoint(const std::string& model_directory) {
   for (const char* name : {"supernet.pt", "checkpoint.pt"}) {
     fs::path p = fs::path(model_directory) / name;
-    if (fs::exists(p)) return p.string();
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
   }
   std::vector<std::string> found;
   std::error_code ec;

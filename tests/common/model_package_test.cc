@@ -4,6 +4,8 @@
 // with a message naming the file and the field.
 #include "common/model_package.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -144,6 +146,35 @@ TEST(ModelPackage, RepositoryReportsAPackageWithoutProfile) {
   auto all = LoadModelRepository(tmp.path());
   ASSERT_FALSE(all.ok());
   EXPECT_THAT(all.status().message(), HasSubstr("profile.json: missing"));
+}
+
+// A symlink loop or a dangling link in the repository is not a model folder;
+// a FIFO or a device where a manifest or profile belongs is refused by name
+// instead of blocking or filling memory.
+TEST(ModelPackage, RepositorySkipsLoopsAndRefusesFilesThatAreNotFiles) {
+  TempDir tmp;
+  WritePackage(tmp, Package());
+  fs::create_symlink("loopB", fs::path(tmp.path()) / "loopA");
+  fs::create_symlink("loopA", fs::path(tmp.path()) / "loopB");
+  fs::create_symlink("gone", fs::path(tmp.path()) / "dangling");
+  auto all = LoadModelRepository(tmp.path());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 1u);
+
+  for (const char* file : {"manifest.json", "profile.json"}) {
+    TempDir t;
+    const std::string dir = WritePackage(t, Package());
+    fs::remove(fs::path(dir) / file);
+    ASSERT_EQ(::mkfifo((fs::path(dir) / file).c_str(), 0600), 0);
+    auto fifo = LoadModelDirectory(dir);
+    ASSERT_FALSE(fifo.ok()) << file;
+    EXPECT_THAT(fifo.status().message(), HasSubstr("is a FIFO, not a regular file")) << file;
+    fs::remove(fs::path(dir) / file);
+    fs::create_symlink("/dev/zero", fs::path(dir) / file);
+    auto zero = LoadModelDirectory(dir);
+    ASSERT_FALSE(zero.ok()) << file;
+    EXPECT_THAT(zero.status().message(), HasSubstr("is a character device")) << file;
+  }
 }
 
 struct Malformed {

@@ -61,6 +61,14 @@ TEST(ModelProfileTest, RejectsBatchSizeNotPowerOfTwo) {
   ExpectRejected(p, "batch_sizes[2] = 3", "power of two");
 }
 
+TEST(ModelProfileTest, RejectsBatchSizesPastTheLargest) {
+  auto p = ValidProto();
+  p.set_batch_sizes(2, kMaxBatchSize * 2);
+  ExpectRejected(p, "batch_sizes[2] = 131072", "exceeds the largest batch");
+  p.set_batch_sizes(2, kMaxBatchSize);
+  EXPECT_TRUE(ModelProfile::FromProto(p).ok());
+}
+
 TEST(ModelProfileTest, RejectsBatchSizesNotIncreasing) {
   auto p = ValidProto();
   p.set_batch_sizes(1, 4);
