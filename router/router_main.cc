@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   if (const std::string f = absl::GetFlag(FLAGS_fleet_token_file); !f.empty()) {
     auto token = ReadSecretFile(f);
     if (!token.ok()) {
-      SS_LOG(ERROR) << "router: " << token.status().message();
+      SS_LOG(ERROR) << "router: --fleet_token_file: " << token.status().message();
       return 2;
     }
     o.fleet_token = *std::move(token);
@@ -138,17 +138,28 @@ int main(int argc, char** argv) {
     o.repository_poll = Seconds(poll_s);
   }
   o.default_slo = Millis(absl::GetFlag(FLAGS_default_slo_ms));
+  // Every source of the admin token is checked as ReadSecretFile checks a
+  // file: a token gRPC cannot carry would make every superserve-admin abort.
   o.admin_token = absl::GetFlag(FLAGS_admin_token);
+  if (auto s = CheckSecret(o.admin_token, "--admin_token"); !s.ok()) {
+    SS_LOG(ERROR) << "router: " << s.message();
+    return 2;
+  }
   if (const std::string f = absl::GetFlag(FLAGS_admin_token_file); !f.empty()) {
     auto token = ReadSecretFile(f);
     if (!token.ok()) {
-      SS_LOG(ERROR) << "router: " << token.status().message();
+      SS_LOG(ERROR) << "router: --admin_token_file: " << token.status().message();
       return 2;
     }
     o.admin_token = *std::move(token);
   }
-  if (o.admin_token.empty() && std::getenv("SUPERSERVE_ADMIN_TOKEN") != nullptr) {
-    o.admin_token = std::getenv("SUPERSERVE_ADMIN_TOKEN");
+  if (o.admin_token.empty()) {
+    auto token = ReadSecretEnv("SUPERSERVE_ADMIN_TOKEN");
+    if (!token.ok()) {
+      SS_LOG(ERROR) << "router: " << token.status().message();
+      return 2;
+    }
+    if (token->has_value()) o.admin_token = **std::move(token);
   }
   o.dispatcher.policy = policy.name;
   o.dispatcher.policy_config = policy.config;
