@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, l = link.get()] {
       absl::Status s = l->Run();
       if (!s.ok()) {
-        SS_LOG(WARNING) << "worker link: " << s.message();
+        SS_LOG(ERROR) << "worker link: " << s.message();
         failures++;
       }
       // The last link to end wakes main.
