@@ -46,6 +46,14 @@ std::vector<std::string> InitMain(int argc, char** argv, const std::string& usag
     }
   }
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // SetLogLevel takes an unknown name for "info": a typo'd --log_level=eror
+  // then logged everything without a word.
+  if (const std::string level = absl::GetFlag(FLAGS_log_level);
+      level != "debug" && level != "info" && level != "warning" && level != "warn" &&
+      level != "error") {
+    std::cerr << "--log_level=" << level << ": expected debug, info, warning or error\n";
+    std::exit(2);
+  }
   SetLogLevel(absl::GetFlag(FLAGS_log_level));
   if (const std::string spec = absl::GetFlag(FLAGS_cpus); !spec.empty()) {
     absl::StatusOr<std::vector<int>> cpus = ParseCpuList(spec);

@@ -21,6 +21,13 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc:
 }  // namespace
 
 grpc::Status AdminService::Authorize(grpc::CallbackServerContext* context) const {
+  if (token_.empty()) {
+    // No token can be right: "bad admin token" sent operators hunting for
+    // the right one. UNIMPLEMENTED is gRPC's "not enabled in this service".
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "the Admin service is off: this router was started without an admin "
+                        "token (start it with --admin_token_file to turn it on)");
+  }
   const auto& md = context->client_metadata();
   auto it = md.find("authorization");
   if (it == md.end()) {
@@ -28,7 +35,7 @@ grpc::Status AdminService::Authorize(grpc::CallbackServerContext* context) const
   }
   absl::string_view value(it->second.data(), it->second.size());
   constexpr absl::string_view kBearer = "Bearer ";
-  if (token_.empty() || !absl::StartsWith(value, kBearer) ||
+  if (!absl::StartsWith(value, kBearer) ||
       !SameSecret(value.substr(kBearer.size()), token_)) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "bad admin token");
   }

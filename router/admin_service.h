@@ -14,7 +14,8 @@ namespace superserve {
 
 // Admin: register / unregister / list models. Every call must carry
 // "authorization: Bearer <token>": none is UNAUTHENTICATED, a wrong one
-// PERMISSION_DENIED. RegisterModel paths are directories relative to the
+// PERMISSION_DENIED. With an empty token the service is off: every call is
+// UNIMPLEMENTED, saying so. RegisterModel paths are directories relative to the
 // model repository (absolute paths are accepted too). RegisterModel answers
 // once a worker has loaded the package (or every worker failed, or its
 // timeout passed), UnregisterModel once the model is drained: each waits on

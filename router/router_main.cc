@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -88,6 +89,40 @@ ABSL_FLAG(std::string, port_file, "",
           "Write \"grpc=PORT\\nworker=PORT\\nmetrics=PORT\\n\" here once serving (for scripts "
           "and tests).");
 
+namespace {
+
+// A numeric flag outside its range is a start-up error naming it: such
+// values used to be taken as given (--heartbeat_ms=0, --missed_heartbeats=0)
+// or quietly clamped (--lookahead=0, --max_message_bytes=-1).
+template <typename T>
+bool FlagInRange(const char* flag, T value, T lo, T hi) {
+  if (value >= lo && value <= hi) return true;  // false for NaN too
+  std::fprintf(stderr, "superserve-router: --%s=%s is out of range [%s, %s]\n", flag,
+               absl::StrCat(value).c_str(), absl::StrCat(lo).c_str(), absl::StrCat(hi).c_str());
+  return false;
+}
+
+bool NumericFlagsInRange() {
+  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
+  constexpr int32_t kMax32 = std::numeric_limits<int32_t>::max();
+  return FlagInRange("heartbeat_ms", absl::GetFlag(FLAGS_heartbeat_ms), 1, 3600 * 1000) &&
+         FlagInRange("missed_heartbeats", absl::GetFlag(FLAGS_missed_heartbeats), 1, kMax32) &&
+         FlagInRange("lookahead", absl::GetFlag(FLAGS_lookahead), 1, kMax32) &&
+         FlagInRange<int64_t>("max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024,
+                              kMax32) &&
+         FlagInRange("max_concurrent_streams", absl::GetFlag(FLAGS_max_concurrent_streams), 0,
+                     kMax32) &&
+         FlagInRange<int64_t>("max_stream_unsent_answers",
+                              absl::GetFlag(FLAGS_max_stream_unsent_answers), 0, kMax64) &&
+         FlagInRange<int64_t>("max_applications", absl::GetFlag(FLAGS_max_applications), 0,
+                              kMax64) &&
+         FlagInRange<int64_t>("max_queue", absl::GetFlag(FLAGS_max_queue), 1, kMax64) &&
+         FlagInRange("default_slo_ms", absl::GetFlag(FLAGS_default_slo_ms), 1e-3, 86400e3) &&
+         FlagInRange("drain_timeout_s", absl::GetFlag(FLAGS_drain_timeout_s), 0.0, 86400.0);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace superserve;
   std::string usage = absl::StrCat(
@@ -102,6 +137,7 @@ int main(int argc, char** argv) {
   InitMain(argc, argv, usage);
   PolicySpec policy = PolicySpecFromFlagsOrExit("superserve-router");
 
+  if (!NumericFlagsInRange()) return 2;
   InstallShutdownSignalHandlers();
 
   RouterServerOptions o;
@@ -112,17 +148,17 @@ int main(int argc, char** argv) {
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
   o.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
   o.worker_tls = absl::GetFlag(FLAGS_worker_tls);
-  o.max_message_bytes = static_cast<int32_t>(
-      std::clamp<int64_t>(absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX));
-  o.max_concurrent_streams = std::max(0, absl::GetFlag(FLAGS_max_concurrent_streams));
+  // In range (NumericFlagsInRange).
+  o.max_message_bytes = static_cast<int32_t>(absl::GetFlag(FLAGS_max_message_bytes));
+  o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   o.max_stream_unsent_answers =
-      static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_max_stream_unsent_answers)));
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_stream_unsent_answers));
   o.dispatcher.serving.max_applications =
-      static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_max_applications)));
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_applications));
   if (const std::string f = absl::GetFlag(FLAGS_fleet_token_file); !f.empty()) {
     auto token = ReadSecretFile(f);
     if (!token.ok()) {
-      SS_LOG(ERROR) << "router: " << token.status().message();
+      SS_LOG(ERROR) << "router: --fleet_token_file: " << token.status().message();
       return 2;
     }
     o.fleet_token = *std::move(token);
@@ -138,17 +174,28 @@ int main(int argc, char** argv) {
     o.repository_poll = Seconds(poll_s);
   }
   o.default_slo = Millis(absl::GetFlag(FLAGS_default_slo_ms));
+  // Every source of the admin token is checked as ReadSecretFile checks a
+  // file: a token gRPC cannot carry would make every superserve-admin abort.
   o.admin_token = absl::GetFlag(FLAGS_admin_token);
+  if (auto s = CheckSecret(o.admin_token, "--admin_token"); !s.ok()) {
+    SS_LOG(ERROR) << "router: " << s.message();
+    return 2;
+  }
   if (const std::string f = absl::GetFlag(FLAGS_admin_token_file); !f.empty()) {
     auto token = ReadSecretFile(f);
     if (!token.ok()) {
-      SS_LOG(ERROR) << "router: " << token.status().message();
+      SS_LOG(ERROR) << "router: --admin_token_file: " << token.status().message();
       return 2;
     }
     o.admin_token = *std::move(token);
   }
-  if (o.admin_token.empty() && std::getenv("SUPERSERVE_ADMIN_TOKEN") != nullptr) {
-    o.admin_token = std::getenv("SUPERSERVE_ADMIN_TOKEN");
+  if (o.admin_token.empty()) {
+    auto token = ReadSecretEnv("SUPERSERVE_ADMIN_TOKEN");
+    if (!token.ok()) {
+      SS_LOG(ERROR) << "router: " << token.status().message();
+      return 2;
+    }
+    if (token->has_value()) o.admin_token = **std::move(token);
   }
   o.dispatcher.policy = policy.name;
   o.dispatcher.policy_config = policy.config;
@@ -161,7 +208,7 @@ int main(int argc, char** argv) {
     }
     o.dispatcher.model_policies[kv[0]] = kv[1];
   }
-  o.dispatcher.serving.lookahead = std::max(1, absl::GetFlag(FLAGS_lookahead));
+  o.dispatcher.serving.lookahead = absl::GetFlag(FLAGS_lookahead);
   o.dispatcher.serving.max_queue = static_cast<size_t>(absl::GetFlag(FLAGS_max_queue));
   o.dispatcher.serving.heartbeat_interval = Millis(absl::GetFlag(FLAGS_heartbeat_ms));
   o.dispatcher.serving.missed_heartbeats = absl::GetFlag(FLAGS_missed_heartbeats);
@@ -169,6 +216,11 @@ int main(int argc, char** argv) {
   o.dispatcher.serving.per_worker_speed = absl::GetFlag(FLAGS_per_worker_speed);
   if (o.model_repo.empty()) {
     std::fprintf(stderr, "superserve-router: --model-repo is required\n");
+    return 2;
+  }
+  // Addresses and TLS flags: a usage error (2) rather than Start's 1.
+  if (auto s = CheckRouterServerOptions(o); !s.ok()) {
+    std::fprintf(stderr, "superserve-router: %s\n", std::string(s.message()).c_str());
     return 2;
   }
   RouterServer server(o);
@@ -193,7 +245,7 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), path.c_str());
   }
   int sig = WaitForShutdownSignal();
-  const double drain_s = std::max(0.0, absl::GetFlag(FLAGS_drain_timeout_s));
+  const double drain_s = absl::GetFlag(FLAGS_drain_timeout_s);
   SS_LOG(INFO) << "router: signal " << sig << ", draining (at most " << drain_s << " s)";
   const bool drained = server.Drain(Seconds(drain_s));
   auto stats = server.dispatcher()->Stats();

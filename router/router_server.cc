@@ -1,13 +1,22 @@
 #include "router/router_server.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/logging.h"
@@ -47,7 +56,159 @@ bool IsLoopback(const std::string& address) {
          host == "ipv4:127.0.0.1" || host == "unix";
 }
 
+// A listen address taken apart: HOST:PORT, or a gRPC unix socket.
+struct ListenAddress {
+  std::string host;  // without IPv6 brackets, lower case
+  int port = 0;      // 0: the kernel picks a free one
+  bool unix_socket = false;
+};
+
+// `address` as the `flag` that gave it. gRPC parses the port into 16 bits
+// without a range check (127.0.0.1:99999 listened on 34463), so the range is
+// checked here; a metrics address (civetweb) is HOST:PORT only.
+absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view flag,
+                                                 const std::string& address, bool allow_unix) {
+  ListenAddress a;
+  if (allow_unix && (absl::StartsWith(address, "unix:") ||
+                     absl::StartsWith(address, "unix-abstract:"))) {
+    a.unix_socket = true;
+    a.host = address;
+    return a;
+  }
+  const size_t colon = address.rfind(':');
+  const auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " \"", address, "\": ", why, " (expected HOST:PORT, e.g. 127.0.0.1:8500 or "
+        "[::]:8500; port 0 picks a free port)"));
+  };
+  if (colon == std::string::npos) return bad("no port");
+  std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    return bad("an IPv6 host goes in brackets, [::1]:PORT");
+  }
+  if (host.empty()) return bad("no host");
+  uint32_t p = 0;
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return absl::ascii_isdigit(c); }) ||
+      !absl::SimpleAtoi(port, &p)) {
+    return bad(absl::StrCat("port \"", port, "\" is not a number"));
+  }
+  if (p > 65535) return bad(absl::StrCat("port ", p, " is out of range 0-65535"));
+  a.host = absl::AsciiStrToLower(host);
+  a.port = static_cast<int>(p);
+  return a;
+}
+
+bool IsWildcardHost(const std::string& host) {
+  return host == "0.0.0.0" || host == "::";
+}
+
+// Why `a` cannot be bound, as far as a bind of our own can tell: gRPC logs
+// its error but hands back only a null server.
+std::string WhyCannotBind(const ListenAddress& a) {
+  if (a.unix_socket) return "the socket path is in use or not writable";
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(a.port);
+  if (int rc = getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return absl::StrCat("host ", a.host, " does not resolve (", gai_strerror(rc), ")");
+  }
+  std::string why = "see gRPC's error above";
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;  // as gRPC's listener: a restarted router may rebind at once
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    const int rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
+    const int err = errno;
+    close(fd);
+    if (rc == 0) continue;
+    why = err == EADDRINUSE ? "address already in use (another router, or another process, "
+                              "listens on it)"
+          : err == EADDRNOTAVAIL ? "not an address of this host"
+          : err == EACCES ? "permission denied (ports below 1024 need privileges)"
+                          : std::strerror(err);
+    break;
+  }
+  freeaddrinfo(res);
+  return why;
+}
+
+// Answers every call of a method its server does not serve UNIMPLEMENTED
+// with `hint`: gRPC's own answer has an empty message, and a client or
+// worker that dialled the router's other port learned nothing from it.
+class WrongPortService final : public grpc::CallbackGenericService {
+ public:
+  explicit WrongPortService(std::string hint) : hint_(std::move(hint)) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override {
+    class Refusal final : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Refusal(const grpc::Status& s) { Finish(s); }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                    absl::StrCat(context->method(), " is not served here: ", hint_)));
+  }
+
+ private:
+  const std::string hint_;
+};
+
 }  // namespace
+
+absl::Status CheckRouterServerOptions(const RouterServerOptions& o) {
+  struct Named {
+    const char* flag;
+    const std::string* address;
+    ListenAddress parsed;
+  };
+  std::vector<Named> listens = {{"--listen", &o.listen, {}},
+                                {"--worker_listen", &o.worker_listen, {}}};
+  if (!o.metrics_listen.empty()) listens.push_back({"--metrics_listen", &o.metrics_listen, {}});
+  for (Named& n : listens) {
+    auto a = ParseListenAddress(n.flag, *n.address, /*allow_unix=*/n.address != &o.metrics_listen);
+    if (!a.ok()) return a.status();
+    n.parsed = *std::move(a);
+  }
+  // One address for two of the router's servers: with SO_REUSEPORT the
+  // kernel split the connections between them at random (queries answered
+  // UNIMPLEMENTED, workers refused); without, the second fails to bind with
+  // a less telling message. Port 0 gives each server a port of its own.
+  for (size_t i = 0; i < listens.size(); ++i) {
+    for (size_t j = i + 1; j < listens.size(); ++j) {
+      const ListenAddress& a = listens[i].parsed;
+      const ListenAddress& b = listens[j].parsed;
+      const bool same =
+          a.unix_socket || b.unix_socket
+              ? a.host == b.host
+              : a.port != 0 && a.port == b.port &&
+                    (a.host == b.host || IsWildcardHost(a.host) || IsWildcardHost(b.host));
+      if (same) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            listens[j].flag, " ", *listens[j].address, " overlaps ", listens[i].flag, " ",
+            *listens[i].address, ": each of the router's servers needs an address of its own"));
+      }
+    }
+  }
+  if (o.worker_tls && (o.tls_cert_file.empty() || o.tls_key_file.empty())) {
+    // Ignoring it left the worker link in plaintext while the operator
+    // believed it encrypted.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--worker_tls needs ",
+        o.tls_cert_file.empty() && o.tls_key_file.empty() ? "--tls_cert_file and --tls_key_file"
+        : o.tls_cert_file.empty()                          ? "--tls_cert_file"
+                                                           : "--tls_key_file",
+        " (the worker port serves the client port's certificate)"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
     const RouterServerOptions& o) {
@@ -79,6 +240,7 @@ absl::Status RouterServer::Start() {
   // Debian's Abseil checks lock-order cycles on every Mutex::Lock (a debug
   // aid); on the query path that cost ~3-9% of the router's CPU.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  if (auto s = CheckRouterServerOptions(options_); !s.ok()) return s;
   if (options_.fleet_token.empty()) {
     if (!IsLoopback(options_.worker_listen) && !options_.allow_unauthenticated_workers) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -132,6 +294,16 @@ absl::Status RouterServer::Start() {
       if (auto s = dispatcher_->AddModel(m.profile, &*digest, version); !s.ok()) return s;
       metrics_->SetModelProfile(m.profile);
     }
+    // Not an error: a model by that name may be registered later. But a
+    // typo would otherwise go unnoticed.
+    for (const auto& [model, policy] : options_.dispatcher.model_policies) {
+      if (std::none_of(models->begin(), models->end(),
+                       [&model = model](const ModelEntry& m) { return m.name == model; })) {
+        SS_LOG(WARNING) << "router: --model_policy " << model << "=" << policy << ": "
+                        << options_.model_repo << " has no model " << model
+                        << " (the override applies if one by that name is registered later)";
+      }
+    }
   }
   if (options_.repository_poll > 0 && !options_.model_repo.empty()) {
     Dispatcher* d = dispatcher_.get();
@@ -159,11 +331,26 @@ absl::Status RouterServer::Start() {
   admin_ = std::make_unique<AdminService>(dispatcher_.get(), options_.admin_token,
                                           options_.model_repo);
 
+  client_port_hint_ = std::make_unique<WrongPortService>(
+      "this is the router's client port (--listen); workers dial its --worker_listen");
+  worker_port_hint_ = std::make_unique<WrongPortService>(
+      "this is the router's worker port (--worker_listen); clients use its --listen");
+  // The address for a bind failure's message (checked above).
+  const auto why_not = [](const std::string& flag, const std::string& address) {
+    auto a = ParseListenAddress(flag, address, /*allow_unix=*/true);
+    return absl::StrCat(address, " (", flag, "): ", a.ok() ? WhyCannotBind(*a) : "");
+  };
+
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options_.listen, *client_creds, &port_);
+    // gRPC sets SO_REUSEPORT by default: a second router on the same
+    // address then started fine and the kernel split clients between the
+    // two. Off on both servers, a taken address fails Start().
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.RegisterCallbackGenericService(client_port_hint_.get());
     builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
     builder.SetMaxSendMessageSize(options_.max_message_bytes);
     if (options_.max_concurrent_streams > 0) {
@@ -174,7 +361,8 @@ absl::Status RouterServer::Start() {
     builder.RegisterService(admin_.get());
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port_ == 0) {
-      return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", why_not("--listen", options_.listen)));
     }
   }
   {
@@ -183,6 +371,8 @@ absl::Status RouterServer::Start() {
                              options_.worker_tls ? *client_creds
                                                  : grpc::InsecureServerCredentials(),
                              &worker_port_);
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // as on the client port
+    builder.RegisterCallbackGenericService(worker_port_hint_.get());
     // Batches carry many queries' tensors.
     builder.SetMaxReceiveMessageSize(std::max(options_.max_message_bytes, 64 << 20));
     builder.SetMaxSendMessageSize(std::max(options_.max_message_bytes, 64 << 20));
@@ -203,14 +393,19 @@ absl::Status RouterServer::Start() {
     builder.RegisterService(worker_link_.get());
     worker_server_ = builder.BuildAndStart();
     if (worker_server_ == nullptr || worker_port_ == 0) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot listen for workers on ", options_.worker_listen));
+      return absl::UnavailableError(absl::StrCat("cannot listen for workers on ",
+                                                 why_not("--worker_listen", options_.worker_listen)));
     }
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
   if (!options_.metrics_listen.empty()) {
     auto port = metrics_->Serve(options_.metrics_listen);
-    if (!port.ok()) return port.status();
+    if (!port.ok()) {
+      // civetweb's own words ("null context when constructing CivetServer")
+      // do not say why.
+      return absl::UnavailableError(absl::StrCat(
+          "cannot serve metrics on ", why_not("--metrics_listen", options_.metrics_listen)));
+    }
     metrics_port_ = *port;
   }
   return absl::OkStatus();

@@ -10,6 +10,7 @@
 #include "router/dispatcher.h"
 
 namespace grpc {
+class CallbackGenericService;
 class Server;
 class ServerCredentials;
 }
@@ -24,7 +25,10 @@ class WorkerLinkService;
 class RepositoryPoller;
 
 struct RouterServerOptions {
-  std::string listen = "127.0.0.1:0";           // Inference + Admin; port 0 picks a free port
+  // The three addresses are HOST:PORT (an IPv6 host in brackets), port
+  // 0..65535, 0 picking a free port; the gRPC ones may be unix:PATH too. No
+  // two may name the same non-zero port (CheckRouterServerOptions).
+  std::string listen = "127.0.0.1:0";           // Inference + Admin
   // WorkerLink, on a server of its own (never the client port). A
   // non-loopback address needs a fleet token (or allow_unauthenticated_workers).
   std::string worker_listen = "127.0.0.1:0";
@@ -34,7 +38,7 @@ struct RouterServerOptions {
   // (router/repository_poller.h; Triton's poll mode). 0 = off.
   Nanos repository_poll = 0;
   Nanos default_slo = Millis(100);              // when a client sets no deadline
-  std::string admin_token;                      // empty = Admin calls are PERMISSION_DENIED
+  std::string admin_token;                      // empty = Admin off (calls UNIMPLEMENTED)
   // Workers must send it (metadata "superserve-fleet-token"); empty = none asked.
   std::string fleet_token;
   bool allow_unauthenticated_workers = false;
@@ -43,7 +47,7 @@ struct RouterServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
-  bool worker_tls = false;  // the worker port uses the same certificate
+  bool worker_tls = false;  // the worker port uses the same certificate (needs one)
   int32_t max_message_bytes = 64 << 20;  // receive and send, per message
   size_t max_stream_unsent_answers = 4096;  // see InferenceService
   // Calls (HTTP/2 streams) one client connection may have open at once on
@@ -51,6 +55,12 @@ struct RouterServerOptions {
   int32_t max_concurrent_streams = 16384;
   DispatcherOptions dispatcher;
 };
+
+// What Start() refuses before it binds anything, each with a message naming
+// the flag: a listen address that is not HOST:PORT with a port in 0..65535;
+// two of the router's servers on one address; worker_tls without a
+// certificate and key.
+absl::Status CheckRouterServerOptions(const RouterServerOptions& options);
 
 // The client port's credentials: TLS when options name a certificate.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
@@ -89,6 +99,10 @@ class RouterServer {
   std::unique_ptr<WorkerLinkService> worker_link_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<RepositoryPoller> poller_;  // null unless repository_poll > 0
+  // Answer calls of the other port's services with a hint (router_server.cc).
+  // Declared before the servers: a service must outlive its server.
+  std::unique_ptr<grpc::CallbackGenericService> client_port_hint_;
+  std::unique_ptr<grpc::CallbackGenericService> worker_port_hint_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> worker_server_;
   int port_ = 0;

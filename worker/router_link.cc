@@ -13,6 +13,7 @@
 #include <limits>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/logging.h"
@@ -29,9 +30,24 @@ namespace {
 // few, and then once every this many (every 30-40 s at the 2 s cap).
 constexpr int64_t kLogEveryNthAttempt = 20;
 
+constexpr char kConnectionFailed[] = "connection failed";
+constexpr char kNotInTime[] = "connection not established in time";
+
 std::string DescribeGrpcStatus(const grpc::Status& s) {
-  return absl::StrCat("code ", static_cast<int>(s.error_code()), ": ",
-                      s.error_message().empty() ? "no message" : s.error_message());
+  // gRPC's codes are Abseil's, number for number.
+  return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())),
+                      ": ", s.error_message().empty() ? "no message" : s.error_message());
+}
+
+// A refusal the same worker would get again on every attempt: a wrong or
+// missing fleet token, another model version, the router's client port
+// instead of its worker port. Retrying continues (the router may be
+// restarted with other settings), but each one is a warning, not routine.
+bool IsLastingRefusal(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAUTHENTICATED ||
+         code == grpc::StatusCode::PERMISSION_DENIED ||
+         code == grpc::StatusCode::FAILED_PRECONDITION ||
+         code == grpc::StatusCode::UNIMPLEMENTED || code == grpc::StatusCode::INVALID_ARGUMENT;
 }
 
 }  // namespace
@@ -92,6 +108,10 @@ absl::Status RouterLink::Run() {
   int64_t failures = 0;      // failed attempts since the last registration
   Nanos down_since = start;  // when the last registered stream ended
   std::string last_logged;   // the failure reason last logged
+  // Why the last attempt that got an answer failed (a refusal, a refused
+  // or closed connection): a later attempt cut short by the deadline must
+  // not hide it from the final message.
+  std::string last_reason;
 
   auto on_registered = [&](const std::string& assigned_id) {
     if (!ever_registered) {
@@ -107,6 +127,7 @@ absl::Status RouterLink::Run() {
     backoff.Reset();
     failures = 0;
     last_logged.clear();
+    last_reason.clear();
   };
 
   while (!stop_requested_) {
@@ -115,6 +136,7 @@ absl::Status RouterLink::Run() {
     SessionEnd end = RunSession(attempt_deadline, on_registered);
     if (stop_requested_) break;
     const std::string why(end.status.message());
+    if (!end.timed_out) last_reason = why;
     if (end.registered) {
       if (!options_.reconnect) return end.status;
       down_since = clock->Now();
@@ -123,17 +145,25 @@ absl::Status RouterLink::Run() {
     } else {
       if (!options_.reconnect && end.refused) return end.status;
       if (!ever_registered && clock->Now() >= first_deadline) {
-        return absl::UnavailableError(absl::StrCat("cannot register with router at ",
-                                                   options_.router, " within ",
-                                                   ToSeconds(options_.connect_timeout),
-                                                   " s (--connect_timeout_s): ", why));
+        return absl::UnavailableError(absl::StrCat(
+            "cannot register with router at ", options_.router, " within ",
+            ToSeconds(options_.connect_timeout), " s (--connect_timeout_s): ",
+            last_reason.empty() || last_reason == why
+                ? why
+                : absl::StrCat(last_reason, "; the last attempt: ", why)));
       }
     }
     Nanos delay = backoff.Next();
     if (!ever_registered) delay = std::min(delay, std::max<Nanos>(0, first_deadline - clock->Now()));
     if (!end.registered) {
       const int64_t n = ++failures;
-      if (n <= 3 || n % kLogEveryNthAttempt == 0 || why != last_logged) {
+      if (end.lasting) {
+        SS_LOG(WARNING) << "router " << options_.router << ": attempt " << n << " refused ("
+                        << why << "); retrying in " << static_cast<int64_t>(ToMillis(delay))
+                        << " ms, but it will likely refuse again until its settings or this "
+                           "worker's are changed";
+        last_logged = why;
+      } else if (n <= 3 || n % kLogEveryNthAttempt == 0 || why != last_logged) {
         // Waiting for a router that has not started yet is routine; losing
         // one that served is not.
         const std::string line =
@@ -152,6 +182,30 @@ absl::Status RouterLink::Run() {
   return absl::OkStatus();
 }
 
+std::string RouterLink::ConnectionFailure(const std::shared_ptr<grpc::Channel>& channel) {
+  // The channel's state says only that the attempt failed; a fail-fast call
+  // made now fails with gRPC's reason ("Connection refused", or "Socket
+  // closed": a TLS router hanging up on plaintext). Its token is the real
+  // one, in case the router came up meanwhile and the call reaches it.
+  grpc::ClientContext probe;
+  probe.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (!options_.fleet_token.empty()) probe.AddMetadata(kFleetTokenMetadata, options_.fleet_token);
+  auto call = v1::WorkerLink::NewStub(channel)->Connect(&probe);
+  call->WritesDone();
+  const grpc::Status s = call->Finish();
+  if (s.error_code() != grpc::StatusCode::UNAVAILABLE || s.error_message().empty()) {
+    return kConnectionFailed;
+  }
+  std::string why = absl::StrCat(kConnectionFailed, " (", s.error_message(), ")");
+  if (s.error_message().find("Connection refused") == std::string::npos) {
+    absl::StrAppend(&why, options_.tls_ca_pem.empty()
+                              ? "; if the router runs --worker_tls, this worker needs --tls_ca_file"
+                              : "; with --tls_ca_file the router must run --worker_tls with a "
+                                "certificate that CA signed");
+  }
+  return why;
+}
+
 bool RouterLink::WaitReady(grpc::Channel* channel, Nanos deadline, std::string* why) {
   RealClock* clock = RealClock::Get();
   grpc_connectivity_state state = channel->GetState(/*try_to_connect=*/true);
@@ -161,12 +215,12 @@ bool RouterLink::WaitReady(grpc::Channel* channel, Nanos deadline, std::string* 
       return false;
     }
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
-      *why = "connection failed";
+      *why = kConnectionFailed;
       return false;
     }
     const Nanos now = clock->Now();
     if (now >= deadline) {
-      *why = "connection not established in time";
+      *why = kNotInTime;
       return false;
     }
     // Short slices, so that Stop() is seen at once.
@@ -208,6 +262,8 @@ RouterLink::SessionEnd RouterLink::RunSession(
   std::string why;
   if (!WaitReady(channel.get(), connect_deadline, &why)) {
     if (!stop_requested_) {
+      if (why == kConnectionFailed) why = ConnectionFailure(channel);
+      end.timed_out = why == kNotInTime;
       end.status = absl::UnavailableError(absl::StrCat("cannot connect: ", why));
     }
     return end;
@@ -310,6 +366,7 @@ RouterLink::SessionEnd RouterLink::RunSession(
     stop_executor();
     if (stop_requested_) return end;
     end.refused = true;
+    end.lasting = !ack_timed_out && IsLastingRefusal(s.error_code());
     end.status = absl::UnavailableError(
         ack_timed_out ? absl::StrCat("no registration ack within ",
                                      ToSeconds(options_.attempt_timeout), " s")

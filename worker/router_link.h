@@ -129,6 +129,8 @@ class RouterLink {
   struct SessionEnd {
     bool registered = false;  // it registered, then the stream ended
     bool refused = false;     // connected, but the router did not register it
+    bool lasting = false;     // refused for a reason retrying does not change
+    bool timed_out = false;   // the connection attempt ran into its deadline
     absl::Status status;      // why it ended (OK when stopped)
   };
   // One session; the connection attempt gives up at `connect_deadline`
@@ -139,6 +141,9 @@ class RouterLink {
   // Waits for the channel to be READY: false on the first failed attempt, at
   // the deadline or on Stop(); `why` says which.
   bool WaitReady(grpc::Channel* channel, Nanos deadline, std::string* why);
+  // After WaitReady's "connection failed": the same with gRPC's reason, and
+  // a hint at TLS when the reason is not a refused connection.
+  std::string ConnectionFailure(const std::shared_ptr<grpc::Channel>& channel);
   // Sleeps `d` unless Stop() comes first; true when stopped.
   bool SleepUnlessStopped(Nanos d);
   void ExecuteLoop();

@@ -158,6 +158,28 @@ int main(int argc, char** argv) {
                  "--reconnect_max_backoff_ms\n");
     return 2;
   }
+  // The secrets first: a bad token file is reported before seconds of model
+  // loading, not after.
+  std::string fleet_token;
+  if (const std::string f = absl::GetFlag(FLAGS_fleet_token_file); !f.empty()) {
+    auto token = ReadSecretFile(f);
+    if (!token.ok()) {
+      SS_LOG(ERROR) << "--fleet_token_file: " << token.status().message();
+      return 2;
+    }
+    fleet_token = *std::move(token);
+  }
+  std::string tls_ca_pem;
+  if (const std::string f = absl::GetFlag(FLAGS_tls_ca_file); !f.empty()) {
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    tls_ca_pem = ss.str();
+    if (!in || tls_ca_pem.empty()) {
+      SS_LOG(ERROR) << "cannot read --tls_ca_file " << f;
+      return 2;
+    }
+  }
   auto all = LoadModelRepository(repo);
   if (!all.ok()) {
     SS_LOG(ERROR) << all.status().message();
@@ -227,26 +249,6 @@ int main(int argc, char** argv) {
     }
     return MeasureProfiles(executor.get(), models, measure_to, absl::GetFlag(FLAGS_device));
   }
-  std::string fleet_token;
-  if (const std::string f = absl::GetFlag(FLAGS_fleet_token_file); !f.empty()) {
-    auto token = ReadSecretFile(f);
-    if (!token.ok()) {
-      SS_LOG(ERROR) << token.status().message();
-      return 2;
-    }
-    fleet_token = *std::move(token);
-  }
-  std::string tls_ca_pem;
-  if (const std::string f = absl::GetFlag(FLAGS_tls_ca_file); !f.empty()) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    tls_ca_pem = ss.str();
-    if (!in || tls_ca_pem.empty()) {
-      SS_LOG(ERROR) << "cannot read --tls_ca_file " << f;
-      return 2;
-    }
-  }
   // The router refuses a model whose version differs from its own copy.
   std::vector<v1::ModelVersion> versions;
   for (const auto& m : models) {
@@ -290,7 +292,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, l = link.get()] {
       absl::Status s = l->Run();
       if (!s.ok()) {
-        SS_LOG(WARNING) << "worker link: " << s.message();
+        SS_LOG(ERROR) << "worker link: " << s.message();
         failures++;
       }
       // The last link to end wakes main.

@@ -201,12 +201,19 @@ int Run(const std::vector<std::string>& args) {
   if (const std::string f = absl::GetFlag(FLAGS_admin_token_file); !f.empty()) {
     auto t = ReadSecretFile(f);
     if (!t.ok()) {
-      std::fprintf(stderr, "superserve-admin: %s\n", std::string(t.status().message()).c_str());
+      std::fprintf(stderr, "superserve-admin: --admin_token_file: %s\n",
+                   std::string(t.status().message()).c_str());
       return kUsageError;
     }
     token = *std::move(t);
-  } else if (const char* env = std::getenv("SUPERSERVE_ADMIN_TOKEN"); env != nullptr) {
-    token = env;
+  } else {
+    // Checked like a file's content: gRPC aborts on a token it cannot send.
+    auto t = ReadSecretEnv("SUPERSERVE_ADMIN_TOKEN");
+    if (!t.ok()) {
+      std::fprintf(stderr, "superserve-admin: %s\n", std::string(t.status().message()).c_str());
+      return kUsageError;
+    }
+    if (t->has_value()) token = **std::move(t);
   }
   if (token.empty()) {
     std::fprintf(stderr,

@@ -365,8 +365,32 @@ TEST(RouterLink, FirstRegistrationGivesUpAfterConnectTimeout) {
   const Nanos took = RealClock::Get()->Now() - t0;
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(s.message(), HasSubstr("connect_timeout"));
+  // gRPC's reason, which the channel's state alone does not give.
+  EXPECT_THAT(s.message(), HasSubstr("Connection refused"));
   EXPECT_GE(took, Millis(450));
   EXPECT_LT(took, Seconds(3));
+}
+
+// A refusal that retrying cannot heal (here a wrong fleet token) keeps being
+// retried, but when the first registration gives up its message names the
+// router's reason, not the last attempt's "not established in time".
+TEST(RouterLink, FirstRegistrationGivesUpNamingTheRoutersRefusal) {
+  GatedExecutor executor;
+  ScriptedRouter router([](int, ScriptedRouter::Stream*) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong fleet token (test)");
+  });
+  RouterLinkOptions o = Options(router.address());
+  o.connect_timeout = Millis(1500);
+  // Attempts keep running into the deadline: the last one is cut short.
+  o.reconnect_initial_backoff = Millis(400);
+  o.reconnect_max_backoff = Millis(400);
+  RouterLink link(o, &executor, {testing::SmallModelEntry()});
+  absl::Status s = link.Run();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("connect_timeout"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("router refused registration (UNAUTHENTICATED: wrong fleet token (test))"));
+  EXPECT_GE(router.sessions(), 2) << "a refused registration is still retried";
 }
 
 TEST(RouterLink, StopInterruptsTheBackoffSleep) {
