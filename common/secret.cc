@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/small_file.h"
 
 namespace superserve {
 namespace {
@@ -38,16 +39,14 @@ absl::Status CheckSecret(absl::string_view secret, absl::string_view source, siz
 }
 
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("secret file ", path, " is a directory, not a file"));
+  // A regular file of at most 64 KiB: a FIFO or a device named by mistake
+  // must not block or fill the process that reads it.
+  auto text = ReadSmallFile(path, size_t{64} << 10);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("secret file ", text.status().message()));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read secret file ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string raw = ss.str();
+  const std::string& raw = *text;
   std::string s(absl::StripAsciiWhitespace(raw));
   if (s.empty()) return absl::InvalidArgumentError(absl::StrCat("secret file ", path, " is empty"));
   if (auto st = CheckSecret(s, absl::StrCat("secret file ", path), LeadingWhitespace(raw));

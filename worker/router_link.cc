@@ -393,7 +393,7 @@ RouterLink::SessionEnd RouterLink::RunSession(
       const Nanos received = RealClock::Get()->Now();
       {
         std::lock_guard<std::mutex> lock(mu_);
-        batches_.push_back({std::move(msg), received});
+        batches_.push_back({std::move(msg), received, nullptr});
       }
       // Outside the lock, so that the woken executor does not block on it.
       batch_cv_.notify_one();

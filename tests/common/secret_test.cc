@@ -66,7 +66,7 @@ TEST_F(SecretFile, BytesGrpcCannotSendAreRefusedNamingFileAndPosition) {
 TEST_F(SecretFile, ADirectoryIsSaidToBeOne) {
   auto t = ReadSecretFile(dir_);
   ASSERT_FALSE(t.ok());
-  EXPECT_THAT(t.status().message(), HasSubstr(dir_ + " is a directory"));
+  EXPECT_THAT(t.status().message(), HasSubstr(dir_ + ": is a directory"));
   EXPECT_THAT(t.status().message(), Not(HasSubstr("empty")));
 }
 
