@@ -196,7 +196,7 @@ TEST_F(RouterStartup, TokensGrpcCannotSendAreRefusedWhereTheyAreRead) {
   {
     Exit d = RefusedRouter(with({"--fleet_token_file=" + dir_}));
     EXPECT_EQ(d.code, 2) << d.log;
-    EXPECT_THAT(d.log, HasSubstr("secret file " + dir_ + " is a directory"));
+    EXPECT_THAT(d.log, HasSubstr("secret file " + dir_ + ": is a directory"));
   }
   {
     setenv("SUPERSERVE_ADMIN_TOKEN", "tokA\x01tokB", 1);
