@@ -1,9 +1,12 @@
 #ifndef SUPERSERVE_ROUTER_CLIENT_INFERENCE_CLIENT_H_
 #define SUPERSERVE_ROUTER_CLIENT_INFERENCE_CLIENT_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -74,12 +77,16 @@ class InferenceClient {
 
   // Sends `request` (shared so that replays can reuse one request message per
   // input without copying it) with a deadline `timeout` from now; `done` runs
-  // on a gRPC thread when the call ends. Never blocks on the network. With
-  // Transport::kStream the router enforces the deadline (it answers every
-  // query it accepted, late ones DEADLINE_EXCEEDED); if the stream breaks,
-  // every unanswered query fails with the stream's status, and a query sent
-  // after that fails UNAVAILABLE at once, its `done` run on the caller's
-  // thread.
+  // exactly once, on a gRPC thread, when the call ends. Never blocks on the
+  // network. With Transport::kStream the router enforces the deadline (it
+  // answers every query it accepted, late ones DEADLINE_EXCEEDED). If the
+  // stream ends first (the router was killed, drained and exited, or cut the
+  // stream), every query it had not answered fails UNAVAILABLE with a message
+  // that says the stream ended and why (the router's own refusals, e.g.
+  // RESOURCE_EXHAUSTED or UNAUTHENTICATED, keep their code). The next query
+  // then opens a new stream, as a unary call reconnects its channel: while
+  // no router listens those fail UNAVAILABLE too, and a restarted router is
+  // used again.
   void InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout, Callback done);
 
   // Blocking convenience wrapper (always a unary call).
@@ -89,18 +96,30 @@ class InferenceClient {
   bool WaitForConnected(Nanos timeout);
 
   // Transport::kStream: answers that arrived for a query already answered
-  // (or never sent). They reach no callback; a router that answered a query
-  // twice shows here (docs/faults.md counts them as duplicates).
+  // (or never sent), over all the client's streams. They reach no callback; a
+  // router that answered a query twice shows here (docs/faults.md counts them
+  // as duplicates).
   int64_t stray_answers() const;
 
  private:
   struct InFlight;  // InferAsync calls whose callback has not returned yet
-  class Stream;     // the InferStream of Transport::kStream
+  class Stream;     // one InferStream of Transport::kStream
 
+  // Declared first, destroyed last: a stream's context holds a channel
+  // reference, and the streams (below) are destroyed before it.
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Inference::Stub> stub_;
   std::shared_ptr<InFlight> in_flight_;
-  std::unique_ptr<Stream> stream_;  // null for Transport::kUnary
+  const Transport transport_;
+  std::atomic<int64_t> stray_answers_{0};  // Transport::kStream, all streams
+  std::mutex streams_mu_;
+  // Transport::kStream: the stream new queries go to (null before the first
+  // query), and the streams it replaced whose OnDone may not have returned
+  // yet (a reactor must outlive its OnDone). Those are destroyed by the
+  // InferAsync that next replaces a stream, or by the destructor.
+  std::unique_ptr<Stream> stream_;
+  std::vector<std::unique_ptr<Stream>> ended_streams_;
+  bool closing_ = false;  // the destructor runs: no new stream
 };
 
 }  // namespace superserve

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <condition_variable>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -117,6 +118,19 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(absl::Span<InferenceClient*
                                                      const InputsForRow& inputs_for,
                                                      const ReplayOptions& options) {
   if (clients.empty()) return absl::InvalidArgumentError("replay: no client");
+  // A NaN or infinite scale made every send time garbage (the replay waited
+  // for ever), and an SLO past a day is one the router clamps (past int64 it
+  // wrapped negative: every OK answer counted late).
+  if (!std::isfinite(options.time_scale) || options.time_scale < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("replay: time_scale must be a finite number >= 0, got ", options.time_scale));
+  }
+  if (options.default_slo <= 0 || options.default_slo > kMaxQueryTimeout) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("replay: default SLO must be in (0, ", kMaxQueryTimeout / kNanosPerMicro,
+                     "] us (a day: the router's bound on a deadline), got ",
+                     options.default_slo / kNanosPerMicro, " us"));
+  }
   size_t n = trace.size();
   if (options.max_queries > 0) n = std::min(n, static_cast<size_t>(options.max_queries));
   std::vector<const LabelledRequests*> row_inputs(n);
@@ -127,6 +141,20 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(absl::Span<InferenceClient*
       return absl::InvalidArgumentError(absl::StrCat("replay: no inputs for row ", i, " (model \"",
                                                      trace[i].model, "\", application \"",
                                                      trace[i].application, "\")"));
+    }
+    if (trace[i].slo < 0 || trace[i].slo > kMaxQueryTimeout) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "replay: row ", i, "'s SLO must be in (0, ", kMaxQueryTimeout / kNanosPerMicro,
+          "] us (0: the default), got ", trace[i].slo / kNanosPerMicro, " us"));
+    }
+    // Scaled, a send time must stay within int64 nanoseconds (the trace
+    // reader's bound): in double, so that the check itself cannot wrap.
+    const double scaled_us = ToMicros(trace[i].arrival) * options.time_scale;
+    if (trace[i].arrival < 0 || scaled_us > kMaxTraceArrivalUs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("replay: row ", i, ": arrival ", ToMicros(trace[i].arrival),
+                       " us * time_scale ", options.time_scale, " = ", scaled_us,
+                       " us, outside [0, ", kMaxTraceArrivalUs, "] us (int64 nanoseconds)"));
     }
     max_slo = std::max(max_slo, trace[i].slo > 0 ? trace[i].slo : options.default_slo);
   }
@@ -157,7 +185,7 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(absl::Span<InferenceClient*
     InferenceClient& client = *clients[s];
     for (size_t i = s; i < n; i += senders) {
       const TraceArrival& a = trace[i];
-      const Nanos target = start + static_cast<Nanos>(a.arrival * options.time_scale);
+      const Nanos target = SaturatingAdd(start, static_cast<Nanos>(a.arrival * options.time_scale));
       Nanos now = clock->Now();
       // Sleep only when the next send is far enough ahead (the kernel's timer
       // slack, ~50 us, makes the wake-up land near the target); sends due

@@ -1,6 +1,7 @@
 // superserve-loadgen: open-loop replay of a trace CSV against a router.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
-
 #include <map>
 
 #include "absl/flags/flag.h"
@@ -27,14 +28,18 @@ ABSL_FLAG(int64_t, inputs_per_application, 2000,
           "Rows tagged with an application of common/image_applications.h (easy, hard, noisy) "
           "send that application's inputs: the first N test images of its classes, with its "
           "noise. Other rows send the test set in order.");
-ABSL_FLAG(double, slo_ms, 100, "Deadline of queries whose trace row has no slo_us, ms.");
+ABSL_FLAG(double, slo_ms, 100,
+          "Deadline of queries whose trace row has no slo_us, ms: in (0, 86400000] (a day, the "
+          "router's bound on a deadline).");
 ABSL_FLAG(std::string, input_shape, "1,28,28", "Per-sample input shape the model expects.");
 ABSL_FLAG(double, input_mean, 0, "Extra client-side transform: inputs are (pixel/255 - mean) / std. Leave at 0/1: the worker applies the model's own normalisation from its profile.");
 ABSL_FLAG(double, input_std, 1, "Extra client-side transform: inputs are (pixel/255 - mean) / std. Leave at 0/1: the worker applies the model's own normalisation from its profile.");
 ABSL_FLAG(std::string, dataset_dir, superserve::kFashionMnistDir,
           "Fashion-MNIST directory; inputs and labels come from its t10k (test) split.");
 ABSL_FLAG(int64_t, max_queries, 0, "Replay only the first N rows (0 = all).");
-ABSL_FLAG(double, time_scale, 1.0, "Multiply arrival times by this (0.5 = twice the rate).");
+ABSL_FLAG(double, time_scale, 1.0,
+          "Multiply arrival times by this (0.5 = twice the rate; 0 = every query at once). "
+          "Finite, >= 0.");
 ABSL_FLAG(std::string, out_csv, "", "Write one row per query here.");
 ABSL_FLAG(bool, progress, true, "Show a progress bar on stderr.");
 ABSL_FLAG(int32_t, senders, 1,
@@ -77,10 +82,42 @@ int main(int argc, char** argv) {
     }
     shape.push_back(d);
   }
+  // Checked before anything waits on them: a NaN or infinite scale made the
+  // replay wait for ever, and an SLO past int64 nanoseconds (1e15 ms) wrapped
+  // negative, so that every OK answer was reported out of its SLO.
+  constexpr double kMaxSloMs = ToMillis(kMaxQueryTimeout);
+  const double slo_ms = absl::GetFlag(FLAGS_slo_ms);
+  if (!(slo_ms > 0 && slo_ms <= kMaxSloMs)) {  // (false for NaN)
+    std::fprintf(stderr,
+                 "superserve-loadgen: --slo_ms must be in (0, %.0f] (a day: the router's bound on "
+                 "a deadline), got %g\n",
+                 kMaxSloMs, slo_ms);
+    return 2;
+  }
+  const double time_scale = absl::GetFlag(FLAGS_time_scale);
+  if (!std::isfinite(time_scale) || time_scale < 0) {
+    std::fprintf(stderr, "superserve-loadgen: --time_scale must be a finite number >= 0, got %g\n",
+                 time_scale);
+    return 2;
+  }
   auto trace = ReadTraceCsv(absl::GetFlag(FLAGS_trace));
   if (!trace.ok()) {
     SS_LOG(ERROR) << trace.status().message();
     return 1;
+  }
+  // The last row replayed arrives last (the reader checks the order): scaled,
+  // it must stay within int64 nanoseconds too.
+  if (const int64_t max_queries = absl::GetFlag(FLAGS_max_queries); !trace->empty()) {
+    const size_t last =
+        max_queries > 0 ? std::min<size_t>(trace->size(), max_queries) - 1 : trace->size() - 1;
+    const double scaled_us = ToMicros((*trace)[last].arrival) * time_scale;
+    if (scaled_us > kMaxTraceArrivalUs) {
+      std::fprintf(stderr,
+                   "superserve-loadgen: --time_scale %g puts the trace's last arrival (%g us) at "
+                   "%g us, past %g us (int64 nanoseconds)\n",
+                   time_scale, ToMicros((*trace)[last].arrival), scaled_us, kMaxTraceArrivalUs);
+      return 2;
+    }
   }
   auto images = LoadFashionMnist("t10k", absl::GetFlag(FLAGS_dataset_dir));
   if (!images.ok()) {
@@ -144,9 +181,9 @@ int main(int argc, char** argv) {
     }
   }
   ReplayOptions opts;
-  opts.default_slo = Millis(absl::GetFlag(FLAGS_slo_ms));
+  opts.default_slo = Millis(slo_ms);
   opts.max_queries = absl::GetFlag(FLAGS_max_queries);
-  opts.time_scale = absl::GetFlag(FLAGS_time_scale);
+  opts.time_scale = time_scale;
   opts.progress = absl::GetFlag(FLAGS_progress);
   auto records = ReplayTrace(absl::MakeConstSpan(client_ptrs), *trace, inputs_for, opts);
   if (!records.ok()) {

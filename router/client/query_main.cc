@@ -45,6 +45,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-query: --image must be >= 0 and --count >= 1\n");
     return 2;
   }
+  // NaN, infinite or past int64 nanoseconds, the deadline's conversion is UB.
+  constexpr double kMaxTimeoutMs = ToMillis(kMaxQueryTimeout);
+  const double timeout_ms = absl::GetFlag(FLAGS_timeout_ms);
+  if (!(timeout_ms > 0 && timeout_ms <= kMaxTimeoutMs)) {  // (false for NaN)
+    std::fprintf(stderr,
+                 "superserve-query: --timeout_ms must be in (0, %.0f] (a day: the router's bound "
+                 "on a deadline), got %g\n",
+                 kMaxTimeoutMs, timeout_ms);
+    return 2;
+  }
   std::vector<int64_t> shape;
   for (auto part : absl::StrSplit(absl::GetFlag(FLAGS_input_shape), ',')) {
     int64_t d = 0;
@@ -60,15 +70,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-query: %s\n", images.status().ToString().c_str());
     return 2;
   }
+  // Checked without forming first + count: near INT64_MAX the sum overflowed
+  // (UB; in practice it went negative), the check passed, nothing was sent
+  // and the exit status said every call was answered.
+  const int64_t test_set = images->images.num_items();
+  if (first >= test_set || count > test_set - first) {
+    std::fprintf(stderr,
+                 "superserve-query: the test set has %lld images (--image 0-%lld); --image %lld "
+                 "--count %lld runs past it\n",
+                 static_cast<long long>(test_set), static_cast<long long>(test_set - 1),
+                 static_cast<long long>(first), static_cast<long long>(count));
+    return 2;
+  }
   auto inputs = MakeImageRequests(*images, absl::GetFlag(FLAGS_model), shape, 0.f, 1.f,
                                   first + count);
   if (!inputs.ok()) {
     std::fprintf(stderr, "superserve-query: %s\n", inputs.status().ToString().c_str());
-    return 2;
-  }
-  if (first + count > static_cast<int64_t>(inputs->requests.size())) {
-    std::fprintf(stderr, "superserve-query: the test set has %zu images; --image + --count = %lld\n",
-                 inputs->requests.size(), static_cast<long long>(first + count));
     return 2;
   }
   auto credentials = MakeChannelCredentials({absl::GetFlag(FLAGS_tls_ca_file), "", ""});
@@ -77,7 +94,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   InferenceClient client(absl::GetFlag(FLAGS_router), Transport::kUnary, *credentials);
-  const Nanos timeout = static_cast<Nanos>(absl::GetFlag(FLAGS_timeout_ms) * 1e6);
+  const Nanos timeout = Millis(timeout_ms);
   int failed = 0;
   std::printf("%-6s %-5s %-9s %-10s %-11s %-5s %-9s %-9s %s\n", "image", "label", "predicted",
               "served_by", "accuracy_%", "batch", "queue_us", "exec_us", "latency_ms");

@@ -1,12 +1,13 @@
 #include "router/client/trace_csv.h"
 
+#include <cmath>
 #include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 
 namespace superserve {
 
@@ -15,6 +16,7 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
   if (!in) return absl::NotFoundError(absl::StrCat("trace ", path, ": cannot open"));
   std::string line;
   int arrival_col = -1, slo_col = -1, app_col = -1, model_col = -1;
+  std::string slo_name;  // as the header spells it
   int line_no = 0;
   std::vector<TraceArrival> out;
   bool have_header = false;
@@ -31,7 +33,10 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
       for (int i = 0; i < static_cast<int>(cols.size()); ++i) {
         absl::string_view c = absl::StripAsciiWhitespace(cols[i]);
         if (c == "arrival_us") arrival_col = i;
-        if (c == "slo_us" || c == "deadline_us") slo_col = i;
+        if (c == "slo_us" || c == "deadline_us") {
+          slo_col = i;
+          slo_name = std::string(c);
+        }
         if (c == "application" || c == "app") app_col = i;
         if (c == "model") model_col = i;
       }
@@ -48,9 +53,13 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
     };
     TraceArrival a;
     double us;
-    if (!absl::SimpleAtod(field(arrival_col), &us) || us < 0) {
+    // SimpleAtod takes "inf", "nan" and 1e300: the replay would wait for
+    // ever on them, and a time past int64 nanoseconds wraps.
+    if (!absl::SimpleAtod(field(arrival_col), &us) || !std::isfinite(us) || us < 0 ||
+        us > kMaxTraceArrivalUs) {
       return absl::InvalidArgumentError(
-          absl::StrCat("trace ", path, ":", line_no, ": bad arrival_us \"", field(arrival_col), "\""));
+          absl::StrCat("trace ", path, ":", line_no, ": bad arrival_us \"", field(arrival_col),
+                       "\" (must be a number of microseconds in [0, ", kMaxTraceArrivalUs, "])"));
     }
     a.arrival = Micros(us);
     if (!out.empty() && a.arrival < out.back().arrival) {
@@ -58,9 +67,15 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
           absl::StrCat("trace ", path, ":", line_no, ": arrival_us goes backwards"));
     }
     if (slo_col >= 0 && !field(slo_col).empty()) {
-      if (!absl::SimpleAtod(field(slo_col), &us) || us <= 0) {
+      // Beyond a day the router clamps the deadline anyway; past int64
+      // nanoseconds the SLO wrapped negative and every answer was "late".
+      constexpr int64_t kMaxSloUs = kMaxQueryTimeout / kNanosPerMicro;
+      if (!absl::SimpleAtod(field(slo_col), &us) || !std::isfinite(us) || us <= 0 ||
+          us > static_cast<double>(kMaxSloUs)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("trace ", path, ":", line_no, ": bad slo \"", field(slo_col), "\""));
+            absl::StrCat("trace ", path, ":", line_no, ": bad ", slo_name, " \"", field(slo_col),
+                         "\" (must be a number of microseconds in (0, ", kMaxSloUs,
+                         "], a day: the router's bound on a query's deadline)"));
       }
       a.slo = Micros(us);
     }

@@ -18,11 +18,18 @@ struct TraceArrival {
   std::string model;  // empty = the replayer's default model
 };
 
+// The largest arrival_us a trace may hold: int64 nanoseconds end at
+// ~9.22e18 (the simulator's reader has the same bound).
+constexpr double kMaxTraceArrivalUs = 9.2e15;
+
 // Reads the simulator's trace CSV: a header naming the columns, then one row
-// per query. `arrival_us` is required (non-decreasing); `slo_us` (or
-// `deadline_us`, relative to arrival), `application` (or the simulator's
-// `app`) and `model` are optional; other columns are ignored. Lines starting
-// with '#' are comments.
+// per query. `arrival_us` is required (non-decreasing, in [0,
+// kMaxTraceArrivalUs]); `slo_us` (or `deadline_us`, relative to arrival; in
+// (0, kMaxQueryTimeout], a day, the router's bound on a query's deadline),
+// `application` (or the simulator's `app`) and `model` are optional; other
+// columns are ignored. Lines starting with '#' are comments. A bad number is
+// an error naming its line and the allowed range (inf, nan and values past
+// int64 once waited forever or wrapped to a negative SLO).
 // (The client side's own small reader, so that superserve-loadgen does not
 // depend on bench/; it reads the same format as the simulator's.)
 absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path);

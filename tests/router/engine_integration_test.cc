@@ -617,6 +617,44 @@ TEST(EngineIntegration, EveryBinaryAnswersHelp) {
   ExpectUsageError({"superserve-query", "--count=0"}, "--count >= 1");
 }
 
+// Numbers the client tools cannot use are usage errors that name the flag
+// and its range, before anything is sent or waited for: --slo_ms 1e15 wrapped
+// past int64 nanoseconds to a negative SLO (every OK answer reported late),
+// --time_scale nan or inf waited for ever, and --image near INT64_MAX
+// overflowed the range check (nothing sent, exit 0). (Bad trace rows:
+// TraceCsvTest.RefusesNonFiniteAndOutOfRangeNumbers.)
+TEST(EngineIntegration, ClientToolsRefuseNumbersTheyCannotUse) {
+  const std::string trace = MakeWorkDir() + "/two-rows.csv";
+  std::ofstream(trace) << "arrival_us\n0\n1000000\n";
+  auto loadgen = [&trace](const std::string& flag) -> std::vector<std::string> {
+    return {"superserve-loadgen", "--router=127.0.0.1:1", "--trace=" + trace, "--model=emu", flag};
+  };
+  ExpectUsageError(loadgen("--slo_ms=1e15"),
+                   "--slo_ms must be in (0, 86400000] (a day: the router's bound on a deadline), "
+                   "got 1e+15");
+  ExpectUsageError(loadgen("--slo_ms=nan"), "--slo_ms must be in (0, 86400000]");
+  ExpectUsageError(loadgen("--slo_ms=0"), "--slo_ms must be in (0, 86400000]");
+  ExpectUsageError(loadgen("--time_scale=nan"),
+                   "--time_scale must be a finite number >= 0, got nan");
+  ExpectUsageError(loadgen("--time_scale=inf"),
+                   "--time_scale must be a finite number >= 0, got inf");
+  ExpectUsageError(loadgen("--time_scale=-1"), "--time_scale must be a finite number >= 0, got -1");
+  ExpectUsageError(loadgen("--time_scale=1e12"),
+                   "--time_scale 1e+12 puts the trace's last arrival (1e+06 us) at 1e+18 us, past "
+                   "9.2e+15 us");
+  ExpectUsageError(
+      {"superserve-query", "--router=127.0.0.1:1", "--image=9223372036854775807", "--count=1"},
+      "the test set has 10000 images (--image 0-9999); --image 9223372036854775807 "
+      "--count 1 runs past it");
+  ExpectUsageError(
+      {"superserve-query", "--router=127.0.0.1:1", "--image=9999", "--count=9223372036854775807"},
+      "the test set has 10000 images");
+  ExpectUsageError({"superserve-query", "--router=127.0.0.1:1", "--image=10000"},
+                   "the test set has 10000 images");
+  ExpectUsageError({"superserve-query", "--router=127.0.0.1:1", "--timeout_ms=nan"},
+                   "--timeout_ms must be in (0, 86400000]");
+}
+
 // The README's first query: superserve-query prints one row per image with
 // the subnet that served it, exits 0; an unknown model is named, exit 1.
 TEST(EngineIntegration, QueryCommandAnswersEachImageAndNamesErrors) {

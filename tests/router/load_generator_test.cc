@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -178,6 +179,45 @@ TEST(ReplayTraceTest, SeveralSendersShareTheRowsAndKeepTheirTimes) {
     EXPECT_GE(r.sent, trace[i].arrival - Micros(150)) << "row " << i << " sent early";
   }
   EXPECT_EQ(server.streams(), 3);
+}
+
+// Options a replay cannot keep: a NaN or infinite time scale (the sends'
+// times were garbage and the replay waited for ever), an SLO past a day or
+// not positive, a scaled arrival past int64 nanoseconds. Refused before
+// anything is sent, naming the option.
+TEST(ReplayTraceTest, RefusesOptionsItCannotReplay) {
+  InferenceClient client("127.0.0.1:1", Transport::kStream);  // never reached
+  const LabelledRequests inputs = OneInput();
+  struct Case {
+    double time_scale;
+    Nanos default_slo;
+    Nanos row_slo;
+    Nanos arrival;
+    std::string message;
+  };
+  const Case cases[] = {
+      {std::nan(""), Millis(10), 0, 0, "time_scale must be a finite number >= 0, got nan"},
+      {HUGE_VAL, Millis(10), 0, 0, "time_scale must be a finite number >= 0, got inf"},
+      {-1, Millis(10), 0, 0, "time_scale must be a finite number >= 0, got -1"},
+      {1, 0, 0, 0, "default SLO must be in (0, 86400000000] us"},
+      {1, kMaxQueryTimeout + 1, 0, 0, "default SLO must be in (0, 86400000000] us"},
+      {1, Millis(10), -5, 0, "row 0's SLO must be in (0, 86400000000] us"},
+      {1, Millis(10), kMaxQueryTimeout + 1, 0, "row 0's SLO must be in (0, 86400000000] us"},
+      {1e6, Millis(10), 0, Seconds(1e5), "row 0: arrival 1e+11 us * time_scale 1e+06 = 1e+17 us"},
+  };
+  for (const Case& c : cases) {
+    std::vector<TraceArrival> trace(1);
+    trace[0].arrival = c.arrival;
+    trace[0].slo = c.row_slo;
+    ReplayOptions o = Options();
+    o.time_scale = c.time_scale;
+    o.default_slo = c.default_slo;
+    auto records = ReplayTrace(client, trace, inputs, o);
+    ASSERT_FALSE(records.ok()) << c.message;
+    EXPECT_EQ(records.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(records.status().message().find(c.message), absl::string_view::npos)
+        << records.status().message();
+  }
 }
 
 }  // namespace
