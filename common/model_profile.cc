@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/small_file.h"
+#include "common/tensor_codec.h"
 #include "google/protobuf/util/json_util.h"
 #include "superserve/v1/profile.pb.h"
 
@@ -127,11 +128,28 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
                                                      " (must be strictly increasing)"));
     }
   }
+  // A sample no request could carry (the wire's rank limit; past 2^29
+  // elements, 2 GiB of float32, beyond the largest gRPC message) is refused
+  // here rather than query by query.
+  if (p.input_shape_size() > kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(p), "field input_shape has ",
+                                                   p.input_shape_size(),
+                                                   " dimensions; at most ", kMaxRank));
+  }
+  constexpr int64_t kMaxSampleElements = int64_t{1} << 29;
+  int64_t elements = 1;
   for (int i = 0; i < p.input_shape_size(); ++i) {
     if (p.input_shape(i) <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(Where(p), "field input_shape[", i, "] = ",
                                                      p.input_shape(i), " must be > 0"));
     }
+    if (p.input_shape(i) > kMaxSampleElements / elements) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(p), "field input_shape: a sample of more than ", kMaxSampleElements,
+          " elements (2 GiB of float32) cannot be sent; input_shape[", i, "] = ",
+          p.input_shape(i)));
+    }
+    elements *= p.input_shape(i);
   }
   if (p.num_classes() < 0) {
     return absl::InvalidArgumentError(

@@ -73,6 +73,11 @@ ABSL_FLAG(bool, print_policy_config, false,
 namespace superserve {
 namespace {
 
+// Times convert to Nanos and factors multiply them: bounded so that neither
+// overflows. Far beyond any useful setting.
+constexpr double kDayMs = 24 * 3600 * 1000.0;
+constexpr double kMaxFactor = 1000;
+
 absl::Status FlagError(absl::string_view flag, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", what));
 }
@@ -91,8 +96,10 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
   PolicyConfig& c = spec.config;
   c.fixed_subnet_id = absl::GetFlag(FLAGS_fixed_subnet);
   c.ratefit_pace = absl::GetFlag(FLAGS_ratefit_pace);
-  if (!(c.ratefit_pace >= 0)) {
-    return FlagError("ratefit_pace", absl::StrCat("must be >= 0; got ", c.ratefit_pace));
+  // Finite and bounded: the turn is pace x a batch's latency, in Nanos.
+  if (!(c.ratefit_pace >= 0 && c.ratefit_pace <= kMaxFactor)) {
+    return FlagError("ratefit_pace",
+                     absl::StrCat("must be in [0, ", kMaxFactor, "]; got ", c.ratefit_pace));
   }
   c.ratefit_capacity_quantile = absl::GetFlag(FLAGS_ratefit_capacity_quantile);
   if (!(c.ratefit_capacity_quantile > 0 && c.ratefit_capacity_quantile <= 1)) {
@@ -122,13 +129,15 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
                                                 s.fit_margin));
   }
   s.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
-  if (!(s.guard_headroom > 0)) {
-    return FlagError("guard_headroom", absl::StrCat("must be > 0; got ", s.guard_headroom));
+  if (!(s.guard_headroom > 0 && s.guard_headroom <= kMaxFactor)) {
+    return FlagError("guard_headroom",
+                     absl::StrCat("must be in (0, ", kMaxFactor, "]; got ", s.guard_headroom));
   }
   s.guard_upgrades_only = absl::GetFlag(FLAGS_guard_upgrades_only);
   const double window_ms = absl::GetFlag(FLAGS_guard_window_ms);
-  if (!(window_ms > 0)) {
-    return FlagError("guard_window_ms", absl::StrCat("must be > 0; got ", window_ms));
+  if (!(window_ms > 0 && window_ms <= kDayMs)) {
+    return FlagError("guard_window_ms",
+                     absl::StrCat("must be in (0, ", kDayMs, "] (a day); got ", window_ms));
   }
   s.rate_window = Millis(window_ms);
   s.base.overhead_quantile = absl::GetFlag(FLAGS_overhead_quantile);
@@ -137,8 +146,9 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
                      absl::StrCat("must be in [0, 1]; got ", s.base.overhead_quantile));
   }
   const double overhead_us = absl::GetFlag(FLAGS_initial_overhead_us);
-  if (!(overhead_us >= 0)) {
-    return FlagError("initial_overhead_us", absl::StrCat("must be >= 0; got ", overhead_us));
+  if (!(overhead_us >= 0 && overhead_us <= kDayMs * 1000)) {
+    return FlagError("initial_overhead_us", absl::StrCat("must be in [0, ", kDayMs * 1000,
+                                                         "] (a day); got ", overhead_us));
   }
   s.base.initial_overhead = Micros(overhead_us);
   return spec;

@@ -61,6 +61,19 @@ TEST(ModelProfileTest, RejectsBatchSizeNotPowerOfTwo) {
   ExpectRejected(p, "batch_sizes[2] = 3", "power of two");
 }
 
+TEST(ModelProfileTest, RejectsAnInputShapeNoRequestCouldCarry) {
+  auto p = ValidProto();
+  p.clear_input_shape();
+  for (int64_t d : {int64_t{1} << 32, int64_t{1} << 32, int64_t{4}}) p.add_input_shape(d);
+  ExpectRejected(p, "field input_shape", "cannot be sent");
+  p.clear_input_shape();
+  for (int i = 0; i < 9; ++i) p.add_input_shape(1);
+  ExpectRejected(p, "field input_shape has 9 dimensions");
+  p.clear_input_shape();
+  for (int64_t d : {3, 224, 224}) p.add_input_shape(d);
+  EXPECT_TRUE(ModelProfile::FromProto(p).ok());
+}
+
 TEST(ModelProfileTest, RejectsBatchSizesPastTheLargest) {
   auto p = ValidProto();
   p.set_batch_sizes(2, kMaxBatchSize * 2);

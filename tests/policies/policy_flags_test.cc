@@ -145,6 +145,14 @@ TEST(PolicyFlagsTest, BadValuesAreErrorsNamingTheFlag) {
       {"--fit_margin", [] { absl::SetFlag(&FLAGS_fit_margin, std::nan("")); }},
       {"--fit_margin",
        [] { absl::SetFlag(&FLAGS_fit_margin, std::numeric_limits<double>::infinity()); }},
+      // Past a day (or a factor of 1000) the times overflow nanoseconds.
+      {"--guard_window_ms", [] { absl::SetFlag(&FLAGS_guard_window_ms, 1e300); }},
+      {"--initial_overhead_us",
+       [] { absl::SetFlag(&FLAGS_initial_overhead_us, std::numeric_limits<double>::infinity()); }},
+      {"--ratefit_pace",
+       [] { absl::SetFlag(&FLAGS_ratefit_pace, std::numeric_limits<double>::infinity()); }},
+      {"--guard_headroom", [] { absl::SetFlag(&FLAGS_guard_headroom, std::nan("")); }},
+      {"--guard_headroom", [] { absl::SetFlag(&FLAGS_guard_headroom, 1e9); }},
   };
   for (const Case& c : cases) {
     absl::FlagSaver saver;
