@@ -5,8 +5,8 @@ import asyncio
 import grpc
 
 from superserve import errors
-from superserve.client import (CHANNEL_OPTIONS, InferResult, answer_of, make_request,
-                               timeout_us)
+from superserve.client import (CHANNEL_OPTIONS, InferResult, answer_of, check_count,
+                               check_timeout, closed_error, make_request, timeout_us, unanswered)
 from superserve.tensors import to_wire
 from superserve.v1 import inference_pb2, inference_pb2_grpc
 
@@ -15,11 +15,18 @@ class AsyncClient:
     """asyncio client of one router; `await close()` (or `async with`) ends it."""
 
     def __init__(self, address, *, default_timeout=None, channel=None):
+        self.default_timeout = check_timeout(default_timeout, "default_timeout")
         self._channel = channel or grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = inference_pb2_grpc.InferenceStub(self._channel)
-        self.default_timeout = default_timeout
+        self._closed = False
+
+    def _check_open(self):
+        if self._closed:
+            raise closed_error("AsyncClient")
 
     async def wait_ready(self, timeout=10.0):
+        self._check_open()
+        timeout = check_timeout(timeout)
         try:
             await asyncio.wait_for(self._channel.channel_ready(), timeout)
         except asyncio.TimeoutError:
@@ -28,7 +35,8 @@ class AsyncClient:
 
     async def infer(self, model, array, *, timeout=None, application=""):
         """As Client.infer, awaitable."""
-        t = timeout if timeout is not None else self.default_timeout
+        self._check_open()
+        t = check_timeout(timeout) if timeout is not None else self.default_timeout
         try:
             resp = await self._stub.Infer(make_request(model, array, application), timeout=t)
         except grpc.RpcError as e:
@@ -39,9 +47,12 @@ class AsyncClient:
                      batch=64):
         """As Client.stream, as an async generator; `inputs` is an iterable or
         an async iterable of arrays."""
+        self._check_open()
         t = timeout if timeout is not None else self.default_timeout
         tus = timeout_us(t)
-        window = asyncio.Semaphore(max_in_flight)
+        window = asyncio.Semaphore(check_count(max_in_flight, "max_in_flight"))
+        batch = check_count(batch, "batch")
+        sent = set()  # tags of the queries written, not answered yet
         call = self._stub.InferStream()
 
         async def items():
@@ -57,6 +68,7 @@ class AsyncClient:
             i = 0
             async for x in items():
                 if window.locked() and len(msg.queries):
+                    sent.update(q.tag for q in msg.queries)
                     await call.write(msg)
                     msg = inference_pb2.InferStreamRequest()
                 await window.acquire()
@@ -64,13 +76,16 @@ class AsyncClient:
                 q.tag = i
                 q.timeout_us = tus
                 q.request.model = model
-                q.request.application = application
+                if application:
+                    q.request.application = application
                 to_wire(x, q.request.input)
                 i += 1
                 if len(msg.queries) >= batch:
+                    sent.update(q.tag for q in msg.queries)
                     await call.write(msg)
                     msg = inference_pb2.InferStreamRequest()
             if len(msg.queries):
+                sent.update(q.tag for q in msg.queries)
                 await call.write(msg)
             await call.done_writing()
 
@@ -85,9 +100,26 @@ class AsyncClient:
         try:
             async for resp in call:
                 for a in resp.answers:
+                    if a.tag not in sent:
+                        continue  # not a query of ours, or answered already
+                    sent.discard(a.tag)
                     window.release()
                     yield answer_of(a)
-            await write_task
+            if not write_task.done():
+                # The call is over: a writer still waiting for the window
+                # (answers that will not come) would wait forever.
+                await asyncio.wait({write_task}, timeout=1.0)
+                if not write_task.done():
+                    write_task.cancel()
+            if not write_task.cancelled():
+                await write_task  # raises what the writer raised
+            # Ended without an error: a query written but not answered (the
+            # router could not read its message, say) must not vanish.
+            if sent:
+                status = f"{(await call.code()).name}: {await call.details() or ''}"
+                for tag in sorted(sent):
+                    yield unanswered(tag, status)
+                sent.clear()
         except (grpc.RpcError, asyncio.CancelledError) as e:
             if write_task.done() and not write_task.cancelled() and write_task.exception():
                 raise write_task.exception() from None
@@ -100,6 +132,7 @@ class AsyncClient:
             call.cancel()
 
     async def close(self):
+        self._closed = True
         await self._channel.close()
 
     async def __aenter__(self):

@@ -1,5 +1,7 @@
 """The blocking client: unary infer and one-stream bulk inference."""
 
+import math
+import numbers
 import threading
 
 import grpc
@@ -65,12 +67,53 @@ def make_request(model, array, application=""):
     return req
 
 
-def timeout_us(timeout):
+# The router clamps every query's deadline to a day (kMaxQueryTimeout in
+# common/time.h). Longer timeouts, infinity included, are sent as a day:
+# grpcio turns a timeout past about 3e9 s into a deadline that has already
+# passed, and the stream's timeout_us is an int64.
+MAX_TIMEOUT_S = 24 * 3600
+
+
+def check_timeout(timeout, what="timeout"):
+    """None (the router's default SLO), or `timeout` seconds as a float in
+    (0, MAX_TIMEOUT_S]; anything else raises TypeError or ValueError."""
     if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise TypeError(f"{what} must be a number of seconds or None, got {timeout!r}")
+    t = float(timeout)
+    if math.isnan(t) or t <= 0:
+        raise ValueError(f"{what} must be > 0 seconds (or None), got {timeout!r}")
+    return min(t, MAX_TIMEOUT_S)
+
+
+def check_count(value, what):
+    """`value` as an int >= 1, or TypeError / ValueError naming `what`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an int >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{what} must be >= 1, got {value!r}")
+    return int(value)
+
+
+def timeout_us(timeout):
+    t = check_timeout(timeout)
+    if t is None:
         return 0  # the router's default SLO
-    if timeout <= 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    return max(1, int(timeout * 1e6))
+    return max(1, int(t * 1e6))
+
+
+def unanswered(tag, status=None):
+    """The answer of a query the stream ended without answering (as the C++
+    client's: UNAVAILABLE, naming how the stream ended)."""
+    how = status or "OK"
+    return StreamAnswer(tag, error=errors.Unavailable(
+        grpc.StatusCode.UNAVAILABLE,
+        f"the inference stream to the router ended before this query's answer ({how})"))
+
+
+def closed_error(cls):
+    return ValueError(f"superserve.{cls} is closed")
 
 
 def answer_of(a):
@@ -87,12 +130,19 @@ class Client:
         queries that give none; None leaves the deadline to the router's
         default SLO. `channel` replaces the insecure channel (e.g. a secure
         one)."""
+        self.default_timeout = check_timeout(default_timeout, "default_timeout")
         self._channel = channel or grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = inference_pb2_grpc.InferenceStub(self._channel)
-        self.default_timeout = default_timeout
+        self._closed = False
+
+    def _check_open(self):
+        if self._closed:
+            raise closed_error("Client")
 
     def wait_ready(self, timeout=10.0):
         """Blocks until the channel is connected; raises Unavailable after `timeout` s."""
+        self._check_open()
+        timeout = check_timeout(timeout)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
@@ -103,7 +153,8 @@ class Client:
         """One query: `array` is one sample (the model's input shape, no batch
         dimension). `timeout` (seconds) is the query's deadline. Returns an
         InferResult or raises a SuperserveError subclass."""
-        t = timeout if timeout is not None else self.default_timeout
+        self._check_open()
+        t = check_timeout(timeout) if timeout is not None else self.default_timeout
         try:
             resp = self._stub.Infer(make_request(model, array, application), timeout=t)
         except grpc.RpcError as e:
@@ -119,11 +170,17 @@ class Client:
         up to `batch` queries share one message (set 1 when `inputs` produces
         slowly and latency matters). Raises a SuperserveError if the stream
         itself fails; an exception from `inputs` (or TypeError for an array
-        the wire cannot carry) ends the stream and is raised here."""
+        the wire cannot carry) ends the stream and is raised here. A query
+        the stream ended without answering gets an Unavailable error."""
+        self._check_open()
         t = timeout if timeout is not None else self.default_timeout
         tus = timeout_us(t)
+        max_in_flight = check_count(max_in_flight, "max_in_flight")
         window = threading.Semaphore(max_in_flight)
+        over = threading.Event()  # the call ended: encode() must stop waiting
+        batch = check_count(batch, "batch")
         failed = []  # an exception raised while reading `inputs` or encoding one
+        sent = set()  # tags of the queries in messages handed to gRPC, not answered yet
 
         def requests():
             try:
@@ -137,9 +194,12 @@ class Client:
             for i, x in enumerate(inputs):
                 if not window.acquire(blocking=False):
                     if len(msg.queries):  # send what is held before waiting
+                        sent.update(q.tag for q in msg.queries)
                         yield msg
                         msg = inference_pb2.InferStreamRequest()
                     window.acquire()
+                if over.is_set():
+                    return
                 q = msg.queries.add()
                 q.tag = i
                 q.timeout_us = tus
@@ -149,25 +209,40 @@ class Client:
                     r.application = application
                 to_wire(x, r.input)
                 if len(msg.queries) >= batch:
+                    sent.update(q.tag for q in msg.queries)
                     yield msg
                     msg = inference_pb2.InferStreamRequest()
             if len(msg.queries):
+                sent.update(q.tag for q in msg.queries)
                 yield msg
 
         call = self._stub.InferStream(requests())
         try:
             for resp in call:
                 for a in resp.answers:
+                    if a.tag not in sent:
+                        continue  # not a query of ours, or answered already
+                    sent.discard(a.tag)
                     window.release()
                     yield answer_of(a)
+            # Ended without an error: a query sent but not answered (the
+            # router could not read its message, say) must not vanish.
+            for tag in sorted(sent):
+                yield unanswered(tag, f"{call.code().name}: {call.details() or ''}")
+            sent.clear()
         except grpc.RpcError as e:
             if failed:
                 raise failed[0] from None
             raise errors.from_rpc_error(e) from None
         finally:
             call.cancel()  # no-op once the stream has ended
+            # gRPC's thread may be blocked in encode() on a window that no
+            # answer will open any more: let it go.
+            over.set()
+            window.release(max_in_flight)
 
     def close(self):
+        self._closed = True
         self._channel.close()
 
     def __enter__(self):

@@ -119,6 +119,100 @@ class ClientTest(unittest.TestCase):
         # The client still works afterwards.
         self.assertEqual(self.client.infer("emu", sample(0)).output.shape, (10,))
 
+    def test_misuse_raises_clear_errors_without_hanging(self):
+        x = sample(0)
+        for bad in (0, -1, float("nan"), -float("inf")):
+            with self.subTest(timeout=bad):
+                with self.assertRaisesRegex(ValueError, "timeout must be > 0"):
+                    self.client.infer("emu", x, timeout=bad)
+                with self.assertRaisesRegex(ValueError, "timeout must be > 0"):
+                    list(self.client.stream("emu", [x], timeout=bad))
+        for bad in ("1", True):
+            with self.assertRaisesRegex(TypeError, "timeout must be a number"):
+                self.client.infer("emu", x, timeout=bad)
+        with self.assertRaisesRegex(ValueError, "default_timeout"):
+            superserve.Client(self.cluster.address, default_timeout=0)
+        # Longer than the router's one-day cap (infinity included) is a day,
+        # not a deadline gRPC turns into one already past.
+        for long in (float("inf"), 1e10, 1e300):
+            with self.subTest(timeout=long):
+                self.assertEqual(self.client.infer("emu", x, timeout=long).output.shape, (10,))
+                self.assertIsNone(next(iter(self.client.stream("emu", [x], timeout=long))).error)
+        # A window of 0 used to wait forever for an answer to nothing.
+        for kw, exc in (({"max_in_flight": 0}, ValueError), ({"max_in_flight": 0.5}, TypeError),
+                        ({"batch": 0}, ValueError), ({"batch": None}, TypeError)):
+            with self.subTest(**kw):
+                with self.assertRaisesRegex(exc, next(iter(kw))):
+                    list(self.client.stream("emu", [x, x], **kw))
+
+        async def async_misuse():
+            async with superserve.AsyncClient(self.cluster.address) as c:
+                with self.assertRaisesRegex(ValueError, "timeout must be > 0"):
+                    await c.infer("emu", x, timeout=float("nan"))
+                with self.assertRaisesRegex(ValueError, "max_in_flight"):
+                    async for _ in c.stream("emu", [x], max_in_flight=0):
+                        pass
+                self.assertEqual((await c.infer("emu", x, timeout=float("inf"))).output.shape,
+                                 (10,))
+            with self.assertRaisesRegex(ValueError, "AsyncClient is closed"):
+                await c.infer("emu", x)
+
+        asyncio.run(asyncio.wait_for(async_misuse(), 20))
+        # A closed client says so (wait_ready used to wait, then blame the router).
+        c = superserve.Client(self.cluster.address)
+        c.close()
+        for call in (lambda: c.infer("emu", x), lambda: list(c.stream("emu", [x])),
+                     lambda: c.wait_ready(1)):
+            with self.assertRaisesRegex(ValueError, "Client is closed"):
+                call()
+
+    def test_stream_answers_queries_the_router_left_unanswered(self):
+        # A server that ends the stream OK after answering only the first
+        # query of each message (as the router did with a message it could
+        # not parse): every other query must still get an answer, an error.
+        from concurrent import futures
+
+        import grpc
+        from superserve.v1 import inference_pb2
+
+        def half_answer(requests, context):
+            for m in requests:
+                out = inference_pb2.InferStreamResponse()
+                a = out.answers.add()
+                a.tag = m.queries[0].tag
+                a.code = 3
+                a.message = "first only"
+                yield out
+
+        handler = grpc.method_handlers_generic_handler("superserve.v1.Inference", {
+            "InferStream": grpc.stream_stream_rpc_method_handler(
+                half_answer, request_deserializer=inference_pb2.InferStreamRequest.FromString,
+                response_serializer=inference_pb2.InferStreamResponse.SerializeToString)})
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        server.add_generic_rpc_handlers((handler,))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            with superserve.Client(f"127.0.0.1:{port}") as c:
+                answers = list(c.stream("emu", [sample(i) for i in range(10)], batch=5))
+
+            async def run():
+                async with superserve.AsyncClient(f"127.0.0.1:{port}") as c:
+                    return [a async for a in c.stream("emu", [sample(i) for i in range(10)],
+                                                      batch=5)]
+
+            async_answers = asyncio.run(asyncio.wait_for(run(), 20))
+        finally:
+            server.stop(0)
+        for got in (answers, async_answers):
+            self.assertEqual(sorted(a.index for a in got), list(range(10)))
+            by_index = {a.index: a for a in got}
+            for i in (0, 5):
+                self.assertIsInstance(by_index[i].error, superserve.InvalidArgument)
+            for i in (1, 2, 3, 4, 6, 7, 8, 9):
+                self.assertIsInstance(by_index[i].error, superserve.Unavailable)
+                self.assertIn("ended before this query's answer", by_index[i].error.message)
+
     def test_examples_run(self):
         env = dict(os.environ)
         for name, expect in (("infer.py", "wrong shape"), ("stream.py", "served ("),
