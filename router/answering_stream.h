@@ -11,16 +11,26 @@
 // exactly-once contract carries over per query); the reactor outlives the
 // call until its last query is answered.
 //
-// A protocol subclass reads (OnReadDone: make queries, Admit, submit) and
-// says how one answer becomes a message (ToMessage) and whether answers that
-// wait for the same write share one message (Pack).
+// A protocol subclass reads (OnRequest: make queries from in_, Admit,
+// submit, ReadNext) and says how one answer becomes a message (ToMessage) and
+// whether answers that wait for the same write share one message (Pack).
+//
+// The stream is a raw one (ByteBuffer both ways; the service declares the
+// method with WithRawCallbackMethod_*): messages are parsed and serialized
+// here, so that a message that does not parse (malformed, or a proto3 string
+// that is not UTF-8) finishes the call INVALID_ARGUMENT saying so. With
+// typed messages gRPC reports a parse failure as the end of the client's
+// writes: the call finished OK and the queries of that message, and of
+// every later one, were silently never answered.
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <utility>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -36,7 +46,7 @@
 namespace superserve {
 
 template <typename Request, typename Response>
-class AnsweringStream : public grpc::ServerBidiReactor<Request, Response> {
+class AnsweringStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // One query of the stream. Protocols derive to keep what addresses the
   // answer (a tag, the original request).
@@ -77,8 +87,24 @@ class AnsweringStream : public grpc::ServerBidiReactor<Request, Response> {
         finish = ShouldFinishLocked();
       }
     }
-    if (next) this->StartWrite(&out_);
+    if (next) WriteOut();
     if (finish) this->Finish(FinalStatus());
+  }
+
+  // A message read: parsed into in_ for the protocol (OnRequest), or, if it
+  // does not parse, the end of reading with INVALID_ARGUMENT as the final
+  // status once what is live has been answered.
+  void OnReadDone(bool ok) final {
+    if (!ok) {  // the client closed its side, or the stream broke
+      OnReadsEnded();
+      return;
+    }
+    ++messages_read_;
+    if (!grpc::SerializationTraits<Request>::Deserialize(&in_raw_, &in_).ok()) {
+      OnUnparsable();
+      return;
+    }
+    OnRequest();
   }
 
   // The client went away: queued queries are marked so that the Dispatcher
@@ -122,7 +148,11 @@ class AnsweringStream : public grpc::ServerBidiReactor<Request, Response> {
 
   // Subclasses call this last in their constructor: a read may complete at
   // once, and OnReadDone must find the object whole.
-  void StartReading() { this->StartRead(&in_); }
+  void StartReading() { ReadNext(); }
+  // The next message: OnRequest calls this last unless Admit refused.
+  void ReadNext() { this->StartRead(&in_raw_); }
+  // in_ holds a message the client sent.
+  virtual void OnRequest() = 0;
 
   // The read chain ended (OnReadDone(false)): the client closed its side or
   // the stream broke.
@@ -165,6 +195,37 @@ class AnsweringStream : public grpc::ServerBidiReactor<Request, Response> {
   Request in_;  // only touched by the read chain
 
  private:
+  void OnUnparsable() {
+    bool finish;
+    {
+      absl::MutexLock lock(&mu_);
+      bad_request_ = grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat(method_, ": message ", messages_read_, " is not a valid ",
+                       in_.GetTypeName(),
+                       " (malformed, or a string field that is not UTF-8); its queries were not "
+                       "read, nor was anything after it"));
+      reads_done_ = true;
+      finish = ShouldFinishLocked();
+    }
+    if (finish) this->Finish(FinalStatus());
+  }
+
+  // Serializes out_ and writes it (only whoever set writing_ calls this).
+  void WriteOut() {
+    out_raw_.Clear();
+    bool own_buffer = false;
+    const grpc::Status s =
+        grpc::SerializationTraits<Response>::Serialize(out_, &out_raw_, &own_buffer);
+    out_.Clear();
+    if (!s.ok()) {  // over 2 GiB: cannot happen with the message size bounds
+      SS_LOG(ERROR) << method_ << ": an answer did not serialize: " << s.error_message();
+      OnWriteDone(false);
+      return;
+    }
+    this->StartWrite(&out_raw_);
+  }
+
   struct Waiting {
     Response message;
     size_t answers = 0;
@@ -208,7 +269,7 @@ class AnsweringStream : public grpc::ServerBidiReactor<Request, Response> {
       delete this;
       return;
     }
-    if (start) this->StartWrite(&out_);
+    if (start) WriteOut();
     if (finish) this->Finish(FinalStatus());
     if (cut_off) {
       SS_LOG(WARNING) << method_ << " cut off: " << max_unsent_
@@ -232,15 +293,21 @@ class AnsweringStream : public grpc::ServerBidiReactor<Request, Response> {
   grpc::Status FinalStatus() {
     absl::MutexLock lock(&mu_);
     return broken_ ? grpc::Status(grpc::StatusCode::CANCELLED, "stream broken or cancelled")
-                   : grpc::Status::OK;
+                   : bad_request_;
   }
 
   const size_t max_unsent_;
   const std::string method_;
   absl::Mutex mu_;
   absl::flat_hash_set<Query*> live_ ABSL_GUARDED_BY(mu_);
-  // The message being written: touched only by whoever set writing_.
+  // The message being written (out_, then serialized into out_raw_):
+  // touched only by whoever set writing_.
   Response out_;
+  grpc::ByteBuffer out_raw_;
+  grpc::ByteBuffer in_raw_;  // the read chain's
+  int64_t messages_read_ = 0;  // the read chain's
+  // OK, or why reading stopped at a message that did not parse.
+  grpc::Status bad_request_ ABSL_GUARDED_BY(mu_);
   std::deque<Waiting> pending_ ABSL_GUARDED_BY(mu_);  // for the next writes
   size_t unsent_ ABSL_GUARDED_BY(mu_) = 0;            // answers in pending_
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

@@ -46,8 +46,9 @@ struct DispatcherOptions {
 using DispatcherStats = ServingStats;
 
 // The router's side of the serving core (serving/ServingCore): turns gRPC
-// messages into core calls and back. A client query's input is moved (stream)
-// or copied (unary) into a shared payload before the core is entered, and the
+// messages into core calls and back. A client query's input is moved (the
+// front ends own the requests they parse; TakeInput) or else copied into a
+// shared payload before the core is entered, and the
 // core's batches are encoded onto worker streams after it releases its lock,
 // so no tensor bytes are copied under a lock every model and worker shares.
 // Every scheduling decision and every answer rule lives in serving/ and

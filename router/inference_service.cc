@@ -30,16 +30,29 @@ Nanos TimeLeft(std::chrono::system_clock::time_point deadline,
 
 class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponder {
  public:
-  InferReactor(Dispatcher* dispatcher, const v1::InferRequest* request,
-               v1::InferResponse* response)
-      : dispatcher_(dispatcher), request_(request), response_(response) {
+  InferReactor(Dispatcher* dispatcher, grpc::ByteBuffer* raw_response)
+      : dispatcher_(dispatcher), raw_response_(raw_response) {
     live_reactors.fetch_add(1, std::memory_order_relaxed);
   }
   ~InferReactor() override { live_reactors.fetch_sub(1, std::memory_order_relaxed); }
 
-  const v1::InferRequest& request() const override { return *request_; }
-  v1::InferResponse* response() override { return response_; }
-  void Answer(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
+  const v1::InferRequest& request() const override { return request_; }
+  v1::InferResponse* response() override { return &response_; }
+  // The request is ours (parsed from the raw one): the input moves into the
+  // batch payload uncopied.
+  bool TakeInput(v1::Tensor* out) override {
+    out->Swap(request_.mutable_input());
+    return true;
+  }
+  void Answer(const absl::Status& status) override {
+    if (status.ok()) {
+      if (grpc::Status s = SerializeResponse(response_, raw_response_); !s.ok()) {
+        Finish(s);
+        return;
+      }
+    }
+    Finish(ToGrpcStatus(status));
+  }
 
   // gRPC calls OnCancel before OnDone, so `this` is alive here. A call
   // already on a worker is answered when its batch returns; finishing a
@@ -58,10 +71,12 @@ class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponde
   // "not API"; tests/router/inference_service_test.cc pins the behaviour.
   bool InternalInlineable() override { return true; }
 
+  v1::InferRequest request_;  // parsed before Submit
+
  private:
   Dispatcher* const dispatcher_;
-  const v1::InferRequest* const request_;
-  v1::InferResponse* const response_;
+  grpc::ByteBuffer* const raw_response_;
+  v1::InferResponse response_;
 };
 
 // The router's end of one InferStream (router/answering_stream.h): several
@@ -77,11 +92,7 @@ class InferStreamReactor final
   }
   ~InferStreamReactor() override { live_reactors.fetch_sub(1, std::memory_order_relaxed); }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {  // the client closed its side, or the stream broke
-      OnReadsEnded();
-      return;
-    }
+  void OnRequest() override {
     const Nanos now = Now();
     std::vector<Query*> queries;
     std::vector<Nanos> deadlines;
@@ -102,7 +113,7 @@ class InferStreamReactor final
       return;
     }
     for (size_t i = 0; i < queries.size(); ++i) Submit(queries[i], deadlines[i]);
-    StartRead(&in_);
+    ReadNext();
   }
 
  private:
@@ -138,9 +149,13 @@ grpc::Status ToGrpcStatus(const absl::Status& s) {
 }
 
 grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* context,
-                                                  const v1::InferRequest* request,
-                                                  v1::InferResponse* response) {
-  auto* reactor = new InferReactor(dispatcher_, request, response);
+                                                  const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
+  auto* reactor = new InferReactor(dispatcher_, response);
+  if (grpc::Status s = ParseRequest(*request, &reactor->request_); !s.ok()) {
+    reactor->Finish(s);
+    return reactor;
+  }
   const Nanos now = dispatcher_->clock()->Now();
   Nanos deadline = DeadlineAfter(now, default_slo_);
   const auto client_deadline = context->deadline();
@@ -155,8 +170,8 @@ grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* c
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse>*
-InferenceService::InferStream(grpc::CallbackServerContext* /*context*/) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferenceService::InferStream(
+    grpc::CallbackServerContext* /*context*/) {
   return new InferStreamReactor(dispatcher_, default_slo_, max_stream_unsent_answers_);
 }
 

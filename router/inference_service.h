@@ -2,7 +2,12 @@
 #define SUPERSERVE_ROUTER_INFERENCE_SERVICE_H_
 
 #include <cstdint>
+#include <string>
 
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
+
+#include "absl/strings/str_cat.h"
 #include "common/time.h"
 #include "router/dispatcher.h"
 #include "superserve/v1/inference.grpc.pb.h"
@@ -14,7 +19,15 @@ namespace superserve {
 // unary call's reactor, or one entry of a stream). The deadline is the client's gRPC
 // deadline (`default_slo` when the client set none), converted to the
 // dispatcher's clock.
-class InferenceService final : public v1::Inference::CallbackService {
+//
+// Both methods are raw (ByteBuffer) callback methods: the router parses
+// requests itself (ParseRequest below), so that one that does not parse is
+// INVALID_ARGUMENT saying so; gRPC answers a typed callback method's parse
+// failure UNIMPLEMENTED with no message, and ends a stream's reads as if the
+// client had closed its side (router/answering_stream.h).
+class InferenceService final
+    : public v1::Inference::WithRawCallbackMethod_Infer<
+          v1::Inference::WithRawCallbackMethod_InferStream<v1::Inference::Service>> {
  public:
   // `max_stream_unsent_answers`: an InferStream whose client does not read
   // piles answers up behind a write that cannot complete (HTTP/2 flow
@@ -28,11 +41,13 @@ class InferenceService final : public v1::Inference::CallbackService {
         max_stream_unsent_answers_(max_stream_unsent_answers) {}
   static constexpr size_t kDefaultMaxStreamUnsentAnswers = 4096;
 
+  // A v1::InferRequest in, a v1::InferResponse out.
   grpc::ServerUnaryReactor* Infer(grpc::CallbackServerContext* context,
-                                  const v1::InferRequest* request,
-                                  v1::InferResponse* response) override;
-  // The same over one stream: each query carries its own timeout and tag.
-  grpc::ServerBidiReactor<v1::InferStreamRequest, v1::InferStreamResponse>* InferStream(
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
+  // The same over one stream: each query carries its own timeout and tag
+  // (v1::InferStreamRequest in, v1::InferStreamResponse out).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InferStream(
       grpc::CallbackServerContext* context) override;
 
   // Infer and InferStream reactors not yet deleted (their OnDone has not run), over all
@@ -48,6 +63,25 @@ class InferenceService final : public v1::Inference::CallbackService {
 
 // absl -> grpc status (same numeric codes).
 grpc::Status ToGrpcStatus(const absl::Status& s);
+
+// A raw method's request parsed into `msg`, or INVALID_ARGUMENT naming the
+// message type when it does not parse (malformed, or a proto3 string field
+// that is not UTF-8). `raw` is not consumed.
+template <typename M>
+grpc::Status ParseRequest(const grpc::ByteBuffer& raw, M* msg) {
+  grpc::ByteBuffer copy(raw);  // Deserialize consumes its buffer; the slices are shared
+  if (grpc::SerializationTraits<M>::Deserialize(&copy, msg).ok()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("the request is not a valid ", msg->GetTypeName(),
+                                   " (malformed, or a string field that is not UTF-8)"));
+}
+
+// A raw method's response: `msg` serialized into `raw`.
+template <typename M>
+grpc::Status SerializeResponse(const M& msg, grpc::ByteBuffer* raw) {
+  bool own_buffer = false;
+  return grpc::SerializationTraits<M>::Serialize(msg, raw, &own_buffer);
+}
 
 }  // namespace superserve
 

@@ -219,9 +219,8 @@ namespace {
 // One ModelInfer call: the native query the Dispatcher answers exactly once.
 class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryResponder {
  public:
-  OipInferReactor(Dispatcher* dispatcher, const inference::ModelInferRequest* request,
-                  inference::ModelInferResponse* response)
-      : dispatcher_(dispatcher), request_(request), response_(response) {}
+  OipInferReactor(Dispatcher* dispatcher, grpc::ByteBuffer* raw_response)
+      : dispatcher_(dispatcher), raw_response_(raw_response) {}
 
   const v1::InferRequest& request() const override { return native_request_; }
   v1::InferResponse* response() override { return &native_response_; }
@@ -230,7 +229,14 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
     return true;
   }
   void Answer(const absl::Status& status) override {
-    if (status.ok()) ToOpenInferenceResponse(*request_, &native_response_, response_);
+    if (status.ok()) {
+      inference::ModelInferResponse response;
+      ToOpenInferenceResponse(oip_request_, &native_response_, &response);
+      if (grpc::Status s = SerializeResponse(response, raw_response_); !s.ok()) {
+        Finish(s);
+        return;
+      }
+    }
     Finish(ToGrpcStatus(InOipTerms(status)));
   }
   void OnCancel() override { dispatcher_->OnCancelled(this); }
@@ -238,12 +244,12 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
   // As InferenceService's reactor: both reactions are trivial and safe inline.
   bool InternalInlineable() override { return true; }
 
+  inference::ModelInferRequest oip_request_;  // parsed before Submit
   v1::InferRequest native_request_;
 
  private:
   Dispatcher* const dispatcher_;
-  const inference::ModelInferRequest* const request_;
-  inference::ModelInferResponse* const response_;
+  grpc::ByteBuffer* const raw_response_;
   v1::InferResponse native_response_;
 };
 
@@ -258,11 +264,7 @@ class OipStreamReactor final
     StartReading();
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      OnReadsEnded();
-      return;
-    }
+  void OnRequest() override {
     auto* query = new OipQuery(this);
     query->oip_request_.Swap(&in_);
     // Cut off or cancelled: read no more (docs/security.md).
@@ -276,7 +278,7 @@ class OipStreamReactor final
     } else {
       Submit(query, QueryDeadline(Now(), *timeout, nullptr, default_slo_));
     }
-    StartRead(&in_);
+    ReadNext();
   }
 
  private:
@@ -377,11 +379,15 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelMetadata(
   return FinishNow(context, grpc::Status::OK);
 }
 
-grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(
-    grpc::CallbackServerContext* context, const inference::ModelInferRequest* request,
-    inference::ModelInferResponse* response) {
-  auto* reactor = new OipInferReactor(dispatcher_, request, response);
-  auto timeout = ToNativeRequest(*request, &reactor->native_request_);
+grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(grpc::CallbackServerContext* context,
+                                                           const grpc::ByteBuffer* request,
+                                                           grpc::ByteBuffer* response) {
+  auto* reactor = new OipInferReactor(dispatcher_, response);
+  if (grpc::Status s = ParseRequest(*request, &reactor->oip_request_); !s.ok()) {
+    reactor->Finish(s);
+    return reactor;
+  }
+  auto timeout = ToNativeRequest(reactor->oip_request_, &reactor->native_request_);
   if (!timeout.ok()) {
     reactor->Finish(ToGrpcStatus(timeout.status()));
     return reactor;
@@ -391,8 +397,7 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(
   return reactor;
 }
 
-grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
-OpenInferenceService::ModelStreamInfer(grpc::CallbackServerContext* /*context*/) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* OpenInferenceService::ModelStreamInfer(grpc::CallbackServerContext* /*context*/) {
   return new OipStreamReactor(dispatcher_, default_slo_, max_stream_unsent_answers_);
 }
 

@@ -25,7 +25,20 @@ namespace superserve {
 // set, else the gRPC deadline, else the router's default SLO. The response
 // parameters carry the served subnet and its accuracy, and with the request
 // parameter superserve_details=true also worker, batch size and timings.
-class OpenInferenceService final : public inference::GRPCInferenceService::CallbackService {
+//
+// ModelInfer and ModelStreamInfer are raw (ByteBuffer) methods, parsed here
+// as InferenceService's: a request that does not parse is INVALID_ARGUMENT
+// saying so, not gRPC's UNIMPLEMENTED (unary) or a silent end of the
+// stream's reads (router/answering_stream.h).
+using OipServiceBase = inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
+    inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
+        inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
+            inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
+                inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
+                    inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+                        inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
+                            inference::GRPCInferenceService::Service>>>>>>>;
+class OpenInferenceService final : public OipServiceBase {
  public:
   // `max_stream_unsent_answers`: ModelStreamInfer's bound on answers piled
   // up behind a write its client does not read, as InferenceService's.
@@ -54,11 +67,13 @@ class OpenInferenceService final : public inference::GRPCInferenceService::Callb
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override;
+  // An inference::ModelInferRequest in, an inference::ModelInferResponse out.
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const inference::ModelInferRequest* request,
-                                       inference::ModelInferResponse* response) override;
-  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
-  ModelStreamInfer(grpc::CallbackServerContext* context) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+  // inference::ModelInferRequest in, inference::ModelStreamInferResponse out.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
+      grpc::CallbackServerContext* context) override;
 
  private:
   Dispatcher* const dispatcher_;

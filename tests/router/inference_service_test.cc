@@ -342,6 +342,118 @@ TEST_F(InferenceServiceTest, StreamAnswersEveryQueryOnceWithItsOwnOutput) {
   EXPECT_EQ(s.accepted, kInputs + kQueries - 2);
 }
 
+// A request the router cannot parse (here a proto3 string that is not UTF-8,
+// which C++ protobuf serializes with only a logged error) is INVALID_ARGUMENT
+// saying so, on both protocols. gRPC's typed callback methods answered a
+// unary one UNIMPLEMENTED with no message, and ended a stream's reads as if
+// the client had closed its side: the stream finished OK and the queries of
+// that message, and of every later one, were never answered.
+inference::ModelInferRequest OipRequest(const std::string& id) {
+  inference::ModelInferRequest req;
+  req.set_model_name("emu");
+  req.set_id(id);
+  auto* in = req.add_inputs();
+  in->set_name("input");
+  in->set_datatype("FP32");
+  for (int64_t d : {1, 1, 28, 28}) in->add_shape(d);
+  const std::vector<float> pixels(28 * 28, 0.5f);
+  req.add_raw_input_contents(std::string(reinterpret_cast<const char*>(pixels.data()),
+                                         pixels.size() * sizeof(float)));
+  return req;
+}
+
+TEST_F(InferenceServiceTest, AnUnparsableRequestIsInvalidArgumentOnBothProtocols) {
+  InprocWorker worker(worker_address_);
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
+  const std::string not_utf8 = "\xff\xfe\xfd";
+  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  auto stub = v1::Inference::NewStub(channel);
+  auto oip = inference::GRPCInferenceService::NewStub(channel);
+  {
+    v1::InferRequest bad = *Request(0.5f);
+    bad.set_application(not_utf8);
+    grpc::ClientContext ctx;
+    v1::InferResponse resp;
+    const grpc::Status s = stub->Infer(&ctx, bad, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(),
+                ::testing::HasSubstr("not a valid superserve.v1.InferRequest"));
+  }
+  {
+    inference::ModelInferRequest bad = OipRequest(not_utf8);
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse resp;
+    const grpc::Status s = oip->ModelInfer(&ctx, bad, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(),
+                ::testing::HasSubstr("not a valid inference.ModelInferRequest"));
+  }
+  {  // InferStream: message 1 (tags 1, 2) answered, message 2 ends the call
+    auto message = [&](std::vector<uint64_t> tags, const std::string& application) {
+      v1::InferStreamRequest m;
+      for (uint64_t t : tags) {
+        v1::StreamQuery* q = m.add_queries();
+        q->set_tag(t);
+        q->set_timeout_us(5'000'000);
+        *q->mutable_request() = *Request(0.5f);
+        q->mutable_request()->set_application(application);
+      }
+      return m;
+    };
+    grpc::ClientContext ctx;
+    auto stream = stub->InferStream(&ctx);
+    ASSERT_TRUE(stream->Write(message({1, 2}, "")));
+    stream->Write(message({3, 4}, not_utf8));
+    stream->Write(message({5, 6}, ""));
+    stream->WritesDone();
+    std::vector<uint64_t> answered;
+    v1::InferStreamResponse resp;
+    while (stream->Read(&resp)) {
+      for (const auto& a : resp.answers()) {
+        EXPECT_EQ(a.code(), 0) << a.message();
+        answered.push_back(a.tag());
+      }
+    }
+    const grpc::Status s = stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(),
+                ::testing::HasSubstr("message 2 is not a valid superserve.v1.InferStreamRequest"));
+    EXPECT_THAT(answered, ::testing::UnorderedElementsAre(1, 2));
+  }
+  {  // ModelStreamInfer: the same
+    grpc::ClientContext ctx;
+    auto stream = oip->ModelStreamInfer(&ctx);
+    ASSERT_TRUE(stream->Write(OipRequest("a")));
+    stream->Write(OipRequest(not_utf8));
+    stream->Write(OipRequest("c"));
+    stream->WritesDone();
+    std::vector<std::string> answered;
+    inference::ModelStreamInferResponse resp;
+    while (stream->Read(&resp)) {
+      EXPECT_EQ(resp.error_message(), "");
+      answered.push_back(resp.infer_response().id());
+    }
+    const grpc::Status s = stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(),
+                ::testing::HasSubstr("message 2 is not a valid inference.ModelInferRequest"));
+    EXPECT_THAT(answered, ::testing::ElementsAre("a"));
+  }
+  // Still serving; every reactor gone, every accepted query answered.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::InferResponse resp;
+    EXPECT_TRUE(stub->Infer(&ctx, *Request(0.5f), &resp).ok());
+  }
+  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }))
+      << InferenceService::LiveReactors() << " reactors left";
+  const DispatcherStats st = server_->dispatcher()->Stats();
+  EXPECT_EQ(st.accepted, st.answered);
+  EXPECT_EQ(st.accepted, 4);
+}
+
 // A client may send any timeout_us, INT64_MAX included (a stand-in for "no
 // deadline"): it is clamped (kMaxQueryTimeout), not overflowed into a
 // deadline already passed, so the query is served. timeout_us 0 still means
