@@ -92,6 +92,20 @@ absl::Status InOipTerms(const absl::Status& s) {
                    "followed by the model's)"));
 }
 
+// A request parameter the router reads must have the type it reads:
+// otherwise it was silently ignored (an int64 "application" served as no
+// application; a string "superserve_details" as no details).
+absl::Status CheckParameterType(const inference::ModelInferRequest& request, const char* name,
+                                inference::InferParameter::ParameterChoiceCase want,
+                                const char* want_name) {
+  auto it = request.parameters().find(name);
+  if (it == request.parameters().end() || it->second.parameter_choice_case() == want) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("parameter \"", name, "\" must be a ", want_name));
+}
+
 void SetParam(inference::ModelInferResponse* out, const char* name, int64_t v) {
   (*out->mutable_parameters())[name].set_int64_param(v);
 }
@@ -103,8 +117,11 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
   if (request.model_name().empty()) return absl::InvalidArgumentError("model_name is empty");
   // model_version: the manifest's version, pinned; empty = the current one.
   if (!request.model_version().empty()) {
+    // Digits only, as ModelReady and ModelMetadata compare it (SimpleAtoi
+    // alone also takes " 1", "+1" and "01").
     uint32_t version = 0;
-    if (!absl::SimpleAtoi(request.model_version(), &version) || version == 0) {
+    if (!absl::SimpleAtoi(request.model_version(), &version) || version == 0 ||
+        absl::StrCat(version) != request.model_version()) {
       return absl::InvalidArgumentError(absl::StrCat("model_version \"", request.model_version(),
                                                      "\" is not a version number (>= 1)"));
     }
@@ -138,6 +155,16 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
   }
   auto timeout = TimeoutParameter(request);
   if (!timeout.ok()) return timeout.status();
+  if (auto s = CheckParameterType(request, "application",
+                                  inference::InferParameter::kStringParam, "string_param");
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckParameterType(request, "superserve_details",
+                                  inference::InferParameter::kBoolParam, "bool_param");
+      !s.ok()) {
+    return s;
+  }
 
   native->set_model(request.model_name());
   if (auto it = request.parameters().find("application"); it != request.parameters().end()) {

@@ -79,12 +79,46 @@ TEST(OpenInferenceTranslation, ModelVersionPinsTheManifestVersion) {
   r.set_model_version("2");
   ASSERT_TRUE(ToNativeRequest(r, &native).ok());
   EXPECT_EQ(native.model_version(), 2u);
-  for (const char* bad : {"two", "0", "-1"}) {
+  // " 1", "+1" and "01" were taken as 1 here while ModelReady and
+  // ModelMetadata answered NOT_FOUND for them.
+  for (const char* bad : {"two", "0", "-1", " 1", "+1", "01", "1 ", "4294967297"}) {
     r.set_model_version(bad);
     auto s = ToNativeRequest(r, &native).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(s.message(), HasSubstr("model_version")) << bad;
   }
+}
+
+// A parameter the router reads, of another type, was silently ignored: an
+// int64 "application" served as no application (per-application policies
+// planned it as another), a string "superserve_details" gave no details.
+TEST(OpenInferenceTranslation, ParametersOfTheWrongTypeAreRefusedNamingTheType) {
+  v1::InferRequest native;
+  for (auto set : std::vector<std::function<void(inference::InferParameter*)>>{
+           [](inference::InferParameter* p) { p->set_int64_param(5); },
+           [](inference::InferParameter* p) { p->set_bool_param(true); },
+           [](inference::InferParameter* p) { p->set_double_param(1); }}) {
+    auto r = Request({1, 2, 3, 4});
+    set(&(*r.mutable_parameters())["application"]);
+    auto s = ToNativeRequest(r, &native).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("parameter \"application\" must be a string_param"));
+  }
+  for (auto set : std::vector<std::function<void(inference::InferParameter*)>>{
+           [](inference::InferParameter* p) { p->set_string_param("true"); },
+           [](inference::InferParameter* p) { p->set_int64_param(1); }}) {
+    auto r = Request({1, 2, 3, 4});
+    set(&(*r.mutable_parameters())["superserve_details"]);
+    auto s = ToNativeRequest(r, &native).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("parameter \"superserve_details\" must be a bool_param"));
+  }
+  auto r = Request({1, 2, 3, 4});
+  (*r.mutable_parameters())["application"].set_string_param("camera");
+  (*r.mutable_parameters())["superserve_details"].set_bool_param(false);
+  (*r.mutable_parameters())["some_other_servers_parameter"].set_int64_param(1);  // not ours
+  ASSERT_TRUE(ToNativeRequest(r, &native).ok());
+  EXPECT_EQ(native.application(), "camera");
 }
 
 TEST(OpenInferenceTranslation, EveryMalformedRequestIsInvalidArgumentNamingTheField) {
