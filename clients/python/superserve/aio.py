@@ -36,7 +36,7 @@ class AsyncClient:
     async def infer(self, model, array, *, timeout=None, application=""):
         """As Client.infer, awaitable."""
         self._check_open()
-        t = check_timeout(timeout) if timeout is not None else self.default_timeout
+        t = check_timeout(timeout if timeout is not None else self.default_timeout)
         try:
             resp = await self._stub.Infer(make_request(model, array, application), timeout=t)
         except grpc.RpcError as e:

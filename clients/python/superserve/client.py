@@ -154,7 +154,7 @@ class Client:
         dimension). `timeout` (seconds) is the query's deadline. Returns an
         InferResult or raises a SuperserveError subclass."""
         self._check_open()
-        t = check_timeout(timeout) if timeout is not None else self.default_timeout
+        t = check_timeout(timeout if timeout is not None else self.default_timeout)
         try:
             resp = self._stub.Infer(make_request(model, array, application), timeout=t)
         except grpc.RpcError as e:

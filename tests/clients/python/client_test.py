@@ -132,6 +132,10 @@ class ClientTest(unittest.TestCase):
                 self.client.infer("emu", x, timeout=bad)
         with self.assertRaisesRegex(ValueError, "default_timeout"):
             superserve.Client(self.cluster.address, default_timeout=0)
+        with superserve.Client(self.cluster.address) as c:
+            c.default_timeout = float("nan")  # set after construction: checked at use
+            with self.assertRaisesRegex(ValueError, "timeout must be > 0"):
+                c.infer("emu", x)
         # Longer than the router's one-day cap (infinity included) is a day,
         # not a deadline gRPC turns into one already past.
         for long in (float("inf"), 1e10, 1e300):
