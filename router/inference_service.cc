@@ -130,7 +130,7 @@ class InferStreamReactor final
     if (status.ok()) {
       a->mutable_response()->Swap(&query->response_);
     } else {
-      a->set_message(std::string(status.message()));
+      a->set_message(WireMessage(status.message()));
     }
   }
   bool Pack(v1::InferStreamResponse* waiting, v1::InferStreamResponse* msg) override {
@@ -143,9 +143,18 @@ class InferStreamReactor final
 
 int64_t InferenceService::LiveReactors() { return live_reactors.load(); }
 
+std::string WireMessage(absl::string_view message) {
+  if (message.size() <= kMaxWireMessageBytes) return std::string(message);
+  const std::string note = absl::StrCat("... (", message.size(), " bytes, cut)");
+  size_t keep = kMaxWireMessageBytes - note.size();
+  // Not inside a UTF-8 sequence: a proto3 string must stay valid UTF-8.
+  while (keep > 0 && (static_cast<unsigned char>(message[keep]) & 0xC0) == 0x80) --keep;
+  return absl::StrCat(message.substr(0, keep), note);
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), WireMessage(s.message()));
 }
 
 grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* context,

@@ -61,7 +61,19 @@ class InferenceService final
   const size_t max_stream_unsent_answers_;
 };
 
-// absl -> grpc status (same numeric codes).
+// The most bytes of a status message the router sends a client. Messages
+// quote what the client sent (an unknown model's name, an input name): a
+// name of a MiB came back in every answer, so that a stream that does not
+// read held --max_stream_unsent_answers of them (a bound in answers, not
+// bytes), and a unary call's message overflowed the client's metadata limit
+// (it saw RESOURCE_EXHAUSTED instead of the error).
+constexpr size_t kMaxWireMessageBytes = 1024;
+
+// `message` cut to kMaxWireMessageBytes (at a UTF-8 character boundary,
+// saying how long it was), or as it is when shorter.
+std::string WireMessage(absl::string_view message);
+
+// absl -> grpc status (same numeric codes); the message as WireMessage.
 grpc::Status ToGrpcStatus(const absl::Status& s);
 
 // A raw method's request parsed into `msg`, or INVALID_ARGUMENT naming the

@@ -115,6 +115,13 @@ void SetParam(inference::ModelInferResponse* out, const char* name, int64_t v) {
 absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& request,
                                       v1::InferRequest* native) {
   if (request.model_name().empty()) return absl::InvalidArgumentError("model_name is empty");
+  // The id comes back in the answer: unbounded, a stream that does not read
+  // held --max_stream_unsent_answers copies of it.
+  if (request.id().size() > kMaxIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("id of ", request.id().size(),
+                                                   " bytes exceeds the limit of ", kMaxIdBytes,
+                                                   " bytes"));
+  }
   // model_version: the manifest's version, pinned; empty = the current one.
   if (!request.model_version().empty()) {
     // Digits only, as ModelReady and ModelMetadata compare it (SimpleAtoi
@@ -321,10 +328,12 @@ class OipStreamReactor final
     if (status.ok()) {
       ToOpenInferenceResponse(oip_request, &query->response_, msg->mutable_infer_response());
     } else {
-      msg->set_error_message(absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
-                                          InOipTerms(status).message()));
-      msg->mutable_infer_response()->set_model_name(oip_request.model_name());
-      msg->mutable_infer_response()->set_id(oip_request.id());
+      // Bounded, as every status message (WireMessage): the echoes too,
+      // since an id over kMaxIdBytes is what this error may be about.
+      msg->set_error_message(WireMessage(absl::StrCat(absl::StatusCodeToString(status.code()),
+                                                      ": ", InOipTerms(status).message())));
+      msg->mutable_infer_response()->set_model_name(WireMessage(oip_request.model_name()));
+      msg->mutable_infer_response()->set_id(WireMessage(oip_request.id()));
     }
   }
 };
@@ -358,9 +367,10 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelReady(
   if (m == nullptr || !VersionMatches(*m, request->version())) {
     return FinishNow(context,
                      grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                  absl::StrCat("no model \"", request->name(), "\"",
-                                               request->version().empty() ? "" : " version ",
-                                               request->version())));
+                                  WireMessage(absl::StrCat(
+                                      "no model \"", request->name(), "\"",
+                                      request->version().empty() ? "" : " version ",
+                                      request->version()))));
   }
   response->set_ready(serving_.load(std::memory_order_relaxed) && m->workers > 0);
   return FinishNow(context, grpc::Status::OK);
@@ -385,9 +395,10 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelMetadata(
     return FinishNow(
         context,
         grpc::Status(grpc::StatusCode::NOT_FOUND,
-                     absl::StrCat("no model \"", request->name(), "\"",
-                                  request->version().empty() ? "" : " version ", request->version(),
-                                  "; serving: ", absl::StrJoin(names, ", "))));
+                     WireMessage(absl::StrCat("no model \"", request->name(), "\"",
+                                              request->version().empty() ? "" : " version ",
+                                              request->version(), "; serving: ",
+                                              absl::StrJoin(names, ", ")))));
   }
   response->set_name(m->name);
   response->add_versions(absl::StrCat(m->version));

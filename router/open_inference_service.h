@@ -82,6 +82,9 @@ class OpenInferenceService final : public OipServiceBase {
   std::atomic<bool> serving_{true};
 };
 
+// The most bytes of a request id (echoed in its answer).
+constexpr size_t kMaxIdBytes = 1024;
+
 // The translation, exposed for unit tests. ToNativeRequest copies the input
 // bytes once into `native` (as Inference.Infer copies its input) and returns
 // the "timeout" parameter in nanoseconds, 0 when the request has none; every

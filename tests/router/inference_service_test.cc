@@ -454,6 +454,83 @@ TEST_F(InferenceServiceTest, AnUnparsableRequestIsInvalidArgumentOnBothProtocols
   EXPECT_EQ(st.accepted, 4);
 }
 
+// An answer quotes what the client sent (an unknown model's name, an OIP id)
+// at most kMaxWireMessageBytes of it: a 1 MiB name came back whole, so a
+// stream that did not read held --max_stream_unsent_answers such answers
+// (+430 MiB for 400), and a unary call's error overflowed the client's
+// metadata limit (RESOURCE_EXHAUSTED instead of INVALID_ARGUMENT).
+TEST_F(InferenceServiceTest, AnswersQuoteAtMostAKibOfWhatTheClientSent) {
+  InprocWorker worker(worker_address_);
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(64 << 20);
+  auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::Inference::NewStub(channel);
+  auto oip = inference::GRPCInferenceService::NewStub(channel);
+  const std::string huge(1 << 20, 'm');
+  v1::InferRequest unknown = *Request(0.5f);
+  unknown.set_model(huge);
+  {
+    grpc::ClientContext ctx;
+    v1::InferResponse resp;
+    const grpc::Status s = stub->Infer(&ctx, unknown, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(), ::testing::HasSubstr("unknown model \"mmm"));
+    EXPECT_LE(s.error_message().size(), kMaxWireMessageBytes);
+  }
+  {
+    grpc::ClientContext ctx;
+    auto stream = stub->InferStream(&ctx);
+    v1::InferStreamRequest m;
+    m.add_queries()->set_tag(7);
+    *m.mutable_queries(0)->mutable_request() = unknown;
+    ASSERT_TRUE(stream->Write(m));
+    stream->WritesDone();
+    v1::InferStreamResponse resp;
+    ASSERT_TRUE(stream->Read(&resp));
+    ASSERT_EQ(resp.answers_size(), 1);
+    EXPECT_EQ(resp.answers(0).code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    EXPECT_THAT(resp.answers(0).message(), ::testing::HasSubstr("unknown model \"mmm"));
+    EXPECT_LE(resp.ByteSizeLong(), 2 * kMaxWireMessageBytes);
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  {
+    grpc::ClientContext ctx;
+    inference::ModelInferResponse resp;
+    const grpc::Status s = oip->ModelInfer(&ctx, OipRequest(huge), &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(), ::testing::HasSubstr("id of 1048576 bytes exceeds the limit"));
+  }
+  {
+    grpc::ClientContext ctx;
+    auto stream = oip->ModelStreamInfer(&ctx);
+    inference::ModelInferRequest bad_model = OipRequest("q");
+    bad_model.set_model_name(huge);
+    ASSERT_TRUE(stream->Write(OipRequest(huge)));
+    ASSERT_TRUE(stream->Write(bad_model));
+    stream->WritesDone();
+    inference::ModelStreamInferResponse resp;
+    int answers = 0;
+    while (stream->Read(&resp)) {
+      ++answers;
+      EXPECT_NE(resp.error_message(), "");
+      EXPECT_LE(resp.ByteSizeLong(), 3 * kMaxWireMessageBytes);
+    }
+    EXPECT_EQ(answers, 2);
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  {
+    grpc::ClientContext ctx;
+    inference::ModelMetadataRequest req;
+    req.set_name(huge);
+    inference::ModelMetadataResponse resp;
+    const grpc::Status s = oip->ModelMetadata(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+    EXPECT_LE(s.error_message().size(), kMaxWireMessageBytes);
+  }
+}
+
 // A client may send any timeout_us, INT64_MAX included (a stand-in for "no
 // deadline"): it is clamped (kMaxQueryTimeout), not overflowed into a
 // deadline already passed, so the query is served. timeout_us 0 still means

@@ -4,6 +4,8 @@
 // oip_spec_client_test.py.
 #include "router/open_inference_service.h"
 
+#include "router/inference_service.h"
+
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -119,6 +121,48 @@ TEST(OpenInferenceTranslation, ParametersOfTheWrongTypeAreRefusedNamingTheType) 
   (*r.mutable_parameters())["some_other_servers_parameter"].set_int64_param(1);  // not ours
   ASSERT_TRUE(ToNativeRequest(r, &native).ok());
   EXPECT_EQ(native.application(), "camera");
+}
+
+// Every answer quotes what the client sent (the id; an unknown model's name
+// in the error): unbounded, a stream that did not read held
+// --max_stream_unsent_answers answers of any size (+440 MiB for 400 requests
+// with 1 MiB ids), and a unary error overflowed the client's metadata limit.
+TEST(OpenInferenceTranslation, AnIdOverTheLimitIsRefused) {
+  v1::InferRequest native;
+  auto r = Request({1, 2, 3, 4});
+  r.set_id(std::string(kMaxIdBytes, 'i'));
+  ASSERT_TRUE(ToNativeRequest(r, &native).ok());
+  r.set_id(std::string(kMaxIdBytes + 1, 'i'));
+  auto s = ToNativeRequest(r, &native).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("id of 1025 bytes exceeds the limit of 1024 bytes"));
+}
+
+TEST(WireMessage, LongMessagesAreCutAtACharacterBoundarySayingSo) {
+  EXPECT_EQ(WireMessage("unknown model \"x\""), "unknown model \"x\"");
+  const std::string exact(kMaxWireMessageBytes, 'a');
+  EXPECT_EQ(WireMessage(exact), exact);
+  const std::string name(1 << 20, 'm');
+  const std::string cut = WireMessage("unknown model \"" + name + "\"");
+  EXPECT_LE(cut.size(), kMaxWireMessageBytes);
+  EXPECT_THAT(cut, HasSubstr("unknown model \"mmm"));
+  EXPECT_THAT(cut, HasSubstr("(1048592 bytes, cut)"));
+  EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT,
+            ToGrpcStatus(absl::InvalidArgumentError(name)).error_code());
+  EXPECT_LE(ToGrpcStatus(absl::InvalidArgumentError(name)).error_message().size(),
+            kMaxWireMessageBytes);
+  // Three-byte characters at every offset: the cut never splits one (a
+  // proto3 string field must stay valid UTF-8, or the client cannot parse
+  // the answer that carries it).
+  for (size_t pad = 0; pad < 3; ++pad) {
+    std::string wide(pad, 'a');
+    for (int i = 0; i < 1000; ++i) wide += "\xe4\xb8\xad";  // U+4E2D
+    const std::string w = WireMessage(wide);
+    EXPECT_LE(w.size(), kMaxWireMessageBytes);
+    const size_t body = w.find("...");
+    ASSERT_NE(body, std::string::npos);
+    EXPECT_EQ((body - pad) % 3, 0u) << "pad " << pad << ": cut inside a character";
+  }
 }
 
 TEST(OpenInferenceTranslation, EveryMalformedRequestIsInvalidArgumentNamingTheField) {
