@@ -14,10 +14,16 @@
 #include "common/model_repository.h"
 #include "common/tar_package.h"
 #include "common/tensor_codec.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "router/grpc_worker_channel.h"
 #include "router/tensor_payload.h"
 
 namespace superserve {
+
+void DropUnknownFields(google::protobuf::Message* message) {
+  const google::protobuf::Reflection* r = message->GetReflection();
+  if (!r->GetUnknownFields(*message).empty()) r->MutableUnknownFields(message)->Clear();
+}
 
 void QueryResponder::Deliver(QueryAnswer answer) {
   if (answer.status.ok()) {
@@ -278,6 +284,12 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
   const v1::InferRequest& req = query->request();
   auto input = std::make_shared<TensorPayload>();
   if (!query->TakeInput(&input->tensor)) input->tensor = req.input();
+  // Fields this router does not know are not validated, and the tensor goes
+  // to the worker whole: a client could pad a valid input with 40 MiB of
+  // them, and two such queries in one batch overflowed the worker link's
+  // 64 MiB message limit, so the worker was dropped with every other
+  // client's query in that batch.
+  DropUnknownFields(&input->tensor);
   const v1::Tensor& tensor = input->tensor;
   // The version: pinned, or the current one (router/model_versions.h).
   auto internal = versions_.Resolve(req.model(), req.model_version());

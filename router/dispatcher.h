@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/model_digest.h"
 #include "common/model_profile.h"
+#include "google/protobuf/message.h"
 #include "policies/policy_factory.h"
 #include "router/hot_models.h"
 #include "router/model_versions.h"
@@ -41,6 +42,12 @@ struct DispatcherOptions {
   // Off in unit tests, which call Tick() on a simulated clock.
   bool run_timer_thread = true;
 };
+
+// Drops the fields of `message` (not of its submessages) this router does
+// not know: a newer client's, or padding. Nothing reads them; a queued query
+// would hold them (a bound of --max_queue x input bytes becomes --max_queue x
+// the message limit), and an input's would go to the worker.
+void DropUnknownFields(google::protobuf::Message* message);
 
 // Counters for tests and shutdown logs.
 using DispatcherStats = ServingStats;

@@ -101,6 +101,7 @@ class InferStreamReactor final
     for (v1::StreamQuery& q : *in_.mutable_queries()) {
       auto* query = new TaggedQuery(this, q.tag());
       query->request_.Swap(q.mutable_request());
+      DropUnknownFields(&query->request_);
       queries.push_back(query);
       // timeout_us <= 0: the default SLO. Any other value, INT64_MAX
       // included, is clamped (kMaxQueryTimeout), never overflowed.
@@ -152,6 +153,7 @@ std::string WireMessage(absl::string_view message) {
   return absl::StrCat(message.substr(0, keep), note);
 }
 
+
 grpc::Status ToGrpcStatus(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), WireMessage(s.message()));
@@ -165,6 +167,7 @@ grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* c
     reactor->Finish(s);
     return reactor;
   }
+  DropUnknownFields(&reactor->request_);
   const Nanos now = dispatcher_->clock()->Now();
   Nanos deadline = DeadlineAfter(now, default_slo_);
   const auto client_deadline = context->deadline();

@@ -106,6 +106,21 @@ absl::Status CheckParameterType(const inference::ModelInferRequest& request, con
       absl::StrCat("parameter \"", name, "\" must be a ", want_name));
 }
 
+// Keeps what an answer needs of its request (ToOpenInferenceResponse, a
+// stream's error answer) once it is translated; the rest (its input, copied
+// into the native request; parameters the router does not read; unknown
+// fields) would be held for as long as the query waits.
+void KeepWhatTheAnswerNeeds(inference::ModelInferRequest* r) {
+  inference::ModelInferRequest keep;
+  keep.mutable_model_name()->swap(*r->mutable_model_name());
+  keep.mutable_model_version()->swap(*r->mutable_model_version());
+  keep.mutable_id()->swap(*r->mutable_id());
+  if (auto it = r->parameters().find("superserve_details"); it != r->parameters().end()) {
+    (*keep.mutable_parameters())[it->first] = it->second;
+  }
+  r->Swap(&keep);
+}
+
 void SetParam(inference::ModelInferResponse* out, const char* name, int64_t v) {
   (*out->mutable_parameters())[name].set_int64_param(v);
 }
@@ -310,6 +325,7 @@ class OipStreamReactor final
     if (!timeout.ok()) {
       query->Answer(timeout.status());
     } else {
+      KeepWhatTheAnswerNeeds(&query->oip_request_);
       Submit(query, QueryDeadline(Now(), *timeout, nullptr, default_slo_));
     }
     ReadNext();
@@ -430,6 +446,7 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(grpc::CallbackServerC
     reactor->Finish(ToGrpcStatus(timeout.status()));
     return reactor;
   }
+  KeepWhatTheAnswerNeeds(&reactor->oip_request_);
   const Nanos now = dispatcher_->clock()->Now();
   dispatcher_->Submit(reactor, QueryDeadline(now, *timeout, context, default_slo_));
   return reactor;

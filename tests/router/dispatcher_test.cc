@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 
 #include "common/tensor_codec.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace superserve {
 namespace {
@@ -166,6 +167,33 @@ TEST_F(DispatcherTest, DispatchesWithControlTupleAndAnswersWithServingSubnet) {
   // A duplicate result (e.g. after a re-queue) must not answer twice.
   Result(w, OkResult(batch->batch()));
   EXPECT_EQ(q.answers, 1);
+}
+
+// Fields the router does not know are not validated: a client padded a
+// valid input with 40 MiB of them, the Tensor went to the worker whole, and
+// two such queries in one batch overflowed the worker link's 64 MiB message
+// limit: the worker was dropped, with the other clients' queries in that
+// batch (repro-9).
+TEST_F(DispatcherTest, UnknownFieldsOfAnInputAreNotForwardedToTheWorker) {
+  Make("clipper+");
+  FakeConnection* conn;
+  int32_t w = AddWorker(&conn);
+  FakeQuery& q = Q();
+  v1::Tensor* input = q.request_.mutable_input();
+  input->GetReflection()->MutableUnknownFields(input)->AddLengthDelimited(
+      15, std::string(1 << 20, 'x'));
+  ASSERT_GT(q.request_.ByteSizeLong(), 1u << 20);
+  d_->Submit(&q, clock_.Now() + Millis(50));
+  auto batch = conn->NextBatch();
+  ASSERT_NE(batch, nullptr);
+  ASSERT_EQ(batch->batch().queries_size(), 1);
+  const v1::Tensor& sent = batch->batch().queries(0).input();
+  EXPECT_TRUE(sent.GetReflection()->GetUnknownFields(sent).empty());
+  EXPECT_LT(batch->ByteSizeLong(), 1024u);
+  EXPECT_EQ(batch->batch().queries(0).input().data(), q.request().input().data());
+  Result(w, OkResult(batch->batch()));
+  EXPECT_EQ(q.answers, 1);
+  EXPECT_TRUE(q.status.ok()) << q.status;
 }
 
 TEST_F(DispatcherTest, QueueFullIsResourceExhausted) {
