@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/model_repository.h"
 #include "common/tar_package.h"
@@ -256,6 +257,32 @@ absl::Status Dispatcher::CheckModelVersions(const v1::RegisterWorker& hello) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<ModelSummary> Dispatcher::FindModel(const std::string& name,
+                                                   uint32_t version) const {
+  std::vector<ModelSummary> models = core_.ListModels();
+  const bool versioned = versions_.Current(name) > 0;
+  std::string internal = name;
+  if (versioned) {
+    auto resolved = versions_.Resolve(name, version);
+    internal = resolved.ok() ? *resolved : std::string();
+  }
+  for (ModelSummary& m : models) {
+    if (internal.empty() || m.name != internal) continue;
+    if (auto owner = versions_.OwnerOf(m.name)) m.version = owner->version;
+    if (!versioned && version != 0 && m.version != version) break;
+    return m;
+  }
+  std::vector<std::string> served;
+  for (const ModelSummary& m : models) {
+    auto owner = versions_.OwnerOf(m.name);
+    served.push_back(owner ? absl::StrCat(owner->name, " v", owner->version)
+                           : absl::StrCat(m.name, " v", m.version));
+  }
+  return absl::NotFoundError(absl::StrCat("no model \"", name, "\"",
+                                          version > 0 ? absl::StrCat(" version ", version) : "",
+                                          "; serving: ", absl::StrJoin(served, ", ")));
 }
 
 std::vector<v1::ModelInfo> Dispatcher::ListModels() const {

@@ -97,6 +97,12 @@ class Dispatcher {
   // The same with the input shape and classes (the Open Inference Protocol's
   // metadata).
   std::vector<ModelSummary> ModelSummaries() const { return core_.ListModels(); }
+  // A served model as a client addresses it: by its name and manifest
+  // version (0 = the current one), resolved as queries are (a later version
+  // is served under an internal name, "emu@2"). The summary carries the
+  // manifest version. NOT_FOUND naming the served models and versions when
+  // there is no such model or version.
+  absl::StatusOr<ModelSummary> FindModel(const std::string& name, uint32_t version) const;
 
   // --- client queries. Always answers, now or later. `deadline` is absolute
   // on the dispatcher's clock. The query must not be touched by the caller

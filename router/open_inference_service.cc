@@ -47,17 +47,28 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
   return r;
 }
 
-const ModelSummary* FindModel(const std::vector<ModelSummary>& models, const std::string& name) {
-  for (const ModelSummary& m : models) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
+// An OIP model_version: empty = 0 (the current one), else decimal digits of
+// a version >= 1 (SimpleAtoi alone also takes " 1", "+1" and "01").
+bool ParseVersion(const std::string& text, uint32_t* version) {
+  *version = 0;
+  if (text.empty()) return true;
+  return absl::SimpleAtoi(text, version) && *version > 0 && absl::StrCat(*version) == text;
 }
 
-// An empty version means "the server's choice"; otherwise it must be the
-// version being served.
-bool VersionMatches(const ModelSummary& m, const std::string& version) {
-  return version.empty() || version == absl::StrCat(m.version);
+// The model ModelReady and ModelMetadata describe: resolved by name and
+// version as ModelInfer resolves them (Dispatcher::FindModel).
+absl::StatusOr<ModelSummary> FindOipModel(const Dispatcher& dispatcher, const std::string& name,
+                                          const std::string& version_text) {
+  uint32_t version = 0;
+  if (!ParseVersion(version_text, &version)) {
+    return absl::NotFoundError(absl::StrCat("no model \"", name, "\" version \"", version_text,
+                                            "\" (a version is decimal digits, >= 1)"));
+  }
+  return dispatcher.FindModel(name, version);
+}
+
+grpc::Status NotFound(const absl::Status& s) {
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, WireMessage(s.message()));
 }
 
 absl::StatusOr<Nanos> TimeoutParameter(const inference::ModelInferRequest& request) {
@@ -139,11 +150,9 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
   }
   // model_version: the manifest's version, pinned; empty = the current one.
   if (!request.model_version().empty()) {
-    // Digits only, as ModelReady and ModelMetadata compare it (SimpleAtoi
-    // alone also takes " 1", "+1" and "01").
+    // Digits only, as ModelReady and ModelMetadata read it.
     uint32_t version = 0;
-    if (!absl::SimpleAtoi(request.model_version(), &version) || version == 0 ||
-        absl::StrCat(version) != request.model_version()) {
+    if (!ParseVersion(request.model_version(), &version) || version == 0) {
       return absl::InvalidArgumentError(absl::StrCat("model_version \"", request.model_version(),
                                                      "\" is not a version number (>= 1)"));
     }
@@ -378,16 +387,8 @@ grpc::ServerUnaryReactor* OpenInferenceService::ServerReady(
 grpc::ServerUnaryReactor* OpenInferenceService::ModelReady(
     grpc::CallbackServerContext* context, const inference::ModelReadyRequest* request,
     inference::ModelReadyResponse* response) {
-  const auto models = dispatcher_->ModelSummaries();
-  const ModelSummary* m = FindModel(models, request->name());
-  if (m == nullptr || !VersionMatches(*m, request->version())) {
-    return FinishNow(context,
-                     grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                  WireMessage(absl::StrCat(
-                                      "no model \"", request->name(), "\"",
-                                      request->version().empty() ? "" : " version ",
-                                      request->version()))));
-  }
+  auto m = FindOipModel(*dispatcher_, request->name(), request->version());
+  if (!m.ok()) return FinishNow(context, NotFound(m.status()));
   response->set_ready(serving_.load(std::memory_order_relaxed) && m->workers > 0);
   return FinishNow(context, grpc::Status::OK);
 }
@@ -403,20 +404,9 @@ grpc::ServerUnaryReactor* OpenInferenceService::ServerMetadata(
 grpc::ServerUnaryReactor* OpenInferenceService::ModelMetadata(
     grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
-  const auto models = dispatcher_->ModelSummaries();
-  const ModelSummary* m = FindModel(models, request->name());
-  if (m == nullptr || !VersionMatches(*m, request->version())) {
-    std::vector<std::string> names;
-    for (const ModelSummary& s : models) names.push_back(s.name);
-    return FinishNow(
-        context,
-        grpc::Status(grpc::StatusCode::NOT_FOUND,
-                     WireMessage(absl::StrCat("no model \"", request->name(), "\"",
-                                              request->version().empty() ? "" : " version ",
-                                              request->version(), "; serving: ",
-                                              absl::StrJoin(names, ", ")))));
-  }
-  response->set_name(m->name);
+  auto m = FindOipModel(*dispatcher_, request->name(), request->version());
+  if (!m.ok()) return FinishNow(context, NotFound(m.status()));
+  response->set_name(request->name());
   response->add_versions(absl::StrCat(m->version));
   // The platform names what runs it: a weight-shared supernet family.
   response->set_platform(absl::StrCat("superserve_", m->family));

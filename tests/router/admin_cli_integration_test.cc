@@ -3,6 +3,7 @@
 // time loaded by the running workers over their streams (and by one that
 // joins later) and answering, unregistered with a drain under load.
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -15,9 +16,11 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/clock.h"
 #include "common/tensor_codec.h"
+#include "inference/grpc_predict_v2.grpc.pb.h"
 #include "router/client/inference_client.h"
 #include "router/client/local_cluster.h"
 #include "tests/router/engine_test_util.h"
@@ -353,6 +356,40 @@ TEST_F(AdminCli, ASecondVersionTakesOverWithoutAFailedQueryAndTheFirstCanBePinne
   auto list = Run({"list"});
   EXPECT_THAT(list.output, HasSubstr("version=1\n"));
   EXPECT_THAT(list.output, HasSubstr("version=2 (current)"));
+  // The Open Inference Protocol's ModelReady and ModelMetadata resolve a
+  // name and version as ModelInfer does. They looked the name up among the
+  // internal names: version 2 was NOT_FOUND though ModelInfer served it,
+  // metadata said version 1 (a registration count) for the current one,
+  // and once version 1 went, "emu" was NOT_FOUND while it was served.
+  auto oip = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(cluster_->router_address(), grpc::InsecureChannelCredentials()));
+  auto ready = [&](const std::string& version) {
+    grpc::ClientContext ctx;
+    inference::ModelReadyRequest r;
+    r.set_name("emu");
+    r.set_version(version);
+    inference::ModelReadyResponse resp;
+    const grpc::Status s = oip->ModelReady(&ctx, r, &resp);
+    return s.ok() ? (resp.ready() ? "ready" : "not ready") : s.error_message();
+  };
+  auto metadata_versions = [&](const std::string& version) {
+    grpc::ClientContext ctx;
+    inference::ModelMetadataRequest r;
+    r.set_name("emu");
+    r.set_version(version);
+    inference::ModelMetadataResponse resp;
+    const grpc::Status s = oip->ModelMetadata(&ctx, r, &resp);
+    if (!s.ok()) return s.error_message();
+    EXPECT_EQ(resp.name(), "emu");
+    return absl::StrJoin(resp.versions(), ",");
+  };
+  EXPECT_EQ(ready(""), "ready");
+  EXPECT_EQ(ready("1"), "ready");
+  EXPECT_EQ(ready("2"), "ready");
+  EXPECT_THAT(ready("3"), HasSubstr("no model \"emu\" version 3; serving: emu v1, emu v2"));
+  EXPECT_EQ(metadata_versions(""), "2");
+  EXPECT_EQ(metadata_versions("1"), "1");
+  EXPECT_EQ(metadata_versions("2"), "2");
   auto same = Run({"register", v2});
   EXPECT_EQ(same.exit_code, 1) << same.output;
   EXPECT_THAT(same.output, HasSubstr("ALREADY_EXISTS"));
@@ -368,6 +405,10 @@ TEST_F(AdminCli, ASecondVersionTakesOverWithoutAFailedQueryAndTheFirstCanBePinne
   auto still = client.Infer(req, Millis(1000));
   ASSERT_TRUE(still.ok()) << still.status();
   EXPECT_TRUE(IsV2(still->served_by().accuracy()));
+  EXPECT_EQ(ready(""), "ready");
+  EXPECT_EQ(ready("2"), "ready");
+  EXPECT_THAT(ready("1"), HasSubstr("no model \"emu\" version 1"));
+  EXPECT_EQ(metadata_versions(""), "2");
 }
 
 // validate runs the router's loader locally: no router, no token.
