@@ -111,8 +111,9 @@ class AsyncClient:
                 await asyncio.wait({write_task}, timeout=1.0)
                 if not write_task.done():
                     write_task.cancel()
-            if not write_task.cancelled():
-                await write_task  # raises what the writer raised
+            writer_error = None if write_task.cancelled() else write_task.exception()
+            if writer_error is not None and not isinstance(writer_error, grpc.RpcError):
+                raise writer_error  # from `inputs` or encoding one
             # Ended without an error: a query written but not answered (the
             # router could not read its message, say) must not vanish.
             if sent:
@@ -121,8 +122,13 @@ class AsyncClient:
                     yield unanswered(tag, status)
                 sent.clear()
         except (grpc.RpcError, asyncio.CancelledError) as e:
-            if write_task.done() and not write_task.cancelled() and write_task.exception():
-                raise write_task.exception() from None
+            # What `inputs` (or encoding) raised ended the call: raise that.
+            # A write that failed because the call failed (an unreachable
+            # router) is the call's error, raised typed as on the sync path.
+            if write_task.done() and not write_task.cancelled():
+                writer_error = write_task.exception()
+                if writer_error is not None and not isinstance(writer_error, grpc.RpcError):
+                    raise writer_error from None
             if isinstance(e, asyncio.CancelledError):
                 raise
             raise errors.from_rpc_error(e) from None

@@ -69,6 +69,17 @@ class ClientTest(unittest.TestCase):
         with superserve.Client("127.0.0.1:1") as nobody:
             with self.assertRaises(superserve.Unavailable):
                 nobody.infer("emu", sample(0), timeout=2.0)
+            with self.assertRaises(superserve.Unavailable):
+                list(nobody.stream("emu", [sample(0)]))
+
+        async def async_nobody():
+            async with superserve.AsyncClient("127.0.0.1:1") as c:
+                # The stream's failed write used to surface as a raw AioRpcError.
+                with self.assertRaises(superserve.Unavailable):
+                    async for _ in c.stream("emu", [sample(0), sample(1)]):
+                        pass
+
+        asyncio.run(asyncio.wait_for(async_nobody(), 20))
         # Every typed error is a SuperserveError.
         self.assertTrue(issubclass(superserve.Unavailable, superserve.SuperserveError))
 
