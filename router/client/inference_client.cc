@@ -400,8 +400,57 @@ InferenceClient::~InferenceClient() {
   in_flight_->done.wait(lock, [this] { return in_flight_->calls == 0; });
 }
 
+namespace {
+
+// Whether `s` is valid UTF-8, as protobuf checks a proto3 string field when
+// it parses one (no overlong forms, surrogates or code points past U+10FFFF).
+bool IsUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (s.size() - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace
+
 void InferenceClient::InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout,
                                  Callback done) {
+  // C++ protobuf sends a string field that is not UTF-8 (it only logs), and
+  // the router cannot parse the message: on a stream that failed every query
+  // of the message and every later one (other callers' too). Refused here.
+  if (!IsUtf8(request->model()) || !IsUtf8(request->application())) {
+    Result r;
+    r.status = absl::InvalidArgumentError(absl::StrCat(
+        "InferenceClient: the query's ", IsUtf8(request->model()) ? "application" : "model",
+        " is not valid UTF-8 (a protobuf string field must be); not sent"));
+    done(std::move(r));
+    return;
+  }
   if (transport_ == Transport::kStream) {
     {
       std::lock_guard<std::mutex> lock(in_flight_->mu);

@@ -86,7 +86,9 @@ class InferenceClient {
   // RESOURCE_EXHAUSTED or UNAUTHENTICATED, keep their code). The next query
   // then opens a new stream, as a unary call reconnects its channel: while
   // no router listens those fail UNAVAILABLE too, and a restarted router is
-  // used again.
+  // used again. A query whose model or application is not valid UTF-8 is
+  // answered INVALID_ARGUMENT at once, unsent (the router could not parse
+  // the message carrying it, and would end the stream with it).
   void InferAsync(std::shared_ptr<const v1::InferRequest> request, Nanos timeout, Callback done);
 
   // Blocking convenience wrapper (always a unary call).

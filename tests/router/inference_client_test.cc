@@ -30,6 +30,45 @@ TEST(InferenceClientTest, ParsesTransportNames) {
   EXPECT_NE(bad.status().message().find("udp"), absl::string_view::npos);
 }
 
+// Strings the router could not parse are refused unsent, on both transports
+// (no router needed: a refused query is answered at once); valid UTF-8 of
+// every length goes out (here to no router: UNAVAILABLE).
+TEST(InferenceClientTest, NonUtf8ModelOrApplicationIsRefusedUnsent) {
+  for (Transport t : {Transport::kUnary, Transport::kStream}) {
+    InferenceClient client("127.0.0.1:1", t);
+    auto status_of = [&](const std::string& model, const std::string& application) {
+      auto req = std::make_shared<v1::InferRequest>();
+      req->set_model(model);
+      req->set_application(application);
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      absl::Status status;
+      client.InferAsync(req, std::chrono::nanoseconds(std::chrono::seconds(2)).count(),
+                        [&](InferenceClient::Result r) {
+                          std::lock_guard<std::mutex> lock(mu);
+                          status = r.status;
+                          done = true;
+                          cv.notify_all();
+                        });
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return done; });
+      return status;
+    };
+    for (const char* bad : {"\xff", "\xc0\xaf" /* overlong */, "\xed\xa0\x80" /* surrogate */,
+                            "\xf4\x90\x80\x80" /* > U+10FFFF */, "\xe4\xb8" /* cut */}) {
+      const absl::Status app = status_of("emu", bad);
+      EXPECT_EQ(app.code(), absl::StatusCode::kInvalidArgument) << app;
+      EXPECT_NE(app.message().find("application is not valid UTF-8"), std::string::npos) << app;
+      const absl::Status model = status_of(bad, "");
+      EXPECT_NE(model.message().find("model is not valid UTF-8"), std::string::npos) << model;
+    }
+    for (const char* good : {"", "camera", "\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80"}) {
+      EXPECT_EQ(status_of("emu", good).code(), absl::StatusCode::kUnavailable) << good;
+    }
+  }
+}
+
 TEST(InferenceClientTest, BacklogGoesOutInMessagesOfBoundedSize) {
   const std::vector<size_t> none;
   EXPECT_EQ(QueriesPerMessage(none, 100), 0u);

@@ -454,6 +454,45 @@ TEST_F(InferenceServiceTest, AnUnparsableRequestIsInvalidArgumentOnBothProtocols
   EXPECT_EQ(st.accepted, 4);
 }
 
+// One caller's query with an application that is not UTF-8 (C++ protobuf
+// sends it) made the router end the stream it shared with everyone else's
+// queries: they failed too. The client now refuses that one query unsent.
+TEST_F(InferenceServiceTest, ANonUtf8QueryFailsAloneOnASharedStream) {
+  InprocWorker worker(worker_address_);
+  ASSERT_TRUE(worker.ok());
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
+  InferenceClient client(address_, Transport::kStream);
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
+  constexpr int kGood = 200;
+  absl::Mutex mu;
+  int ok = 0, answers = 0;
+  absl::Status bad_status;
+  auto good = Request(0.25f);
+  for (int i = 0; i < kGood; ++i) {
+    if (i == 5) {
+      auto bad = std::make_shared<v1::InferRequest>(*good);
+      bad->set_application("\xff\xfe");
+      client.InferAsync(bad, Seconds(5), [&](InferenceClient::Result r) {
+        absl::MutexLock lock(&mu);
+        bad_status = r.status;
+      });
+    }
+    client.InferAsync(good, Seconds(5), [&](InferenceClient::Result r) {
+      absl::MutexLock lock(&mu);
+      ++answers;
+      if (r.status.ok()) ++ok;
+    });
+  }
+  ASSERT_TRUE(Eventually([&] {
+    absl::MutexLock lock(&mu);
+    return answers == kGood;
+  }, Seconds(20)));
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(ok, kGood);
+  EXPECT_EQ(bad_status.code(), absl::StatusCode::kInvalidArgument) << bad_status;
+  EXPECT_THAT(std::string(bad_status.message()), ::testing::HasSubstr("not valid UTF-8"));
+}
+
 // An answer quotes what the client sent (an unknown model's name, an OIP id)
 // at most kMaxWireMessageBytes of it: a 1 MiB name came back whole, so a
 // stream that did not read held --max_stream_unsent_answers such answers
