@@ -169,11 +169,26 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
           absl::StrCat("requested output \"", o.name(),
                        "\" does not exist; the model's one output is \"", kOutputName, "\""));
     }
+    // Triton's extensions that change where or what the output is: ignored,
+    // the client would read its shared memory region (never written) or
+    // take the FP32 logits for top-k class labels.
+    for (const char* p : {"shared_memory_region", "classification"}) {
+      if (o.parameters().contains(p)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "requested output \"", o.name(), "\": parameter \"", p,
+            "\" is not supported (the output is the FP32 logits, in raw_output_contents)"));
+      }
+    }
   }
   const auto& in = request.inputs(0);
   if (in.name() != kInputName) {
     return absl::InvalidArgumentError(absl::StrCat(
         "input \"", in.name(), "\" does not exist; the model's input is \"", kInputName, "\""));
+  }
+  if (in.parameters().contains("shared_memory_region")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input \"", kInputName, "\": parameter \"shared_memory_region\" is not supported (send "
+        "the data in raw_input_contents or contents.fp32_contents)"));
   }
   if (in.datatype() != kFp32) {
     return absl::InvalidArgumentError(absl::StrCat("input \"", kInputName, "\" has datatype \"",

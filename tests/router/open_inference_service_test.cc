@@ -165,6 +165,44 @@ TEST(WireMessage, LongMessagesAreCutAtACharacterBoundarySayingSo) {
   }
 }
 
+// Triton's shared memory and classification extensions change where or what
+// the data is: ignored, a client read a shared memory region nobody wrote,
+// or took the FP32 logits for top-k class labels. Refused, naming them.
+TEST(OpenInferenceTranslation, SharedMemoryAndClassificationAreRefusedNotIgnored) {
+  v1::InferRequest native;
+  {
+    auto r = Request({1, 2, 3, 4});
+    auto* o = r.add_outputs();
+    o->set_name("logits");
+    (*o->mutable_parameters())["classification"].set_int64_param(3);
+    EXPECT_THAT(ToNativeRequest(r, &native).status().message(),
+                HasSubstr("parameter \"classification\" is not supported"));
+  }
+  {
+    auto r = Request({1, 2, 3, 4});
+    auto* o = r.add_outputs();
+    o->set_name("logits");
+    (*o->mutable_parameters())["shared_memory_region"].set_string_param("out0");
+    (*o->mutable_parameters())["shared_memory_byte_size"].set_int64_param(40);
+    EXPECT_THAT(ToNativeRequest(r, &native).status().message(),
+                HasSubstr("parameter \"shared_memory_region\" is not supported"));
+  }
+  {
+    auto r = Request({1, 2, 3, 4});
+    (*r.mutable_inputs(0)->mutable_parameters())["shared_memory_region"].set_string_param("in0");
+    auto s = ToNativeRequest(r, &native).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("\"shared_memory_region\" is not supported"));
+  }
+  {  // tritonclient's HTTP-only binary_data flag, and others: ignored
+    auto r = Request({1, 2, 3, 4});
+    auto* o = r.add_outputs();
+    o->set_name("logits");
+    (*o->mutable_parameters())["binary_data"].set_bool_param(true);
+    EXPECT_TRUE(ToNativeRequest(r, &native).ok());
+  }
+}
+
 TEST(OpenInferenceTranslation, EveryMalformedRequestIsInvalidArgumentNamingTheField) {
   struct Case {
     const char* what;
