@@ -51,7 +51,7 @@ class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponde
         return;
       }
     }
-    Finish(ToGrpcStatus(status));
+    Finish(ToClientStatus(status));
   }
 
   // gRPC calls OnCancel before OnDone, so `this` is alive here. A call
@@ -155,6 +155,11 @@ std::string WireMessage(absl::string_view message) {
 
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+grpc::Status ToClientStatus(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), WireMessage(s.message()));
 }

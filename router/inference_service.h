@@ -73,8 +73,11 @@ constexpr size_t kMaxWireMessageBytes = 1024;
 // saying how long it was), or as it is when shorter.
 std::string WireMessage(absl::string_view message);
 
-// absl -> grpc status (same numeric codes); the message as WireMessage.
+// absl -> grpc status (same numeric codes).
 grpc::Status ToGrpcStatus(const absl::Status& s);
+// The same with the message as WireMessage: what the inference services
+// answer a client (the Admin service's operator gets messages whole).
+grpc::Status ToClientStatus(const absl::Status& s);
 
 // A raw method's request parsed into `msg`, or INVALID_ARGUMENT naming the
 // message type when it does not parse (malformed, or a proto3 string field

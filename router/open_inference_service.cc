@@ -310,7 +310,7 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
         return;
       }
     }
-    Finish(ToGrpcStatus(InOipTerms(status)));
+    Finish(ToClientStatus(InOipTerms(status)));
   }
   void OnCancel() override { dispatcher_->OnCancelled(this); }
   void OnDone() override { delete this; }
@@ -448,7 +448,7 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(grpc::CallbackServerC
   }
   auto timeout = ToNativeRequest(reactor->oip_request_, &reactor->native_request_);
   if (!timeout.ok()) {
-    reactor->Finish(ToGrpcStatus(timeout.status()));
+    reactor->Finish(ToClientStatus(timeout.status()));
     return reactor;
   }
   KeepWhatTheAnswerNeeds(&reactor->oip_request_);

@@ -148,8 +148,8 @@ TEST(WireMessage, LongMessagesAreCutAtACharacterBoundarySayingSo) {
   EXPECT_THAT(cut, HasSubstr("unknown model \"mmm"));
   EXPECT_THAT(cut, HasSubstr("(1048592 bytes, cut)"));
   EXPECT_EQ(grpc::StatusCode::INVALID_ARGUMENT,
-            ToGrpcStatus(absl::InvalidArgumentError(name)).error_code());
-  EXPECT_LE(ToGrpcStatus(absl::InvalidArgumentError(name)).error_message().size(),
+            ToClientStatus(absl::InvalidArgumentError(name)).error_code());
+  EXPECT_LE(ToClientStatus(absl::InvalidArgumentError(name)).error_message().size(),
             kMaxWireMessageBytes);
   // Three-byte characters at every offset: the cut never splits one (a
   // proto3 string field must stay valid UTF-8, or the client cannot parse
