@@ -57,6 +57,7 @@ absl::Status CheckForwardSchema(const torch::jit::Module& module, const std::str
 
 struct ScriptedSupernet::Impl {
   torch::jit::Module module;
+  std::string path;  // the archive it was loaded from (errors name it)
   c10::Device device = c10::kCPU;
   // The actuated control, as forward's arguments.
   int64_t subnet_id = -1;
@@ -77,6 +78,7 @@ absl::StatusOr<std::unique_ptr<ScriptedSupernet>> ScriptedSupernet::Load(const s
         absl::StrCat(path, ": not a loadable TorchScript module: ", e.what_without_backtrace()));
   }
   impl->module.eval();
+  impl->path = path;
   if (auto st = CheckForwardSchema(impl->module, path); !st.ok()) return st;
   return std::unique_ptr<ScriptedSupernet>(new ScriptedSupernet(std::move(impl)));
 }
@@ -121,15 +123,17 @@ absl::StatusOr<at::Tensor> ScriptedSupernet::Infer(const at::Tensor& x) {
     args.emplace_back(c10::List<double>(impl_->width_multipliers));
     c10::IValue out = impl_->module.forward(std::move(args));
     if (!out.isTensor()) {
-      return absl::InvalidArgumentError("scripted supernet: forward did not return a Tensor");
+      return absl::InternalError(
+          absl::StrCat("scripted supernet ", impl_->path, ": forward did not return a Tensor"));
     }
     return out.toTensor();
   } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scripted supernet: ", e.what_without_backtrace()));
+    return absl::InternalError(absl::StrCat("scripted supernet ", impl_->path, ": forward failed: ",
+                                            e.what_without_backtrace()));
   } catch (const std::exception& e) {
     // TorchScript's raise (e.g. an unknown slot) arrives as a JIT exception.
-    return absl::InvalidArgumentError(absl::StrCat("scripted supernet: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("scripted supernet ", impl_->path, ": forward failed: ", e.what()));
   }
 }
 

@@ -113,6 +113,7 @@ class TorchExecutor final : public Executor {
     }
     Loaded l;
     l.net = *std::move(net);
+    l.checkpoint = *path;
     l.input_shape = model.profile.input_shape;
     l.input_mean = model.profile.input_mean;
     l.input_std = model.profile.input_std;
@@ -272,13 +273,12 @@ class TorchExecutor final : public Executor {
       if (auto st = m.net->Actuate(control); !st.ok()) return st;
       auto logits = m.net->Infer(x);
       if (!logits.ok()) return logits.status();
+      // What the module returned must be logits [padded, classes] of real
+      // numbers, `classes` being the profile's (the router advertises that
+      // shape; a scripted module or a checkpoint may disagree with it).
+      if (auto st = CheckLogits(*logits, padded, m); !st.ok()) return st;
       // Back on the host (on a GPU this copy is where the batch finishes).
       torch::Tensor out = logits->to(torch::kCPU, torch::kFloat32).contiguous();
-      if (out.dim() != 2 || out.size(0) != padded) {
-        return absl::InternalError(absl::StrCat("model ", model, " returned shape ",
-                                                out.sizes().vec().size(), "-d for ", inputs.size(),
-                                                " inputs"));
-      }
       const int64_t classes = out.size(1);
       const float* p = out.data_ptr<float>();
       std::vector<HostTensor> result;
@@ -295,12 +295,35 @@ class TorchExecutor final : public Executor {
  private:
   struct Loaded {
     std::unique_ptr<Servable> net;
+    std::string checkpoint;  // the file it was loaded from (errors name it)
     std::vector<int64_t> input_shape;
     float input_mean = 0.f;
     float input_std = 1.f;
     std::vector<int32_t> batch_sizes;  // the profile's, ascending
     ModelEntry entry;                  // what it was loaded from (warm-ups)
   };
+
+  // A batch's output as the module returned it, before any conversion.
+  static absl::Status CheckLogits(const at::Tensor& t, int64_t rows, const Loaded& m) {
+    const int64_t classes = m.entry.profile.num_classes;
+    const std::string want =
+        classes > 0 ? absl::StrCat("[", rows, ", ", classes, "]") : absl::StrCat("[", rows, ", C]");
+    auto fail = [&](const std::string& what) {
+      return absl::InternalError(absl::StrCat("model ", m.entry.name, " (", m.checkpoint,
+                                              ") returned ", what, " for a batch of ", rows,
+                                              "; logits must be ", want,
+                                              " of real numbers (profile.json's num_classes)"));
+    };
+    if (!t.defined()) return fail("an undefined tensor");
+    if (t.is_complex()) return fail(absl::StrCat("a ", c10::toString(t.scalar_type()), " tensor"));
+    std::vector<int64_t> shape = t.sizes().vec();
+    if (shape.size() != 2 || shape[0] != rows || (classes > 0 && shape[1] != classes)) {
+      std::string s = "shape [";
+      for (size_t i = 0; i < shape.size(); ++i) absl::StrAppend(&s, i ? ", " : "", shape[i]);
+      return fail(s + "]");
+    }
+    return absl::OkStatus();
+  }
 
   static int64_t PaddedBatch(const std::vector<int32_t>& sizes, int64_t n) {
     for (int32_t b : sizes) {
