@@ -47,6 +47,10 @@ torch::Tensor Labels(const LabeledImages& data, const std::vector<int64_t>& indi
 }
 
 absl::Status TorchError(const std::exception& e, const char* what) {
+  // LibTorch's message without the C++ backtrace it carries.
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) {
+    return absl::InternalError(absl::StrCat(what, ": ", c10->what_without_backtrace()));
+  }
   return absl::InternalError(absl::StrCat(what, ": ", e.what()));
 }
 

@@ -85,5 +85,54 @@ TEST(EarlyExitExecutorTest, BatchAnswersEachQueryAsItsOfflineExit) {
   EXPECT_EQ((*plain_run)[3].data, (*out)[3].data);
 }
 
+// A profile that disagrees with its checkpoint (the bundled one has 10
+// classes and 3 exits) is refused at load naming the field and the file: it
+// used to load and serve 10 logits under a profile of 5 classes, or report
+// exit accuracies for exits the network does not have. A checkpoint of
+// another family is refused without LibTorch's C++ backtrace.
+TEST(EarlyExitExecutorTest, AProfileThatDisagreesWithTheCheckpointIsRefusedNamingBoth) {
+  const std::string dir = std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/models/dynamic/fmnist-exit";
+  auto loaded = LoadModelDirectory(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  {
+    ModelEntry model = *loaded;
+    model.profile.num_classes = 5;
+    auto executor = MakeTorchExecutor(1);
+    ASSERT_TRUE(executor.ok());
+    absl::Status st = (*executor)->Load(model);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("num_classes 5"), std::string::npos) << st;
+    EXPECT_NE(st.message().find("checkpoint.pt has 10 classes"), std::string::npos) << st;
+  }
+  for (size_t exits : {2u, 5u}) {
+    ModelEntry model = *loaded;
+    model.profile.dynamic.exit_accuracy.assign(exits, 90.0);
+    auto executor = MakeTorchExecutor(1);
+    ASSERT_TRUE(executor.ok());
+    absl::Status st = (*executor)->Load(model);
+    ASSERT_FALSE(st.ok()) << exits;
+    EXPECT_NE(st.message().find("dynamic.exit_accuracy has " + std::to_string(exits)),
+              std::string::npos)
+        << st;
+    EXPECT_NE(st.message().find("has 3 exits"), std::string::npos) << st;
+  }
+  {
+    ModelEntry model = *loaded;
+    ASSERT_FALSE(model.profile.dynamic.applications.empty());
+    model.profile.dynamic.applications[0].exit_accuracy.assign(2, 90.0);
+    auto executor = MakeTorchExecutor(1);
+    ASSERT_TRUE(executor.ok());
+    absl::Status st = (*executor)->Load(model);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("exit_accuracy has 2 entries"), std::string::npos) << st;
+  }
+  auto other = models::EarlyExitNet::Load(std::string(SUPERSERVE_TEST_SOURCE_DIR) +
+                                          "/models/fmnist/checkpoint.pt");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("config/in_channels"), std::string::npos)
+      << other.status();
+  EXPECT_EQ(other.status().message().find("frame #"), std::string::npos) << other.status();
+}
+
 }  // namespace
 }  // namespace superserve
