@@ -1,0 +1,78 @@
+// superserve-nas's and superserve-early-exit's flag checks (runs the
+// binaries; every case is refused before the data set is read, in well under
+// a second).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/cli_run.h"
+
+namespace superserve {
+namespace {
+
+using testing::RunTool;
+
+struct Case {
+  std::string args;
+  std::string named;
+};
+
+void ExpectRefused(const std::string& tool, const Case& c) {
+  auto r = RunTool(tool, c.args);
+  EXPECT_EQ(r.status, 2) << tool << " " << c.args << "\n" << r.out;
+  EXPECT_NE(r.out.find(c.named), std::string::npos) << tool << " " << c.args << "\n" << r.out;
+}
+
+// Each used to be accepted: --samples=0 died of SIGFPE, an --output_dir that
+// cannot be created aborted after the training, --threads=100000 hung, and a
+// missing or unwritable --output was noticed after minutes of profiling.
+TEST(EarlyExitCli, FlagsOutOfRangeAndUnwritableOutputsAreRefusedFirst) {
+  const std::string ck = std::string("--checkpoint=") + SUPERSERVE_TEST_SOURCE_DIR +
+                         "/models/dynamic/fmnist-exit/checkpoint.pt ";
+  for (const Case& c : {
+           Case{"profile " + ck + "--samples=0 --output=/proc/superserve-ss/x.json", "--samples=0 must be in"},
+           Case{"profile " + ck + "--samples=-5 --output=/proc/superserve-ss/x.json", "--samples=-5 must be in"},
+           Case{"profile " + ck + "--batches=0 --output=/proc/superserve-ss/x.json", "--batches=0 must be in"},
+           Case{"profile " + ck, "profile needs --output"},
+           Case{"profile " + ck + "--output=/nonexistent-ss/dir/p.json",
+                "--output /nonexistent-ss/dir/p.json: folder /nonexistent-ss/dir does not exist"},
+           Case{"build --output_dir=/proc/superserve-ss", "--output_dir /proc/superserve-ss: cannot create"},
+           Case{"build --threads=100000 --output_dir=/proc/superserve-ss", "--threads=100000 must be in [1, 1024]"},
+           Case{"build --threshold=nan --output_dir=/proc/superserve-ss", "--threshold=nan must be in (0, 1]"},
+           Case{"build --learning_rate=inf --output_dir=/proc/superserve-ss", "--learning_rate=inf must be a finite"},
+           Case{"eval", "eval needs --checkpoint"},
+       }) {
+    ExpectRefused("superserve-early-exit", c);
+  }
+}
+
+// Each used to be accepted: calibrate --calibration_images=-1 aborted on an
+// uncaught c10::Error, NaN/infinite training rates trained into NaN weights,
+// --threads=100000 hung, an unwritable --checkpoint was found after training.
+TEST(NasCli, FlagsOutOfRangeAndUnwritableOutputsAreRefusedFirst) {
+  const std::string src = SUPERSERVE_TEST_SOURCE_DIR;
+  const std::string ck = "--checkpoint=" + src + "/models/fmnist/checkpoint.pt ";
+  const std::string pr = "--profile=" + src + "/models/fmnist/profile.json ";
+  for (const Case& c : {
+           Case{"probe --threads=100000", "--threads=100000 must be in [1, 1024]"},
+           Case{"calibrate " + ck + pr + "--calibration_images=-1 --output=/proc/superserve-ss/c.pt",
+                "--calibration_images=-1 must be in"},
+           Case{"search " + ck + "--search_calibration_images=0 --output_dir=/proc/superserve-ss",
+                "--search_calibration_images=0 must be in"},
+           Case{"train --weight_decay=nan --checkpoint=/proc/superserve-ss/n.pt", "--weight_decay=nan must be a finite"},
+           Case{"train --warmup_epochs=-1 --checkpoint=/proc/superserve-ss/n.pt", "--warmup_epochs=-1 must be a finite"},
+           Case{"train --learning_rate=inf --checkpoint=/proc/superserve-ss/n.pt", "--learning_rate=inf must be a finite"},
+           Case{"train --batch_size=0 --checkpoint=/proc/superserve-ss/n.pt", "--batch_size=0 must be in"},
+           Case{"train --checkpoint=/nonexistent-ss/n.pt",
+                "--checkpoint /nonexistent-ss/n.pt: folder /nonexistent-ss does not exist"},
+           Case{"train --checkpoint=/tmp", "--checkpoint /tmp: is a directory"},
+           Case{"search " + ck + "--output_dir=/proc/superserve-ss", "--output_dir /proc/superserve-ss"},
+           Case{"reprofile " + ck + pr + "--repeats=0", "--repeats=0 must be in"},
+           Case{"reprofile " + ck + pr + "--output=/nonexistent-ss/p.json", "does not exist"},
+       }) {
+    ExpectRefused("superserve-nas", c);
+  }
+}
+
+}  // namespace
+}  // namespace superserve
