@@ -1,7 +1,10 @@
 // superserve-trace's and superserve-symphony-repro's flag checks: an out-of-
 // range number is a usage error (exit 2) whose message names the flag, its
 // value and the range, never a crash, a hang or a silently empty trace.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,6 +104,35 @@ TEST(SymphonyReproCliTest, OutOfRangeFlagsAreUsageErrorsNamingTheFlag) {
         << args << "\n"
         << r.out;
   }
+}
+
+// superserve-repro: a NaN, negative, zero, infinite or huge --duration_s ran
+// all 99 cells on empty traces and exited 0; an unknown --only ran nothing
+// and exited 0; a stray word was ignored.
+TEST(ReproCliTest, OutOfRangeFlagsAndUnknownExperimentsAreUsageErrors) {
+  // Its own folder: a regression writes results.csv there, not in TempDir.
+  const std::string dir = ::testing::TempDir() + "/repro_cli_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string out = "--out " + dir + " --profile " +
+                          SUPERSERVE_TEST_SOURCE_DIR + "/bench/data/paper_ofa_resnet50_profile.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--duration_s nan --only bursty", "--duration_s=nan must be in (0, 86400] seconds"},
+      {"--duration_s -1 --only bursty", "--duration_s=-1 must be in (0, 86400]"},
+      {"--duration_s 0 --only bursty", "--duration_s=0 must be in (0, 86400]"},
+      {"--duration_s inf --only bursty", "--duration_s=inf must be in (0, 86400]"},
+      {"--duration_s 1e300 --only bursty", "--duration_s=1e+300 must be in (0, 86400]"},
+      {"--duration_s 1 --only bogus", "--only=bogus is not an experiment (known: bursty,"},
+      {"--duration_s 1 --only bursty --dispatch_overhead_us inf",
+       "--dispatch_overhead_us=inf must be in [0, 8.64e+10] us"},
+      {"--duration_s 1 --only bursty stray", "unexpected argument 'stray'"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliRun r = RunTool("superserve-repro", out + " " + args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("superserve-repro: " + message), std::string::npos) << args << "\n"
+                                                                             << r.out;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
