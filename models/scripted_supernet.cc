@@ -71,15 +71,22 @@ ScriptedSupernet::~ScriptedSupernet() = default;
 
 absl::StatusOr<std::unique_ptr<ScriptedSupernet>> ScriptedSupernet::Load(const std::string& path) {
   auto impl = std::make_unique<Impl>();
+  // The archive's code is compiled here (and lazily, when forward's schema
+  // is first asked for): a syntax error, or an op this process does not
+  // register, arrives as torch::jit::ErrorReport, a std::exception that is
+  // no c10::Error. It used to escape and abort the worker (SIGABRT).
   try {
     impl->module = torch::jit::load(path, torch::kCPU);
+    impl->module.eval();
+    impl->path = path;
+    if (auto st = CheckForwardSchema(impl->module, path); !st.ok()) return st;
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a loadable TorchScript module: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a loadable TorchScript module: ", e.what()));
   }
-  impl->module.eval();
-  impl->path = path;
-  if (auto st = CheckForwardSchema(impl->module, path); !st.ok()) return st;
   return std::unique_ptr<ScriptedSupernet>(new ScriptedSupernet(std::move(impl)));
 }
 

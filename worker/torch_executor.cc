@@ -84,7 +84,29 @@ class TorchExecutor final : public Executor {
 
   std::string_view kind() const override { return "torch"; }
 
+  // The executor boundary for loads, as RunCatchingExceptions is for
+  // batches (worker/batch_runner.cc): whatever LibTorch throws while loading
+  // a package (a hostile one included) becomes a status naming the model,
+  // never an exception that ends the worker (at start-up, or on the loader
+  // thread of a hot registration, where it took every other model down).
   absl::Status Load(const ModelEntry& model) override {
+    std::string why;
+    try {
+      return LoadUnguarded(model);
+    } catch (const c10::Error& e) {
+      why = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // nothing half-loaded stays
+      models_.erase(model.name);
+      early_exit_.erase(model.name);
+    }
+    return absl::InternalError(absl::StrCat("model ", model.name, ": loading threw: ", why));
+  }
+
+  absl::Status LoadUnguarded(const ModelEntry& model) {
     // A package's manifest names its checkpoint (validated to exist when the
     // package was loaded); the older layout is searched.
     auto path = model.manifest.has_value() && !model.manifest->checkpoint.empty()

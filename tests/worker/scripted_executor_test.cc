@@ -6,6 +6,7 @@
 // the failure is the module's, not the client's).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -140,6 +141,48 @@ TEST(ScriptedExecutorTest, RowsOtherThanTheBatchOnRealInputsAreInternal) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("shape [1, 10] for a batch of 2"));
+}
+
+// A TorchScript archive whose code does not compile (here a syntax error;
+// likewise an op the worker does not register) made torch::jit::load or the
+// lazy compile throw torch::jit::ErrorReport, which is no c10::Error: it
+// escaped Load and aborted the worker. Now the load is refused naming the
+// file and the compiler's message.
+TEST(ScriptedExecutorTest, AnArchiveWhoseCodeDoesNotCompileIsRefusedNotAnAbort) {
+  const std::string dir =
+      WritePackage("badcode", Forward("    return torch.zeros([x.size(0), 10])\n"));
+  const std::string path = dir + "/module.pt";
+  {
+    // Rewrite the archive with forward's source broken.
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    std::vector<std::pair<std::string, std::string>> records;
+    for (const std::string& name : reader.getAllRecords()) {
+      auto [data, size] = reader.getRecord(name);
+      std::string bytes(static_cast<const char*>(data.get()), size);
+      if (name.rfind("code/", 0) == 0 && name.size() > 3 &&
+          name.compare(name.size() - 3, 3, ".py") == 0) {
+        const size_t at = bytes.find("def forward");
+        if (at != std::string::npos) bytes.replace(at, 11, "def forward(((( not python");
+      }
+      records.emplace_back(name, std::move(bytes));
+    }
+    fs::remove(path);
+    caffe2::serialize::PyTorchStreamWriter writer(path);
+    for (const auto& [name, bytes] : records) {
+      if (name == "version" || name == ".data/version") continue;  // the writer adds its own
+      writer.writeRecord(name, bytes.data(), bytes.size());
+    }
+    writer.writeEndOfFile();
+  }
+  auto model = LoadModelDirectory(dir);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto executor = MakeTorchExecutor(1);
+  ASSERT_TRUE(executor.ok());
+  absl::Status st = (*executor)->Load(*model);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), HasSubstr("module.pt"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("not a loadable TorchScript module"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("not python"));  // the compiler's report
 }
 
 }  // namespace
