@@ -486,7 +486,10 @@ absl::StatusOr<std::unique_ptr<OfaResNet>> OfaResNet::Load(const std::string& pa
     archive.load_from(path);
     OfaResNetConfig config = ReadConfig(archive);
     auto model = Create(config);
-    if (!model.ok()) return model.status();
+    if (!model.ok()) {  // the file named: its config is what is wrong
+      return absl::Status(model.status().code(), absl::StrCat("loading OfaResNet from ", path, ": ",
+                                                              model.status().message()));
+    }
     torch::Tensor count;
     archive.read("slots/count", count);
     std::vector<ControlTuple> slots;

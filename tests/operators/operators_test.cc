@@ -192,6 +192,22 @@ TEST(SubnetNormTest, RejectsUnknownSlotsAndWrongWidths) {
   EXPECT_THROW(norm->ResetSlots({9}), c10::Error);
 }
 
+// A checkpoint's slot table is input: offset + channels overflowing int64,
+// or a negative width, passed the range check (and failed later, in a
+// forward, or read outside the storage).
+TEST(SubnetNormTest, SlotTablesFromACheckpointAreRangeChecked) {
+  SubnetNorm norm(8);
+  norm->ResetSlots({4, 4});
+  norm->SyncSlotTableFromBuffers();  // the table as written is fine
+  const int64_t big = int64_t{1} << 62;
+  for (const auto& [offset, channels] :
+       std::vector<std::pair<int64_t, int64_t>>{{big, big}, {0, -3}, {7, 2}, {-1, 2}}) {
+    norm->slot_offsets.fill_(offset);
+    norm->slot_channels.fill_(channels);
+    EXPECT_THROW(norm->SyncSlotTableFromBuffers(), c10::Error) << offset << " " << channels;
+  }
+}
+
 TEST(SubnetNormTest, AddSlotKeepsExistingStatistics) {
   SubnetNorm norm(8);
   norm->ResetSlots({3});
