@@ -10,6 +10,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "common/init.h"
@@ -17,6 +18,7 @@
 #include "common/shutdown_signal.h"
 #include "common/model_digest.h"
 #include "common/model_repository.h"
+#include "common/output_path.h"
 #include "common/secret.h"
 #include "worker/emulated_executor.h"
 #include "worker/latency_probe.h"
@@ -222,6 +224,29 @@ int main(int argc, char** argv) {
   std::vector<ModelEntry> models;
   const std::string subset = absl::GetFlag(FLAGS_models);
   const std::string measure_to = absl::GetFlag(FLAGS_measure_profiles_to);
+  // A name of --models that the repository lacks (a typo) used to be
+  // skipped without a word when another name matched.
+  for (absl::string_view want : absl::StrSplit(subset, ',', absl::SkipEmpty())) {
+    bool found = false;
+    std::vector<std::string> names;
+    for (const auto& m : *all) {
+      found = found || m.name == want;
+      names.push_back(m.name);
+    }
+    if (!found) {
+      SS_LOG(ERROR) << "--models: " << want << " is not in " << repo << " (it holds: "
+                    << (names.empty() ? std::string("nothing") : absl::StrJoin(names, ", "))
+                    << ")";
+      return 1;
+    }
+  }
+  // Measuring takes minutes: its output folder is checked first.
+  if (!measure_to.empty()) {
+    if (auto st = MakeOutputDirectory("--measure_profiles_to", measure_to); !st.ok()) {
+      std::fprintf(stderr, "superserve-worker: %s\n", std::string(st.message()).c_str());
+      return 2;
+    }
+  }
   for (auto& m : *all) {
     if (!m.profile.latencies_measured && measure_to.empty()) {
       // Its latencies are measured when the router sends it (a package the

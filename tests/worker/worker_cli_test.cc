@@ -43,6 +43,27 @@ TEST(WorkerCli, OutOfRangeFlagsAreRefusedNamingTheFlag) {
   }
 }
 
+// --models=fmnist,fmnsit loaded fmnist and said nothing about the typo;
+// --measure_profiles_to a folder that cannot be created failed only after
+// every subnet had been measured (minutes).
+TEST(WorkerCli, UnknownModelNamesAndUnwritableMeasureFoldersAreRefusedFirst) {
+  const std::string repo = std::string("--model_repo=") + SUPERSERVE_TEST_SOURCE_DIR + "/models" +
+                           " --router=127.0.0.1:1 --connect_timeout_s=0.1 --reconnect=false ";
+  auto r = RunTool("superserve-worker", repo + "--models=fmnist,fmnsit");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("--models: fmnsit is not in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(it holds: fmnist"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("loaded fmnist"), std::string::npos) << r.out;
+
+  r = RunTool("superserve-worker",
+              repo + "--models=fmnist --measure_profiles_to=/proc/superserve-no-such-dir/out");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--measure_profiles_to /proc/superserve-no-such-dir/out: cannot create"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("loaded fmnist"), std::string::npos) << r.out;
+}
+
 TEST(WorkerCli, DeviceNamesThisBuildCannotServeAreRefusedWithAMessage) {
   const std::string repo = std::string("--model_repo=") + SUPERSERVE_TEST_SOURCE_DIR + "/models" +
                            " --models=fmnist --router=127.0.0.1:1 --connect_timeout_s=0.1 ";
