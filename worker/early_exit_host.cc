@@ -68,7 +68,11 @@ absl::StatusOr<std::unique_ptr<EarlyExitHost>> EarlyExitHost::Load(const ModelEn
 
   // Warm-up, so that first-run allocations never land on served queries;
   // then batch-of-one runs with every exit forced time each exit.
-  if (auto st = host->WarmUp(); !st.ok()) return st;
+  if (auto st = host->WarmUp(); !st.ok()) {  // e.g. a weight of the wrong shape: name the file
+    return absl::InvalidArgumentError(absl::StrCat("model ", model.name, ": checkpoint ",
+                                                   checkpoint, " fails its warm-up: ",
+                                                   st.message()));
+  }
   const float threshold = c.exit_threshold;
   host->net_->set_exit_threshold(2.f);
   int64_t sample = 1;

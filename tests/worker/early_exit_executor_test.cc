@@ -3,6 +3,10 @@
 // and each query answers with the logits and the exit it takes alone
 // (models/early_exit offline, batch of one).
 #include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <vector>
@@ -125,6 +129,34 @@ TEST(EarlyExitExecutorTest, AProfileThatDisagreesWithTheCheckpointIsRefusedNamin
     absl::Status st = (*executor)->Load(model);
     ASSERT_FALSE(st.ok());
     EXPECT_NE(st.message().find("exit_accuracy has 2 entries"), std::string::npos) << st;
+  }
+  {
+    // A weight of another shape: the warm-up fails, and the message names
+    // the checkpoint (it used to say only "early exit: mat1 and mat2 ...").
+    auto net = models::EarlyExitNet::Load(dir + "/checkpoint.pt");
+    ASSERT_TRUE(net.ok()) << net.status();
+    std::vector<at::Tensor> params = (*net)->Parameters();
+    ASSERT_FALSE(params.empty());
+    {
+      torch::NoGradGuard no_grad;
+      params.back().set_(torch::zeros({3, 5}));
+    }
+    const std::string tmp = ::testing::TempDir() + "/early_exit_executor_test_" +
+                            std::to_string(getpid()) + "_bad.pt";
+    ASSERT_TRUE((*net)->Save(tmp).ok());
+    ModelEntry model = *loaded;
+    model.directory = ::testing::TempDir();
+    ASSERT_TRUE(model.manifest.has_value());
+    model.manifest->checkpoint = tmp.substr(::testing::TempDir().size());
+    while (!model.manifest->checkpoint.empty() && model.manifest->checkpoint[0] == '/') {
+      model.manifest->checkpoint.erase(0, 1);
+    }
+    auto executor = MakeTorchExecutor(1);
+    ASSERT_TRUE(executor.ok());
+    absl::Status st = (*executor)->Load(model);
+    std::remove(tmp.c_str());
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("_bad.pt fails its warm-up"), std::string::npos) << st;
   }
   auto other = models::EarlyExitNet::Load(std::string(SUPERSERVE_TEST_SOURCE_DIR) +
                                           "/models/fmnist/checkpoint.pt");
