@@ -24,6 +24,8 @@ namespace fs = std::filesystem;
 
 // The profile family of models/early_exit.h's networks.
 constexpr char kEarlyExitFamily[] = "early_exit";
+// The family of models/ofa_resnet.h's supernets (the default).
+constexpr char kOfaResNetFamily[] = "ofa_resnet";
 // The family of a supernet exported from PyTorch (models/scripted_supernet.h).
 constexpr char kTorchScriptFamily[] = "torchscript";
 
@@ -107,6 +109,18 @@ class TorchExecutor final : public Executor {
   }
 
   absl::Status LoadUnguarded(const ModelEntry& model) {
+    // A family this executor does not build (an emulated package sent to a
+    // torch worker) was loaded as an OfaResNet and refused for a missing or
+    // unreadable checkpoint, which named the wrong problem. An empty family
+    // (older profiles) is an OfaResNet.
+    const std::string& family = model.profile.family;
+    if (!family.empty() && family != kOfaResNetFamily && family != kTorchScriptFamily &&
+        family != kEarlyExitFamily) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model ", model.name, ": family \"", family, "\" is not one the torch executor serves (",
+          kOfaResNetFamily, ", ", kTorchScriptFamily, ", ", kEarlyExitFamily,
+          family == "emulated" ? "); an emulated model needs an emulated worker (--emulate)" : ")"));
+    }
     // A package's manifest names its checkpoint (validated to exist when the
     // package was loaded); the older layout is searched.
     auto path = model.manifest.has_value() && !model.manifest->checkpoint.empty()

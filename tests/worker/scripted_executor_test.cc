@@ -185,5 +185,20 @@ TEST(ScriptedExecutorTest, AnArchiveWhoseCodeDoesNotCompileIsRefusedNotAnAbort) 
   EXPECT_THAT(std::string(st.message()), HasSubstr("not python"));  // the compiler's report
 }
 
+// A package of a family the torch executor does not build (the emulated test
+// package, sent to a torch worker) is refused naming the family; it used to
+// be read as an OfaResNet and refused for "no supernet.pt / checkpoint.pt".
+TEST(ScriptedExecutorTest, AFamilyTheTorchExecutorDoesNotBuildIsRefusedByName) {
+  auto model = LoadModelDirectory(std::string(SUPERSERVE_TEST_SOURCE_DIR) +
+                                  "/tests/router/testdata/emulated_repo/emu");
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto executor = MakeTorchExecutor(1);
+  ASSERT_TRUE(executor.ok());
+  absl::Status st = (*executor)->Load(*model);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), HasSubstr("family \"emulated\" is not one the torch"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("--emulate"));
+}
+
 }  // namespace
 }  // namespace superserve
