@@ -20,6 +20,7 @@
 #include "common/model_repository.h"
 #include "common/output_path.h"
 #include "common/secret.h"
+#include "common/small_file.h"
 #include "worker/emulated_executor.h"
 #include "worker/latency_probe.h"
 #include "worker/router_link.h"
@@ -207,14 +208,15 @@ int main(int argc, char** argv) {
   }
   std::string tls_ca_pem;
   if (const std::string f = absl::GetFlag(FLAGS_tls_ca_file); !f.empty()) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    tls_ca_pem = ss.str();
-    if (!in || tls_ca_pem.empty()) {
-      SS_LOG(ERROR) << "cannot read --tls_ca_file " << f;
+    // Bounded, regular files only: /dev/zero used to be read until memory
+    // ran out (std::bad_alloc, SIGABRT), a FIFO blocked forever.
+    auto pem = ReadSmallFile(f, kMaxPemBytes);
+    if (!pem.ok() || pem->empty()) {
+      SS_LOG(ERROR) << "cannot read --tls_ca_file " << f
+                    << (pem.ok() ? std::string(": empty") : ": " + std::string(pem.status().message()));
       return 2;
     }
+    tls_ca_pem = *std::move(pem);
   }
   auto all = LoadModelRepository(repo);
   if (!all.ok()) {

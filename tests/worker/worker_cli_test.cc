@@ -35,6 +35,8 @@ TEST(WorkerCli, OutOfRangeFlagsAreRefusedNamingTheFlag) {
            Case{"--emulate --slowdown=inf", "--slowdown=inf must be in (0, 1000]"},
            Case{"--emulate --slowdown=nan", "--slowdown=nan must be in (0, 1000]"},
            Case{"--emulate --slowdown=0", "--slowdown=0 must be in (0, 1000]"},
+           // Read until memory ran out (std::bad_alloc, SIGABRT); a FIFO blocked.
+           Case{"--tls_ca_file=/dev/zero", "cannot read --tls_ca_file /dev/zero: "},
        }) {
     auto r = RunTool("superserve-worker", repo + c.flags);
     EXPECT_EQ(r.status, 2) << c.flags << "\n" << r.out;
