@@ -24,6 +24,7 @@
 #include "common/init.h"
 #include "common/json_writer.h"
 #include "common/output_path.h"
+#include "common/small_file.h"
 #include "common/progress.h"
 #include "models/ofa_resnet.h"
 #include "nas_profiler/nas_configs.h"
@@ -256,6 +257,9 @@ absl::Status ParseList(absl::string_view text, absl::string_view what, std::vect
 
 // Reads WriteCandidatesCsv's format back (the columns search needs).
 absl::StatusOr<std::vector<CandidateResult>> ReadCandidatesCsv(const std::string& path) {
+  // A regular file only: /dev/zero used to be read as one endless line, and a
+  // FIFO blocked the search.
+  if (auto st = CheckRegularFile(path); !st.ok()) return st;
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   std::string line;
@@ -279,6 +283,10 @@ absl::StatusOr<std::vector<CandidateResult>> ReadCandidatesCsv(const std::string
     double measured_us = 0;
     if (!absl::SimpleAtod(f[1], &c.validation_accuracy) || !absl::SimpleAtod(f[2], &measured_us)) {
       return bad("accuracy/latency is not a number");
+    }
+    // Converted to nanoseconds below: NaN, inf or 1e300 overflowed (UB).
+    if (!(measured_us >= 0 && measured_us <= 3.6e9) || !std::isfinite(c.validation_accuracy)) {
+      return bad("accuracy must be finite and latency in [0, 3.6e9] us");
     }
     c.search_latency = static_cast<Nanos>(measured_us * 1000.0);
     if (auto s = ParseList(f[8], "depth", c.architecture.depths); !s.ok()) return bad(s.message());

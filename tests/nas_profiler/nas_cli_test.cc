@@ -3,6 +3,7 @@
 // a second).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "tests/cli_run.h"
@@ -72,6 +73,13 @@ TEST(NasCli, FlagsOutOfRangeAndUnwritableOutputsAreRefusedFirst) {
        }) {
     ExpectRefused("superserve-nas", c);
   }
+  // --previous_candidates=/dev/zero was read as one endless line.
+  auto r = RunTool("superserve-nas", "search " + ck +
+                                         "--previous_candidates=/dev/zero --output_dir=" +
+                                         ::testing::TempDir() + "/nas_cli_test_search");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("/dev/zero: is a character device"), std::string::npos) << r.out;
+  std::filesystem::remove_all(::testing::TempDir() + "/nas_cli_test_search");
 }
 
 }  // namespace
