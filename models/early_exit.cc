@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 #include "models/device.h"
 
 namespace superserve::models {
@@ -223,6 +224,11 @@ absl::Status EarlyExitNet::Save(const std::string& path) const {
 }
 
 absl::StatusOr<std::unique_ptr<EarlyExitNet>> EarlyExitNet::Load(const std::string& path) {
+  // A FIFO would block LibTorch's reader forever (superserve-early-exit --checkpoint).
+  if (auto st = CheckRegularFile(path); !st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load early-exit checkpoint: ", st.message()));
+  }
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 #include "models/device.h"
 #include "models/extracted_subnet_impl.h"
 #include "operators/layer_select.h"
@@ -481,6 +482,10 @@ absl::Status OfaResNet::Save(const std::string& path) const {
 }
 
 absl::StatusOr<std::unique_ptr<OfaResNet>> OfaResNet::Load(const std::string& path) {
+  // A FIFO would block LibTorch's reader forever (superserve-nas --checkpoint).
+  if (auto st = CheckRegularFile(path); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("loading OfaResNet: ", st.message()));
+  }
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 #include "models/device.h"
 
 namespace superserve::models {
@@ -70,6 +71,11 @@ ScriptedSupernet::ScriptedSupernet(std::unique_ptr<Impl> impl) : impl_(std::move
 ScriptedSupernet::~ScriptedSupernet() = default;
 
 absl::StatusOr<std::unique_ptr<ScriptedSupernet>> ScriptedSupernet::Load(const std::string& path) {
+  // A FIFO would block LibTorch's reader forever.
+  if (auto st = CheckRegularFile(path); !st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a loadable TorchScript module: ", st.message()));
+  }
   auto impl = std::make_unique<Impl>();
   // The archive's code is compiled here (and lazily, when forward's schema
   // is first asked for): a syntax error, or an op this process does not

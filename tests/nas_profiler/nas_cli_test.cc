@@ -2,9 +2,15 @@
 // binaries; every case is refused before the data set is read, in well under
 // a second).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/cli_run.h"
 
@@ -80,6 +86,26 @@ TEST(NasCli, FlagsOutOfRangeAndUnwritableOutputsAreRefusedFirst) {
   EXPECT_NE(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("/dev/zero: is a character device"), std::string::npos) << r.out;
   std::filesystem::remove_all(::testing::TempDir() + "/nas_cli_test_search");
+}
+
+// A checkpoint that is a FIFO blocked LibTorch's reader (and the tool)
+// forever; every model loader now refuses what is not a regular file.
+TEST(NasCli, ACheckpointThatIsAFifoIsRefusedNotWaitedOn) {
+  const std::string fifo =
+      ::testing::TempDir() + "/nas_cli_test_" + std::to_string(getpid()) + ".fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string pr =
+      std::string(" --profile=") + SUPERSERVE_TEST_SOURCE_DIR + "/models/fmnist/profile.json";
+  for (const auto& [tool, args] : std::vector<std::pair<std::string, std::string>>{
+           {"superserve-nas", "eval --subnet=0 --checkpoint=" + fifo + pr},
+           {"superserve-early-exit", "eval --checkpoint=" + fifo},
+       }) {
+    auto r = RunTool(tool, args);
+    EXPECT_NE(r.status, 0) << tool << "\n" << r.out;
+    EXPECT_NE(r.status, 124) << tool << ": waited on the FIFO";
+    EXPECT_NE(r.out.find(fifo + ": is a FIFO"), std::string::npos) << tool << "\n" << r.out;
+  }
+  std::remove(fifo.c_str());
 }
 
 }  // namespace
