@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/trace_generators.h"
 #include "common/init.h"
@@ -64,7 +65,25 @@ std::vector<std::string> ClipperAll(const ModelProfile& p) {
   return v;
 }
 
+// The longest synthetic trace, seconds of simulated time (a day).
+constexpr double kMaxDurationS = 86400;
+
 int Main(const PolicySpec& flags) {
+  // A NaN, negative, zero, infinite or huge duration used to run all 99
+  // cells on empty (or overflowed) traces and report success.
+  if (const double d = absl::GetFlag(FLAGS_duration_s); !(d > 0) || d > kMaxDurationS) {
+    std::fprintf(stderr, "superserve-repro: --duration_s=%g must be in (0, %g] seconds\n", d,
+                 kMaxDurationS);
+    return 2;
+  }
+  // Checked as a double: converted first, inf or 1e300 overflowed nanoseconds
+  // (undefined behaviour) and was reported as -9.2e15 us.
+  if (const double us = absl::GetFlag(FLAGS_dispatch_overhead_us);
+      !(us >= 0) || us > ToMicros(kMaxQueryTimeout)) {
+    std::fprintf(stderr, "superserve-repro: --dispatch_overhead_us=%g must be in [0, %g] us (a day)\n",
+                 us, ToMicros(kMaxQueryTimeout));
+    return 2;
+  }
   auto profile = ModelProfile::LoadFile(absl::GetFlag(FLAGS_profile));
   if (!profile.ok()) {
     std::fprintf(stderr, "superserve-repro: %s\n", profile.status().ToString().c_str());
@@ -220,8 +239,18 @@ int Main(const PolicySpec& flags) {
     }
   }
   int64_t total = 0;
+  std::vector<std::string> experiments;
   for (const Cell& c : cells) {
     if (only.empty() || only == c.experiment) total += static_cast<int64_t>(c.policies.size());
+    if (std::find(experiments.begin(), experiments.end(), c.experiment) == experiments.end()) {
+      experiments.push_back(c.experiment);
+    }
+  }
+  // An unknown --only used to run nothing and report success.
+  if (!only.empty() && std::find(experiments.begin(), experiments.end(), only) == experiments.end()) {
+    std::fprintf(stderr, "superserve-repro: --only=%s is not an experiment (known: %s)\n",
+                 only.c_str(), absl::StrJoin(experiments, ", ").c_str());
+    return 2;
   }
   const std::string out = absl::GetFlag(FLAGS_out);
   if (FILE* meta = std::fopen((out + "/meta.txt").c_str(), "w")) {
@@ -331,7 +360,7 @@ int Main(const PolicySpec& flags) {
 }  // namespace superserve
 
 int main(int argc, char** argv) {
-  superserve::InitMain(
+  const std::vector<std::string> args = superserve::InitMain(
       argc, argv,
       "superserve-repro [--out DIR] [--duration-s S] [--only EXPERIMENT]\n\n"
       "Runs SuperServe's simulated experiments and our additions; writes DIR/results.csv.\n"
@@ -341,6 +370,11 @@ int main(int argc, char** argv) {
       "drop_below_first_bucket=true and follow_drift=true (SuperServe's reading) and\n"
       "switches each back per policy, whatever those two flags say.\n"
       "--print-policy-config prints the flags' configuration.");
+  if (args.size() > 1) {  // a stray word used to be ignored
+    std::fprintf(stderr, "superserve-repro: unexpected argument '%s' (flags only; --help)\n",
+                 args[1].c_str());
+    return 2;
+  }
   const superserve::PolicySpec flags = superserve::PolicySpecFromFlagsOrExit("superserve-repro");
   return superserve::Main(flags);
 }

@@ -17,6 +17,10 @@ namespace superserve {
 // Errors name the path and what is wrong with it.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, size_t max_bytes);
 
+// The most a PEM file (a TLS certificate, its key, a CA bundle: the whole
+// system bundle is about 200 kB) may hold for the tools that read one.
+inline constexpr size_t kMaxPemBytes = size_t{4} << 20;
+
 // Checks that `path` is a regular file that can be opened without blocking,
 // for readers that stream a large file themselves (checkpoint hashing).
 absl::Status CheckRegularFile(const std::string& path);

@@ -6,9 +6,20 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 #include "models/device.h"
 
 namespace superserve::models {
+namespace {
+
+// An exception's message; LibTorch's without the C++ backtrace it carries
+// (a dozen "frame #N" lines that bury the one line that matters).
+std::string Message(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
+
+}  // namespace
 
 absl::Status EarlyExitConfig::Validate() const {
   if (in_channels <= 0 || image_size <= 0 || num_classes <= 1) {
@@ -189,7 +200,7 @@ absl::StatusOr<ExitOutputs> EarlyExitNet::Run(const float* input, int64_t n, int
     }
     return out;
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("early exit: ", e.what()));
+    return absl::InternalError(absl::StrCat("early exit: ", Message(e)));
   }
 }
 
@@ -208,11 +219,16 @@ absl::Status EarlyExitNet::Save(const std::string& path) const {
     archive.save_to(path);
     return absl::OkStatus();
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("cannot save ", path, ": ", e.what()));
+    return absl::InternalError(absl::StrCat("cannot save ", path, ": ", Message(e)));
   }
 }
 
 absl::StatusOr<std::unique_ptr<EarlyExitNet>> EarlyExitNet::Load(const std::string& path) {
+  // A FIFO would block LibTorch's reader forever (superserve-early-exit --checkpoint).
+  if (auto st = CheckRegularFile(path); !st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load early-exit checkpoint: ", st.message()));
+  }
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
@@ -237,7 +253,7 @@ absl::StatusOr<std::unique_ptr<EarlyExitNet>> EarlyExitNet::Load(const std::stri
     return m;
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("cannot load early-exit checkpoint ", path, ": ",
-                                                   e.what()));
+                                                   Message(e)));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 #include "models/device.h"
 #include "models/extracted_subnet_impl.h"
 #include "operators/layer_select.h"
@@ -481,12 +482,19 @@ absl::Status OfaResNet::Save(const std::string& path) const {
 }
 
 absl::StatusOr<std::unique_ptr<OfaResNet>> OfaResNet::Load(const std::string& path) {
+  // A FIFO would block LibTorch's reader forever (superserve-nas --checkpoint).
+  if (auto st = CheckRegularFile(path); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("loading OfaResNet: ", st.message()));
+  }
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
     OfaResNetConfig config = ReadConfig(archive);
     auto model = Create(config);
-    if (!model.ok()) return model.status();
+    if (!model.ok()) {  // the file named: its config is what is wrong
+      return absl::Status(model.status().code(), absl::StrCat("loading OfaResNet from ", path, ": ",
+                                                              model.status().message()));
+    }
     torch::Tensor count;
     archive.read("slots/count", count);
     std::vector<ControlTuple> slots;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/small_file.h"
 #include "models/device.h"
 
 namespace superserve::models {
@@ -57,6 +58,7 @@ absl::Status CheckForwardSchema(const torch::jit::Module& module, const std::str
 
 struct ScriptedSupernet::Impl {
   torch::jit::Module module;
+  std::string path;  // the archive it was loaded from (errors name it)
   c10::Device device = c10::kCPU;
   // The actuated control, as forward's arguments.
   int64_t subnet_id = -1;
@@ -69,15 +71,28 @@ ScriptedSupernet::ScriptedSupernet(std::unique_ptr<Impl> impl) : impl_(std::move
 ScriptedSupernet::~ScriptedSupernet() = default;
 
 absl::StatusOr<std::unique_ptr<ScriptedSupernet>> ScriptedSupernet::Load(const std::string& path) {
+  // A FIFO would block LibTorch's reader forever.
+  if (auto st = CheckRegularFile(path); !st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a loadable TorchScript module: ", st.message()));
+  }
   auto impl = std::make_unique<Impl>();
+  // The archive's code is compiled here (and lazily, when forward's schema
+  // is first asked for): a syntax error, or an op this process does not
+  // register, arrives as torch::jit::ErrorReport, a std::exception that is
+  // no c10::Error. It used to escape and abort the worker (SIGABRT).
   try {
     impl->module = torch::jit::load(path, torch::kCPU);
+    impl->module.eval();
+    impl->path = path;
+    if (auto st = CheckForwardSchema(impl->module, path); !st.ok()) return st;
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a loadable TorchScript module: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a loadable TorchScript module: ", e.what()));
   }
-  impl->module.eval();
-  if (auto st = CheckForwardSchema(impl->module, path); !st.ok()) return st;
   return std::unique_ptr<ScriptedSupernet>(new ScriptedSupernet(std::move(impl)));
 }
 
@@ -121,15 +136,17 @@ absl::StatusOr<at::Tensor> ScriptedSupernet::Infer(const at::Tensor& x) {
     args.emplace_back(c10::List<double>(impl_->width_multipliers));
     c10::IValue out = impl_->module.forward(std::move(args));
     if (!out.isTensor()) {
-      return absl::InvalidArgumentError("scripted supernet: forward did not return a Tensor");
+      return absl::InternalError(
+          absl::StrCat("scripted supernet ", impl_->path, ": forward did not return a Tensor"));
     }
     return out.toTensor();
   } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scripted supernet: ", e.what_without_backtrace()));
+    return absl::InternalError(absl::StrCat("scripted supernet ", impl_->path, ": forward failed: ",
+                                            e.what_without_backtrace()));
   } catch (const std::exception& e) {
     // TorchScript's raise (e.g. an unknown slot) arrives as a JIT exception.
-    return absl::InvalidArgumentError(absl::StrCat("scripted supernet: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("scripted supernet ", impl_->path, ": forward failed: ", e.what()));
   }
 }
 

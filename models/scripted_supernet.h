@@ -44,7 +44,9 @@ class ScriptedSupernet {
   // it (a subnet it cannot run fails Infer with the module's message).
   absl::Status Actuate(const ControlTuple& control);
   // Logits of x through the actuated subnet; a TorchScript error (wrong
-  // shape, unknown slot, ...) becomes INVALID_ARGUMENT with its message.
+  // shape, unknown slot, a `raise` in forward, ...) becomes INTERNAL naming
+  // the module's file, with its message: the worker checked the batch against
+  // the profile before, so the failure is the module's, not the client's.
   absl::StatusOr<at::Tensor> Infer(const at::Tensor& x);
 
   // Moves the module's parameters and buffers to `device` ("cpu", "cuda",

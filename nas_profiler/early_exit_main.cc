@@ -4,6 +4,7 @@
 // `build` does all three and writes a model folder (models/dynamic/fmnist-exit).
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <algorithm>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "common/init.h"
 #include "common/json_writer.h"
 #include "common/logging.h"
+#include "common/output_path.h"
 #include "models/early_exit.h"
 #include "nas_profiler/early_exit_trainer.h"
 #include "nas_profiler/supernet_trainer.h"
@@ -166,9 +168,53 @@ absl::StatusOr<ModelProfile> MeasureProfile(models::EarlyExitNet& net, const Lab
   return p;
 }
 
+// The flags' ranges, and the output a run writes at its end, checked before
+// the data set is read: a bad value used to surface after minutes of
+// training or profiling, or not at all (--samples=0 divided by zero, an
+// --output_dir that could not be created aborted on an uncaught filesystem
+// error, --threads=100000 started that many threads).
+absl::Status CheckFlags(const std::string& cmd) {
+  const auto range = [](absl::string_view flag, int64_t v, int64_t lo, int64_t hi) {
+    return v >= lo && v <= hi ? absl::OkStatus()
+                              : absl::InvalidArgumentError(absl::StrCat(
+                                    "--", flag, "=", v, " must be in [", lo, ", ", hi, "]"));
+  };
+  for (const absl::Status& st : {
+           range("threads", absl::GetFlag(FLAGS_threads), 1, 1024),
+           range("samples", absl::GetFlag(FLAGS_samples), 1, 1000000),
+           range("batches", absl::GetFlag(FLAGS_batches), 1, 100000),
+           range("epochs", absl::GetFlag(FLAGS_epochs), 0, 100000),
+           range("max_steps", absl::GetFlag(FLAGS_max_steps), -1, int64_t{1} << 40),
+       }) {
+    if (!st.ok()) return st;
+  }
+  if (const double lr = absl::GetFlag(FLAGS_learning_rate); !(lr > 0) || !std::isfinite(lr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--learning_rate=", lr, " must be a finite number > 0"));
+  }
+  if (const double t = absl::GetFlag(FLAGS_threshold); !(t > 0 && t <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--threshold=", t, " must be in (0, 1]"));
+  }
+  if (cmd == "build") return MakeOutputDirectory("--output_dir", absl::GetFlag(FLAGS_output_dir));
+  if (cmd == "profile") {
+    if (absl::GetFlag(FLAGS_output).empty()) {
+      return absl::InvalidArgumentError("profile needs --output");
+    }
+    if (auto st = CheckOutputFile("--output", absl::GetFlag(FLAGS_output)); !st.ok()) return st;
+  }
+  if (cmd != "build" && absl::GetFlag(FLAGS_checkpoint).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(cmd, " needs --checkpoint"));
+  }
+  return absl::OkStatus();
+}
+
 int Run(const std::string& cmd) {
   if (cmd != "build" && cmd != "eval" && cmd != "profile") {
     std::fprintf(stderr, "superserve-early-exit: unknown subcommand '%s'\n%s\n", cmd.c_str(), kUsage);
+    return 2;
+  }
+  if (auto st = CheckFlags(cmd); !st.ok()) {
+    std::fprintf(stderr, "superserve-early-exit: %s\n", std::string(st.message()).c_str());
     return 2;
   }
   const std::string data = absl::GetFlag(FLAGS_data_dir);
@@ -236,7 +282,10 @@ int Run(const std::string& cmd) {
     std::string out = absl::GetFlag(FLAGS_output);
     if (cmd == "build") {
       const std::string dir = absl::GetFlag(FLAGS_output_dir);
-      std::filesystem::create_directories(dir);
+      if (auto st = MakeOutputDirectory("--output_dir", dir); !st.ok()) {
+        std::fprintf(stderr, "superserve-early-exit: %s\n", std::string(st.message()).c_str());
+        return 1;
+      }
       if (auto st = net->Save(dir + "/checkpoint.pt"); !st.ok()) {
         std::fprintf(stderr, "superserve-early-exit: %s\n", st.ToString().c_str());
         return 1;

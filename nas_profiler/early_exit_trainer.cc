@@ -47,6 +47,10 @@ torch::Tensor Labels(const LabeledImages& data, const std::vector<int64_t>& indi
 }
 
 absl::Status TorchError(const std::exception& e, const char* what) {
+  // LibTorch's message without the C++ backtrace it carries.
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) {
+    return absl::InternalError(absl::StrCat(what, ": ", c10->what_without_backtrace()));
+  }
   return absl::InternalError(absl::StrCat(what, ": ", e.what()));
 }
 
@@ -173,6 +177,14 @@ absl::StatusOr<DynamicProfileReport> ProfileEarlyExit(models::EarlyExitNet& net,
                                                       const std::vector<ImageApplication>& apps,
                                                       const DynamicProfileOptions& o) {
   if (apps.empty()) return absl::InvalidArgumentError("no applications to profile");
+  // Zero samples used to divide by zero (SIGFPE) in the warm-up below.
+  if (o.samples_per_application < 1 || o.batches_per_size < 1 || o.bins < 1 || o.warmup < 0 ||
+      o.batch_sizes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "early-exit profile: need >= 1 sample per application (", o.samples_per_application,
+        "), >= 1 batch per size (", o.batches_per_size, "), >= 1 bin (", o.bins,
+        "), a warm-up >= 0 (", o.warmup, ") and batch sizes"));
+  }
   try {
     net.SetTraining(false);
     std::mt19937_64 rng(o.seed);

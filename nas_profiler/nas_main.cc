@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <iostream>
+#include <cmath>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -22,6 +23,8 @@
 #include "absl/strings/str_format.h"
 #include "common/init.h"
 #include "common/json_writer.h"
+#include "common/output_path.h"
+#include "common/small_file.h"
 #include "common/progress.h"
 #include "models/ofa_resnet.h"
 #include "nas_profiler/nas_configs.h"
@@ -123,6 +126,51 @@ std::string ConfigName() {
   return name.empty() ? "fmnist" : name;
 }
 
+// The flags' ranges, and the file or folder a subcommand writes at its end,
+// checked before any data is read. Used to surface late or not at all:
+// --threads=100000 started that many threads, calibrate
+// --calibration_images=-1 aborted (uncaught c10::Error), a NaN or infinite
+// --weight_decay / --warmup_epochs trained into NaN weights and saved them,
+// and an unwritable --checkpoint was found after the training.
+absl::Status CheckFlags(const std::string& cmd) {
+  const auto range = [](absl::string_view flag, int64_t v, int64_t lo, int64_t hi) {
+    return v >= lo && v <= hi ? absl::OkStatus()
+                              : absl::InvalidArgumentError(absl::StrCat(
+                                    "--", flag, "=", v, " must be in [", lo, ", ", hi, "]"));
+  };
+  const auto finite = [](absl::string_view flag, double v, double lo, bool open) {
+    const bool ok = std::isfinite(v) && (open ? v > lo : v >= lo);
+    return ok ? absl::OkStatus()
+              : absl::InvalidArgumentError(absl::StrCat("--", flag, "=", v, " must be a finite number ",
+                                                        open ? "> " : ">= ", lo));
+  };
+  for (const absl::Status& st : {
+           range("threads", absl::GetFlag(FLAGS_threads), 1, 1024),
+           range("batch_size", absl::GetFlag(FLAGS_batch_size), 1, 65536),
+           range("random_subnets", absl::GetFlag(FLAGS_random_subnets), 0, 1000),
+           range("calibration_images", absl::GetFlag(FLAGS_calibration_images), 1, 1000000),
+           range("search_calibration_images", absl::GetFlag(FLAGS_search_calibration_images), 1,
+                 1000000),
+           range("warmup", absl::GetFlag(FLAGS_warmup), 0, 100000),
+           range("repeats", absl::GetFlag(FLAGS_repeats), 1, 100000),
+           finite("learning_rate", absl::GetFlag(FLAGS_learning_rate), 0, /*open=*/true),
+           finite("weight_decay", absl::GetFlag(FLAGS_weight_decay), 0, /*open=*/false),
+           finite("warmup_epochs", absl::GetFlag(FLAGS_warmup_epochs), 0, /*open=*/false),
+       }) {
+    if (!st.ok()) return st;
+  }
+  if (cmd == "train" && !absl::GetFlag(FLAGS_checkpoint).empty()) {
+    return CheckOutputFile("--checkpoint", absl::GetFlag(FLAGS_checkpoint));
+  }
+  if (cmd == "search" && !absl::GetFlag(FLAGS_output_dir).empty()) {
+    return MakeOutputDirectory("--output_dir", absl::GetFlag(FLAGS_output_dir));
+  }
+  if ((cmd == "calibrate" || cmd == "reprofile") && !absl::GetFlag(FLAGS_output).empty()) {
+    return CheckOutputFile("--output", absl::GetFlag(FLAGS_output));
+  }
+  return absl::OkStatus();
+}
+
 int Train() {
   const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
   if (checkpoint.empty()) return Fail(absl::InvalidArgumentError("train needs --checkpoint"));
@@ -209,6 +257,9 @@ absl::Status ParseList(absl::string_view text, absl::string_view what, std::vect
 
 // Reads WriteCandidatesCsv's format back (the columns search needs).
 absl::StatusOr<std::vector<CandidateResult>> ReadCandidatesCsv(const std::string& path) {
+  // A regular file only: /dev/zero used to be read as one endless line, and a
+  // FIFO blocked the search.
+  if (auto st = CheckRegularFile(path); !st.ok()) return st;
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   std::string line;
@@ -232,6 +283,10 @@ absl::StatusOr<std::vector<CandidateResult>> ReadCandidatesCsv(const std::string
     double measured_us = 0;
     if (!absl::SimpleAtod(f[1], &c.validation_accuracy) || !absl::SimpleAtod(f[2], &measured_us)) {
       return bad("accuracy/latency is not a number");
+    }
+    // Converted to nanoseconds below: NaN, inf or 1e300 overflowed (UB).
+    if (!(measured_us >= 0 && measured_us <= 3.6e9) || !std::isfinite(c.validation_accuracy)) {
+      return bad("accuracy must be finite and latency in [0, 3.6e9] us");
     }
     c.search_latency = static_cast<Nanos>(measured_us * 1000.0);
     if (auto s = ParseList(f[8], "depth", c.architecture.depths); !s.ok()) return bad(s.message());
@@ -509,6 +564,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string& command = args[1];
+  if (auto st = superserve::nas::CheckFlags(command); !st.ok()) {
+    std::fprintf(stderr, "superserve-nas: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
   if (command == "train") return superserve::nas::Train();
   if (command == "search") return superserve::nas::Search();
   if (command == "eval") return superserve::nas::Eval();

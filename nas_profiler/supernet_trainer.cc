@@ -109,7 +109,7 @@ int64_t ImageDataset::size() const {
 }
 
 ImageDataset ImageDataset::Prefix(int64_t n) const {
-  n = std::min(n, size());
+  n = std::clamp<int64_t>(n, 0, size());  // a negative n made narrow() throw
   auto impl = std::make_shared<Impl>();
   impl->images = impl_->images.narrow(0, 0, n);
   impl->labels = impl_->labels.narrow(0, 0, n);

@@ -128,11 +128,16 @@ void SubnetNormImpl::SyncSlotTableFromBuffers() {
   auto ch = slot_channels.to(torch::kCPU).contiguous();
   offsets_.assign(off.data_ptr<int64_t>(), off.data_ptr<int64_t>() + off.numel());
   channels_.assign(ch.data_ptr<int64_t>(), ch.data_ptr<int64_t>() + ch.numel());
+  // Written without offset + channels, which a checkpoint's values (2^62 +
+  // 2^62) overflowed past the check; a negative width passed it too.
   for (size_t s = 0; s < offsets_.size(); ++s) {
     TORCH_CHECK(channels_[s] == 0 ||
-                    (offsets_[s] >= 0 && offsets_[s] + channels_[s] <= mean_storage.size(0) &&
+                    (channels_[s] > 0 && offsets_[s] >= 0 &&
+                     offsets_[s] <= mean_storage.size(0) &&
+                     channels_[s] <= mean_storage.size(0) - offsets_[s] &&
                      mean_storage.size(0) == var_storage.size(0)),
-                "SubnetNorm: slot ", s, " statistics outside the storage");
+                "SubnetNorm: slot ", s, " statistics outside the storage (offset ", offsets_[s],
+                ", ", channels_[s], " channels, storage ", mean_storage.size(0), ")");
   }
 }
 

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -97,20 +98,32 @@ void NormalizeChannels(const float* x, float* out, int64_t n, int64_t c, int64_t
 at::Tensor SubnetNormWithStatistics(const at::Tensor& x, const at::Tensor& weight,
                                     const at::Tensor& bias, const at::Tensor& mean_storage,
                                     const at::Tensor& var_storage, int64_t offset, double eps) {
+  // A scripted module (a package's module.pt) calls this op with tensors of
+  // its choosing, and the fast path below reads raw pointers: every shape and
+  // device it relies on is checked. Weights or storages of shape [C, 0]
+  // passed the size(0) checks and were read past their (empty) data
+  // (SIGSEGV), and an offset near INT64_MAX overflowed offset + c past the
+  // range check.
   TORCH_CHECK(x.dim() >= 2, "SubnetNorm: input must be [N, C, ...]");
+  TORCH_CHECK(weight.dim() == 1 && bias.dim() == 1 && mean_storage.dim() == 1 &&
+                  var_storage.dim() == 1,
+              "SubnetNorm: weight, bias and statistics storages must be 1-d, got ", weight.sizes(),
+              ", ", bias.sizes(), ", ", mean_storage.sizes(), ", ", var_storage.sizes());
   const int64_t c = x.size(1);
   TORCH_CHECK(c <= weight.size(0) && c <= bias.size(0), "SubnetNorm: ", c,
               " channels, layer has at most ", weight.size(0));
-  TORCH_CHECK(
-      offset >= 0 && offset + c <= mean_storage.size(0) && offset + c <= var_storage.size(0),
-      "SubnetNorm: statistics range [", offset, ", ", offset + c, ") outside the storage of ",
-      mean_storage.size(0));
+  const int64_t storage = std::min(mean_storage.size(0), var_storage.size(0));
+  TORCH_CHECK(offset >= 0 && offset <= storage && c <= storage - offset,
+              "SubnetNorm: statistics range [", offset, ", +", c, ") outside the storage of ",
+              mean_storage.size(0));
   TORCH_CHECK(mean_storage.scalar_type() == var_storage.scalar_type(),
               "SubnetNorm: mean and var storage dtypes differ");
   const bool differentiable =
       at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad());
   const bool fast =
-      !differentiable && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
+      !differentiable && x.device().is_cpu() && weight.device().is_cpu() &&
+      bias.device().is_cpu() && mean_storage.device().is_cpu() && var_storage.device().is_cpu() &&
+      x.scalar_type() == at::kFloat &&
       x.is_contiguous() && weight.is_contiguous() && bias.is_contiguous() &&
       weight.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat &&
       mean_storage.is_contiguous() && var_storage.is_contiguous() &&

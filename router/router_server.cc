@@ -23,6 +23,7 @@
 #include "router/repository_poller.h"
 #include "common/model_digest.h"
 #include "common/model_repository.h"
+#include "common/small_file.h"
 #include "router/admin_service.h"
 #include "router/inference_service.h"
 #include "router/open_inference_service.h"
@@ -41,12 +42,12 @@ RouterServer::~RouterServer() {
 
 namespace {
 
-absl::StatusOr<std::string> ReadPem(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// Bounded, regular files only: /dev/zero used to be read until memory ran
+// out (std::bad_alloc), a FIFO blocked the router's start forever.
+absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
+  auto pem = ReadSmallFile(path, kMaxPemBytes);
+  if (!pem.ok()) return absl::Status(pem.status().code(), absl::StrCat(flag, ": ", pem.status().message()));
+  return pem;
 }
 
 // "127.0.0.1:P", "localhost:P", "[::1]:P": reachable from this host only.
@@ -221,14 +222,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
     }
     return grpc::InsecureServerCredentials();
   }
-  auto cert = ReadPem(o.tls_cert_file);
+  auto cert = ReadPem("--tls_cert_file", o.tls_cert_file);
   if (!cert.ok()) return cert.status();
-  auto key = ReadPem(o.tls_key_file);
+  auto key = ReadPem("--tls_key_file", o.tls_key_file);
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({*key, *cert});
   if (!o.tls_client_ca_file.empty()) {
-    auto ca = ReadPem(o.tls_client_ca_file);
+    auto ca = ReadPem("--tls_client_ca_file", o.tls_client_ca_file);
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *ca;
     ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;

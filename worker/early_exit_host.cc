@@ -21,9 +21,45 @@ absl::StatusOr<std::unique_ptr<EarlyExitHost>> EarlyExitHost::Load(const ModelEn
   host->net_ = *std::move(net);
   const auto& c = host->net_->config();
   const std::vector<int64_t> expected = {c.in_channels, c.image_size, c.image_size};
+  const auto list = [](const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) absl::StrAppend(&s, i ? ", " : "", v[i]);
+    return s + "]";
+  };
   if (model.profile.input_shape != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "model ", model.name, ": profile input shape does not match checkpoint ", checkpoint));
+        "model ", model.name, ": profile.json's input_shape ", list(model.profile.input_shape),
+        " does not match checkpoint ", checkpoint, " (", list(expected), ")"));
+  }
+  // The profile describes the answers (num_classes: the router advertises
+  // that output shape) and the exits (one accuracy per exit): a checkpoint
+  // that disagrees would be served under the wrong description.
+  if (model.profile.num_classes > 0 && model.profile.num_classes != c.num_classes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", model.name, ": profile.json's num_classes ",
+                     model.profile.num_classes, " but checkpoint ", checkpoint, " has ",
+                     c.num_classes, " classes"));
+  }
+  const auto check_exits = [&](const std::vector<double>& acc,
+                               const std::string& field) -> absl::Status {
+    if (acc.empty() || static_cast<int>(acc.size()) == host->net_->num_exits()) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model ", model.name, ": profile.json's ", field, " has ", acc.size(),
+        " entries (one per exit) but checkpoint ", checkpoint, " has ", host->net_->num_exits(),
+        " exits"));
+  };
+  if (auto st = check_exits(model.profile.dynamic.exit_accuracy, "dynamic.exit_accuracy");
+      !st.ok()) {
+    return st;
+  }
+  for (const ApplicationHistogram& a : model.profile.dynamic.applications) {
+    if (auto st = check_exits(a.exit_accuracy, absl::StrCat("application \"", a.application,
+                                                            "\" exit_accuracy"));
+        !st.ok()) {
+      return st;
+    }
   }
   host->input_shape_ = model.profile.input_shape;
   host->input_mean_ = model.profile.input_mean;
@@ -32,7 +68,11 @@ absl::StatusOr<std::unique_ptr<EarlyExitHost>> EarlyExitHost::Load(const ModelEn
 
   // Warm-up, so that first-run allocations never land on served queries;
   // then batch-of-one runs with every exit forced time each exit.
-  if (auto st = host->WarmUp(); !st.ok()) return st;
+  if (auto st = host->WarmUp(); !st.ok()) {  // e.g. a weight of the wrong shape: name the file
+    return absl::InvalidArgumentError(absl::StrCat("model ", model.name, ": checkpoint ",
+                                                   checkpoint, " fails its warm-up: ",
+                                                   st.message()));
+  }
   const float threshold = c.exit_threshold;
   host->net_->set_exit_threshold(2.f);
   int64_t sample = 1;

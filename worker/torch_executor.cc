@@ -24,6 +24,8 @@ namespace fs = std::filesystem;
 
 // The profile family of models/early_exit.h's networks.
 constexpr char kEarlyExitFamily[] = "early_exit";
+// The family of models/ofa_resnet.h's supernets (the default).
+constexpr char kOfaResNetFamily[] = "ofa_resnet";
 // The family of a supernet exported from PyTorch (models/scripted_supernet.h).
 constexpr char kTorchScriptFamily[] = "torchscript";
 
@@ -84,7 +86,41 @@ class TorchExecutor final : public Executor {
 
   std::string_view kind() const override { return "torch"; }
 
+  // The executor boundary for loads, as RunCatchingExceptions is for
+  // batches (worker/batch_runner.cc): whatever LibTorch throws while loading
+  // a package (a hostile one included) becomes a status naming the model,
+  // never an exception that ends the worker (at start-up, or on the loader
+  // thread of a hot registration, where it took every other model down).
   absl::Status Load(const ModelEntry& model) override {
+    std::string why;
+    try {
+      return LoadUnguarded(model);
+    } catch (const c10::Error& e) {
+      why = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // nothing half-loaded stays
+      models_.erase(model.name);
+      early_exit_.erase(model.name);
+    }
+    return absl::InternalError(absl::StrCat("model ", model.name, ": loading threw: ", why));
+  }
+
+  absl::Status LoadUnguarded(const ModelEntry& model) {
+    // A family this executor does not build (an emulated package sent to a
+    // torch worker) was loaded as an OfaResNet and refused for a missing or
+    // unreadable checkpoint, which named the wrong problem. An empty family
+    // (older profiles) is an OfaResNet.
+    const std::string& family = model.profile.family;
+    if (!family.empty() && family != kOfaResNetFamily && family != kTorchScriptFamily &&
+        family != kEarlyExitFamily) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model ", model.name, ": family \"", family, "\" is not one the torch executor serves (",
+          kOfaResNetFamily, ", ", kTorchScriptFamily, ", ", kEarlyExitFamily,
+          family == "emulated" ? "); an emulated model needs an emulated worker (--emulate)" : ")"));
+    }
     // A package's manifest names its checkpoint (validated to exist when the
     // package was loaded); the older layout is searched.
     auto path = model.manifest.has_value() && !model.manifest->checkpoint.empty()
@@ -113,6 +149,7 @@ class TorchExecutor final : public Executor {
     }
     Loaded l;
     l.net = *std::move(net);
+    l.checkpoint = *path;
     l.input_shape = model.profile.input_shape;
     l.input_mean = model.profile.input_mean;
     l.input_std = model.profile.input_std;
@@ -272,13 +309,12 @@ class TorchExecutor final : public Executor {
       if (auto st = m.net->Actuate(control); !st.ok()) return st;
       auto logits = m.net->Infer(x);
       if (!logits.ok()) return logits.status();
+      // What the module returned must be logits [padded, classes] of real
+      // numbers, `classes` being the profile's (the router advertises that
+      // shape; a scripted module or a checkpoint may disagree with it).
+      if (auto st = CheckLogits(*logits, padded, m); !st.ok()) return st;
       // Back on the host (on a GPU this copy is where the batch finishes).
       torch::Tensor out = logits->to(torch::kCPU, torch::kFloat32).contiguous();
-      if (out.dim() != 2 || out.size(0) != padded) {
-        return absl::InternalError(absl::StrCat("model ", model, " returned shape ",
-                                                out.sizes().vec().size(), "-d for ", inputs.size(),
-                                                " inputs"));
-      }
       const int64_t classes = out.size(1);
       const float* p = out.data_ptr<float>();
       std::vector<HostTensor> result;
@@ -295,12 +331,35 @@ class TorchExecutor final : public Executor {
  private:
   struct Loaded {
     std::unique_ptr<Servable> net;
+    std::string checkpoint;  // the file it was loaded from (errors name it)
     std::vector<int64_t> input_shape;
     float input_mean = 0.f;
     float input_std = 1.f;
     std::vector<int32_t> batch_sizes;  // the profile's, ascending
     ModelEntry entry;                  // what it was loaded from (warm-ups)
   };
+
+  // A batch's output as the module returned it, before any conversion.
+  static absl::Status CheckLogits(const at::Tensor& t, int64_t rows, const Loaded& m) {
+    const int64_t classes = m.entry.profile.num_classes;
+    const std::string want =
+        classes > 0 ? absl::StrCat("[", rows, ", ", classes, "]") : absl::StrCat("[", rows, ", C]");
+    auto fail = [&](const std::string& what) {
+      return absl::InternalError(absl::StrCat("model ", m.entry.name, " (", m.checkpoint,
+                                              ") returned ", what, " for a batch of ", rows,
+                                              "; logits must be ", want,
+                                              " of real numbers (profile.json's num_classes)"));
+    };
+    if (!t.defined()) return fail("an undefined tensor");
+    if (t.is_complex()) return fail(absl::StrCat("a ", c10::toString(t.scalar_type()), " tensor"));
+    std::vector<int64_t> shape = t.sizes().vec();
+    if (shape.size() != 2 || shape[0] != rows || (classes > 0 && shape[1] != classes)) {
+      std::string s = "shape [";
+      for (size_t i = 0; i < shape.size(); ++i) absl::StrAppend(&s, i ? ", " : "", shape[i]);
+      return fail(s + "]");
+    }
+    return absl::OkStatus();
+  }
 
   static int64_t PaddedBatch(const std::vector<int32_t>& sizes, int64_t n) {
     for (int32_t b : sizes) {

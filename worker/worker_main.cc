@@ -1,4 +1,5 @@
 // superserve-worker: hosts supernets and runs the batches the router sends.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "common/init.h"
@@ -16,7 +18,9 @@
 #include "common/shutdown_signal.h"
 #include "common/model_digest.h"
 #include "common/model_repository.h"
+#include "common/output_path.h"
 #include "common/secret.h"
+#include "common/small_file.h"
 #include "worker/emulated_executor.h"
 #include "worker/latency_probe.h"
 #include "worker/router_link.h"
@@ -32,7 +36,7 @@ ABSL_FLAG(std::string, tls_ca_file, "",
           "plaintext.");
 ABSL_FLAG(std::string, model_repo, "", "Model repository directory (<repo>/<model>/profile.json + checkpoint).");
 ABSL_FLAG(std::string, models, "", "Comma-separated subset of the repository's models (default: all).");
-ABSL_FLAG(int32_t, threads, 1, "Intra-op threads for the torch executor.");
+ABSL_FLAG(int32_t, threads, 1, "Intra-op threads for the torch executor, 1 to 1024.");
 ABSL_FLAG(std::string, device, "cpu",
           "Where the torch executor keeps the supernets and runs batches: cpu, cuda or cuda:N "
           "(cuda needs a worker built against a CUDA LibTorch: docs/gpu.md).");
@@ -45,11 +49,12 @@ ABSL_FLAG(std::string, measure_profiles_to, "",
 ABSL_FLAG(bool, emulate, false,
           "Sleep the profiled latency instead of running torch (reported at registration).");
 ABSL_FLAG(int32_t, instances, 1,
-          "Independent workers in this process, each with its own stream (needs --emulate).");
+          "Independent workers in this process, each with its own stream (needs --emulate); "
+          "1 to 4096.");
 ABSL_FLAG(std::string, name, "", "Worker id reported to the router (default: worker-<pid>).");
 ABSL_FLAG(double, connect_timeout_s, 30,
           "How long the first registration may take (the router may start later); the worker "
-          "exits with status 1 when it passes. <= 0 waits forever.");
+          "exits with status 1 when it passes. <= 0 waits forever; at most 10^6.");
 ABSL_FLAG(bool, reconnect, true,
           "Once registered, survive the router: when the stream ends (router restarted or gone, "
           "connection broken, or the router dropped this worker), dial again with capped "
@@ -62,7 +67,7 @@ ABSL_FLAG(int32_t, reconnect_max_backoff_ms, 2000,
           "back.");
 ABSL_FLAG(double, slowdown, 1.0,
           "Testing, with --emulate: every batch takes this many times its profiled latency "
-          "(a straggler; docs/faults.md).");
+          "(a straggler; docs/faults.md); in (0, 1000].");
 ABSL_FLAG(int32_t, keepalive_ms, 1000,
           "gRPC keepalive on the router connection: ping after this long without a frame "
           "from the router, drop the connection (and reconnect) when the ping is not answered "
@@ -74,6 +79,12 @@ ABSL_FLAG(int32_t, start_delay_ms, 0,
           "its queries or answers them DEADLINE_EXCEEDED.");
 
 namespace {
+
+// Flag bounds (each refused with exit status 2).
+constexpr int32_t kMaxThreads = 1024;       // intra-op threads
+constexpr int32_t kMaxInstances = 4096;     // emulated workers in one process
+constexpr double kMaxConnectTimeoutS = 1e6;  // 11.6 days; <= 0 is "forever"
+constexpr double kMaxSlowdown = 1000;       // a straggler 1000 times slower
 
 // --measure_profiles_to: each loaded supernet's latency table measured on
 // this worker, written with a copy of its folder (checkpoint, manifest).
@@ -150,6 +161,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-worker: --model-repo is required\n");
     return 2;
   }
+  // Bounded before anything is loaded: --threads=1000000 used to start tens
+  // of thousands of intra-op threads (the process then hung, deaf to
+  // SIGTERM), --instances=10^8 as many links; a NaN or huge
+  // --connect_timeout_s overflowed nanoseconds into "wait forever", and an
+  // infinite --slowdown into a sleep of a negative or endless length.
+  if (const int32_t t = absl::GetFlag(FLAGS_threads); t < 1 || t > kMaxThreads) {
+    std::fprintf(stderr, "superserve-worker: --threads=%d must be in [1, %d]\n", t, kMaxThreads);
+    return 2;
+  }
+  if (const int32_t n = absl::GetFlag(FLAGS_instances); n < 1 || n > kMaxInstances) {
+    std::fprintf(stderr, "superserve-worker: --instances=%d must be in [1, %d]\n", n,
+                 kMaxInstances);
+    return 2;
+  }
+  if (const double t = absl::GetFlag(FLAGS_connect_timeout_s);
+      !std::isfinite(t) || t > kMaxConnectTimeoutS) {
+    std::fprintf(stderr,
+                 "superserve-worker: --connect_timeout_s=%g must be a finite number of seconds "
+                 "<= %g (<= 0 waits forever)\n",
+                 t, kMaxConnectTimeoutS);
+    return 2;
+  }
+  if (const double f = absl::GetFlag(FLAGS_slowdown); !(f > 0) || f > kMaxSlowdown) {
+    std::fprintf(stderr, "superserve-worker: --slowdown=%g must be in (0, %g]\n", f, kMaxSlowdown);
+    return 2;
+  }
   const int32_t initial_backoff_ms = absl::GetFlag(FLAGS_reconnect_initial_backoff_ms);
   const int32_t max_backoff_ms = absl::GetFlag(FLAGS_reconnect_max_backoff_ms);
   if (initial_backoff_ms <= 0 || max_backoff_ms < initial_backoff_ms) {
@@ -171,14 +208,15 @@ int main(int argc, char** argv) {
   }
   std::string tls_ca_pem;
   if (const std::string f = absl::GetFlag(FLAGS_tls_ca_file); !f.empty()) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    tls_ca_pem = ss.str();
-    if (!in || tls_ca_pem.empty()) {
-      SS_LOG(ERROR) << "cannot read --tls_ca_file " << f;
+    // Bounded, regular files only: /dev/zero used to be read until memory
+    // ran out (std::bad_alloc, SIGABRT), a FIFO blocked forever.
+    auto pem = ReadSmallFile(f, kMaxPemBytes);
+    if (!pem.ok() || pem->empty()) {
+      SS_LOG(ERROR) << "cannot read --tls_ca_file " << f
+                    << (pem.ok() ? std::string(": empty") : ": " + std::string(pem.status().message()));
       return 2;
     }
+    tls_ca_pem = *std::move(pem);
   }
   auto all = LoadModelRepository(repo);
   if (!all.ok()) {
@@ -188,6 +226,29 @@ int main(int argc, char** argv) {
   std::vector<ModelEntry> models;
   const std::string subset = absl::GetFlag(FLAGS_models);
   const std::string measure_to = absl::GetFlag(FLAGS_measure_profiles_to);
+  // A name of --models that the repository lacks (a typo) used to be
+  // skipped without a word when another name matched.
+  for (absl::string_view want : absl::StrSplit(subset, ',', absl::SkipEmpty())) {
+    bool found = false;
+    std::vector<std::string> names;
+    for (const auto& m : *all) {
+      found = found || m.name == want;
+      names.push_back(m.name);
+    }
+    if (!found) {
+      SS_LOG(ERROR) << "--models: " << want << " is not in " << repo << " (it holds: "
+                    << (names.empty() ? std::string("nothing") : absl::StrJoin(names, ", "))
+                    << ")";
+      return 1;
+    }
+  }
+  // Measuring takes minutes: its output folder is checked first.
+  if (!measure_to.empty()) {
+    if (auto st = MakeOutputDirectory("--measure_profiles_to", measure_to); !st.ok()) {
+      std::fprintf(stderr, "superserve-worker: %s\n", std::string(st.message()).c_str());
+      return 2;
+    }
+  }
   for (auto& m : *all) {
     if (!m.profile.latencies_measured && measure_to.empty()) {
       // Its latencies are measured when the router sends it (a package the
@@ -213,7 +274,7 @@ int main(int argc, char** argv) {
                     << ": this worker serves what the router registers at run time";
   }
   const bool emulate = absl::GetFlag(FLAGS_emulate);
-  const int instances = std::max(1, absl::GetFlag(FLAGS_instances));
+  const int instances = absl::GetFlag(FLAGS_instances);
   if (instances > 1 && !emulate) {
     std::fprintf(stderr, "superserve-worker: --instances > 1 needs --emulate\n");
     return 2;
@@ -221,10 +282,6 @@ int main(int argc, char** argv) {
   std::unique_ptr<Executor> executor;
   if (emulate) {
     const double slowdown = absl::GetFlag(FLAGS_slowdown);
-    if (!(slowdown > 0)) {
-      std::fprintf(stderr, "superserve-worker: --slowdown must be > 0\n");
-      return 2;
-    }
     executor = std::make_unique<EmulatedExecutor>(slowdown);
   } else {
     auto e = MakeTorchExecutor(absl::GetFlag(FLAGS_threads), absl::GetFlag(FLAGS_device));

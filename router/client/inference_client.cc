@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/small_file.h"
 
 namespace superserve {
 namespace {
@@ -334,13 +335,9 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
     }
     return grpc::InsecureChannelCredentials();
   }
-  auto read = [](const std::string& path) -> absl::StatusOr<std::string> {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
+  // Bounded, regular files only: /dev/zero used to be read until memory ran
+  // out (std::bad_alloc), a FIFO blocked forever.
+  auto read = [](const std::string& path) { return ReadSmallFile(path, kMaxPemBytes); };
   grpc::SslCredentialsOptions ssl;
   auto ca = read(tls.ca_file);
   if (!ca.ok()) return ca.status();

@@ -1,7 +1,10 @@
 // superserve-trace's and superserve-symphony-repro's flag checks: an out-of-
 // range number is a usage error (exit 2) whose message names the flag, its
 // value and the range, never a crash, a hang or a silently empty trace.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +103,66 @@ TEST(SymphonyReproCliTest, OutOfRangeFlagsAreUsageErrorsNamingTheFlag) {
     EXPECT_NE(r.out.find("superserve-symphony-repro: " + message), std::string::npos)
         << args << "\n"
         << r.out;
+  }
+}
+
+// superserve-repro: a NaN, negative, zero, infinite or huge --duration_s ran
+// all 99 cells on empty traces and exited 0; an unknown --only ran nothing
+// and exited 0; a stray word was ignored.
+TEST(ReproCliTest, OutOfRangeFlagsAndUnknownExperimentsAreUsageErrors) {
+  // Its own folder: a regression writes results.csv there, not in TempDir.
+  const std::string dir = ::testing::TempDir() + "/repro_cli_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string out = "--out " + dir + " --profile " +
+                          SUPERSERVE_TEST_SOURCE_DIR + "/bench/data/paper_ofa_resnet50_profile.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--duration_s nan --only bursty", "--duration_s=nan must be in (0, 86400] seconds"},
+      {"--duration_s -1 --only bursty", "--duration_s=-1 must be in (0, 86400]"},
+      {"--duration_s 0 --only bursty", "--duration_s=0 must be in (0, 86400]"},
+      {"--duration_s inf --only bursty", "--duration_s=inf must be in (0, 86400]"},
+      {"--duration_s 1e300 --only bursty", "--duration_s=1e+300 must be in (0, 86400]"},
+      {"--duration_s 1 --only bogus", "--only=bogus is not an experiment (known: bursty,"},
+      {"--duration_s 1 --only bursty --dispatch_overhead_us inf",
+       "--dispatch_overhead_us=inf must be in [0, 8.64e+10] us"},
+      {"--duration_s 1 --only bursty stray", "unexpected argument 'stray'"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliRun r = RunTool("superserve-repro", out + " " + args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("superserve-repro: " + message), std::string::npos) << args << "\n"
+                                                                             << r.out;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// superserve-bench's live benchmarks refuse out-of-range flags before they
+// start anything: router-throughput --throughput_trial_s=nan aborted
+// (std::length_error), router-overhead with 0 queries and early-exit-live
+// with a NaN duration or a zero rate reported numbers and exited 0, an
+// infinite trial or probe length ran forever, and every usage error left an
+// empty scratch folder behind ("logs kept in ...").
+TEST(BenchCliTest, LiveBenchmarksRefuseOutOfRangeFlagsBeforeStarting) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"router-throughput --throughput_trial_s nan", "router-throughput: need --throughput_trial_s"},
+      {"router-throughput --throughput_start_qps 0", "router-throughput: need"},
+      {"router-throughput --throughput_workers 100000", "router-throughput: need"},
+      {"router-overhead --overhead_queries 0", "router-overhead: need --overhead_queries in [1, 1e7]"},
+      {"early-exit-live --eelive_seconds nan", "early-exit-live: need --eelive_seconds in (0, 86400]"},
+      {"early-exit-live --eelive_qps 0", "early-exit-live: need"},
+      {"registration --registration_qps 0", "registration: need --registration_qps in (0, 1e6]"},
+      {"overload --overload_trial_s inf", "overload: need --overload_scale in (0, 1000]"},
+      {"overload --overload_workers 100000", "overload: need"},
+      {"scaling --probe_s inf", "scaling: need --max_workers in [1, 4096]"},
+      {"scaling --max_workers 1000000", "scaling: need"},
+      {"faults --duration_s 1e300", "faults: need --duration_s and --kill_every_s in (0, 86400]"},
+      {"faults --workers 100000", "faults: need"},
+      {"faults --faults_probe_s inf", "faults: need"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliRun r = RunTool("superserve-bench", args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("logs kept in"), std::string::npos) << args << "\n" << r.out;
   }
 }
 

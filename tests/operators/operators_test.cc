@@ -192,6 +192,43 @@ TEST(SubnetNormTest, RejectsUnknownSlotsAndWrongWidths) {
   EXPECT_THROW(norm->ResetSlots({9}), c10::Error);
 }
 
+// A checkpoint's slot table is input: offset + channels overflowing int64,
+// or a negative width, passed the range check (and failed later, in a
+// forward, or read outside the storage).
+TEST(SubnetNormTest, SlotTablesFromACheckpointAreRangeChecked) {
+  SubnetNorm norm(8);
+  norm->ResetSlots({4, 4});
+  norm->SyncSlotTableFromBuffers();  // the table as written is fine
+  const int64_t big = int64_t{1} << 62;
+  for (const auto& [offset, channels] :
+       std::vector<std::pair<int64_t, int64_t>>{{big, big}, {0, -3}, {7, 2}, {-1, 2}}) {
+    norm->slot_offsets.fill_(offset);
+    norm->slot_channels.fill_(channels);
+    EXPECT_THROW(norm->SyncSlotTableFromBuffers(), c10::Error) << offset << " " << channels;
+  }
+}
+
+// The op a scripted module calls (torch.ops.superserve.subnet_norm) with
+// tensors of its choosing: a weight or storages of shape [C, 0] were read past
+// their empty data on the raw-pointer path (SIGSEGV in the worker), and an
+// offset near INT64_MAX overflowed offset + C past the range check.
+TEST(SubnetNormTest, TheOpRefusesHostileShapesAndOffsetsInsteadOfReadingPastThem) {
+  const torch::Tensor x = torch::randn({2, 10});
+  const torch::Tensor w = torch::ones({10}), b = torch::zeros({10});
+  const torch::Tensor mean = torch::zeros({10}), var = torch::ones({10});
+  EXPECT_NO_THROW(SubnetNormWithStatistics(x, w, b, mean, var, 0, 1e-5));
+  EXPECT_THROW(SubnetNormWithStatistics(x, torch::ones({10, 0}), b, mean, var, 0, 1e-5),
+               c10::Error);
+  EXPECT_THROW(SubnetNormWithStatistics(x, w, torch::zeros({10, 0}), mean, var, 0, 1e-5),
+               c10::Error);
+  EXPECT_THROW(SubnetNormWithStatistics(x, w, b, torch::zeros({10, 0}), torch::zeros({10, 0}), 0,
+                                        1e-5),
+               c10::Error);
+  EXPECT_THROW(SubnetNormWithStatistics(x, w, b, mean, torch::ones({4}), 0, 1e-5), c10::Error);
+  EXPECT_THROW(SubnetNormWithStatistics(x, w, b, mean, var, INT64_MAX - 7, 1e-5), c10::Error);
+  EXPECT_THROW(SubnetNormWithStatistics(x, w, b, mean, var, 1, 1e-5), c10::Error);
+}
+
 TEST(SubnetNormTest, AddSlotKeepsExistingStatistics) {
   SubnetNorm norm(8);
   norm->ResetSlots({3});

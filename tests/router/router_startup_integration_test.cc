@@ -9,6 +9,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -135,6 +136,26 @@ TEST_F(RouterStartup, ASecondRouterOnATakenAddressFailsNamingIt) {
   EXPECT_THAT(same_worker.log, HasSubstr(absl::StrCat("cannot listen for workers on ", worker,
                                                       " (--worker_listen): address already "
                                                       "in use")));
+}
+
+// A TLS file that is a device was read until memory ran out (std::bad_alloc:
+// SIGABRT, or the machine's memory); a FIFO blocked the start forever. The
+// FIFO is what this test uses: a regression then hangs into RunFor's timeout
+// instead of allocating without bound.
+TEST_F(RouterStartup, TlsFilesThatAreNotRegularFilesAreRefusedNamingTheFlag) {
+  const std::string pem = dir_ + "/not-a-certificate.pem";
+  std::ofstream(pem) << "-----BEGIN CERTIFICATE-----\n";
+  const std::string fifo = dir_ + "/tls.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string flag : {"--tls_cert_file", "--tls_key_file"}) {
+    std::vector<std::string> flags = {"--listen=127.0.0.1:0", "--worker_listen=127.0.0.1:0",
+                                      "--metrics_listen=", "--tls_cert_file=" + pem,
+                                      "--tls_key_file=" + pem};
+    flags.push_back(flag + "=" + fifo);
+    Exit e = RefusedRouter(flags);
+    EXPECT_EQ(e.code, 1) << flag << "\n" << e.log;
+    EXPECT_THAT(e.log, HasSubstr(flag + ": " + fifo + ": is a FIFO")) << e.log;
+  }
 }
 
 TEST_F(RouterStartup, BadAddressesAndFlagsAreRefusedNamingTheFlag) {

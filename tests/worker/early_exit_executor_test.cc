@@ -3,6 +3,10 @@
 // and each query answers with the logits and the exit it takes alone
 // (models/early_exit offline, batch of one).
 #include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <vector>
@@ -83,6 +87,83 @@ TEST(EarlyExitExecutorTest, BatchAnswersEachQueryAsItsOfflineExit) {
   auto plain_run = (*executor)->Run(model->name, ControlTuple(), inputs);
   ASSERT_TRUE(plain_run.ok());
   EXPECT_EQ((*plain_run)[3].data, (*out)[3].data);
+}
+
+// A profile that disagrees with its checkpoint (the bundled one has 10
+// classes and 3 exits) is refused at load naming the field and the file: it
+// used to load and serve 10 logits under a profile of 5 classes, or report
+// exit accuracies for exits the network does not have. A checkpoint of
+// another family is refused without LibTorch's C++ backtrace.
+TEST(EarlyExitExecutorTest, AProfileThatDisagreesWithTheCheckpointIsRefusedNamingBoth) {
+  const std::string dir = std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/models/dynamic/fmnist-exit";
+  auto loaded = LoadModelDirectory(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  {
+    ModelEntry model = *loaded;
+    model.profile.num_classes = 5;
+    auto executor = MakeTorchExecutor(1);
+    ASSERT_TRUE(executor.ok());
+    absl::Status st = (*executor)->Load(model);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("num_classes 5"), std::string::npos) << st;
+    EXPECT_NE(st.message().find("checkpoint.pt has 10 classes"), std::string::npos) << st;
+  }
+  for (size_t exits : {2u, 5u}) {
+    ModelEntry model = *loaded;
+    model.profile.dynamic.exit_accuracy.assign(exits, 90.0);
+    auto executor = MakeTorchExecutor(1);
+    ASSERT_TRUE(executor.ok());
+    absl::Status st = (*executor)->Load(model);
+    ASSERT_FALSE(st.ok()) << exits;
+    EXPECT_NE(st.message().find("dynamic.exit_accuracy has " + std::to_string(exits)),
+              std::string::npos)
+        << st;
+    EXPECT_NE(st.message().find("has 3 exits"), std::string::npos) << st;
+  }
+  {
+    ModelEntry model = *loaded;
+    ASSERT_FALSE(model.profile.dynamic.applications.empty());
+    model.profile.dynamic.applications[0].exit_accuracy.assign(2, 90.0);
+    auto executor = MakeTorchExecutor(1);
+    ASSERT_TRUE(executor.ok());
+    absl::Status st = (*executor)->Load(model);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("exit_accuracy has 2 entries"), std::string::npos) << st;
+  }
+  {
+    // A weight of another shape: the warm-up fails, and the message names
+    // the checkpoint (it used to say only "early exit: mat1 and mat2 ...").
+    auto net = models::EarlyExitNet::Load(dir + "/checkpoint.pt");
+    ASSERT_TRUE(net.ok()) << net.status();
+    std::vector<at::Tensor> params = (*net)->Parameters();
+    ASSERT_FALSE(params.empty());
+    {
+      torch::NoGradGuard no_grad;
+      params.back().set_(torch::zeros({3, 5}));
+    }
+    const std::string tmp = ::testing::TempDir() + "/early_exit_executor_test_" +
+                            std::to_string(getpid()) + "_bad.pt";
+    ASSERT_TRUE((*net)->Save(tmp).ok());
+    ModelEntry model = *loaded;
+    model.directory = ::testing::TempDir();
+    ASSERT_TRUE(model.manifest.has_value());
+    model.manifest->checkpoint = tmp.substr(::testing::TempDir().size());
+    while (!model.manifest->checkpoint.empty() && model.manifest->checkpoint[0] == '/') {
+      model.manifest->checkpoint.erase(0, 1);
+    }
+    auto executor = MakeTorchExecutor(1);
+    ASSERT_TRUE(executor.ok());
+    absl::Status st = (*executor)->Load(model);
+    std::remove(tmp.c_str());
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("_bad.pt fails its warm-up"), std::string::npos) << st;
+  }
+  auto other = models::EarlyExitNet::Load(std::string(SUPERSERVE_TEST_SOURCE_DIR) +
+                                          "/models/fmnist/checkpoint.pt");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("config/in_channels"), std::string::npos)
+      << other.status();
+  EXPECT_EQ(other.status().message().find("frame #"), std::string::npos) << other.status();
 }
 
 }  // namespace

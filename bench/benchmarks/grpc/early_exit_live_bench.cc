@@ -68,6 +68,24 @@ std::string SourceDir() {
 }
 
 int Main(const BenchmarkArgs& args) {
+  // Usage errors before anything starts: a NaN --eelive_seconds or a zero
+  // --eelive_qps ran an empty trace and reported finish rates of 0 or 1.
+  {
+    const double seconds = absl::GetFlag(FLAGS_eelive_seconds);
+    const double qps = absl::GetFlag(FLAGS_eelive_qps);
+    const double supernet_qps = absl::GetFlag(FLAGS_eelive_supernet_qps);
+    const double slo_ms = absl::GetFlag(FLAGS_eelive_slo_ms);
+    const double overhead_ms = absl::GetFlag(FLAGS_eelive_overhead_ms);
+    if (!(seconds > 0 && seconds <= 86400) || !(qps > 0 && qps <= 1e6) ||
+        !(supernet_qps >= 0 && supernet_qps <= 1e6) || !(slo_ms > 0 && slo_ms <= 3600e3) ||
+        !(overhead_ms >= 0 && overhead_ms <= 3600e3)) {
+      std::fprintf(stderr,
+                   "early-exit-live: need --eelive_seconds in (0, 86400], --eelive_qps in (0, 1e6], "
+                   "--eelive_supernet_qps in [0, 1e6], --eelive_slo_ms in (0, 3.6e6], "
+                   "--eelive_overhead_ms in [0, 3.6e6]\n");
+      return 2;
+    }
+  }
   const std::string source = SourceDir();
   const std::string bin_dir = fs::path(fs::read_symlink("/proc/self/exe")).parent_path().string();
   const std::string work = (fs::temp_directory_path() /

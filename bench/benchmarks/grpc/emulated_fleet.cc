@@ -26,8 +26,10 @@ int InScratchDir(const char* benchmark, const std::function<int(const std::strin
     return 1;
   }
   const int rc = run(dir);
-  if (rc == 0) {
-    std::error_code ec;
+  // Kept when it holds something to read: a usage error (refused before
+  // anything ran) used to leave an empty folder behind on every call.
+  std::error_code ec;
+  if (rc == 0 || fs::is_empty(dir, ec)) {
     fs::remove_all(dir, ec);
   } else {
     std::fprintf(stderr, "%s: logs kept in %s\n", benchmark, dir.c_str());

@@ -113,12 +113,16 @@ class FaultsBench {
     const double load_fraction = absl::GetFlag(FLAGS_load_fraction);
     const double scale = absl::GetFlag(FLAGS_faults_scale);
     const std::string restart_signal = absl::GetFlag(FLAGS_restart_signal);
-    if (!(duration_s > 0) || !(kill_every_s > 0) || workers_ < 2 || !(load_fraction > 0) ||
-        !(absl::GetFlag(FLAGS_faults_probe_s) > 1) ||
-        !(scale > 0) || (restart_signal != "term" && restart_signal != "kill")) {
-      std::fprintf(stderr, "faults: need --duration_s > 0, --kill_every_s > 0, --workers >= 2, "
-                           "--load_fraction > 0, --faults_probe_s > 1, --faults_scale > 0, --restart_signal "
-                           "term|kill\n");
+    // Upper bounds too: an infinite or 1e300 duration overflowed nanoseconds,
+    // and every worker is a process of this machine.
+    const double probe_s = absl::GetFlag(FLAGS_faults_probe_s);
+    if (!(duration_s > 0 && duration_s <= 86400) || !(kill_every_s > 0 && kill_every_s <= 86400) ||
+        workers_ < 2 || workers_ > 1024 || !(load_fraction > 0 && load_fraction <= 100) ||
+        !(probe_s > 1 && probe_s <= 3600) || !(scale > 0 && scale <= 1000) ||
+        (restart_signal != "term" && restart_signal != "kill")) {
+      std::fprintf(stderr, "faults: need --duration_s and --kill_every_s in (0, 86400], --workers in "
+                           "[2, 1024], --load_fraction in (0, 100], --faults_probe_s in (1, 3600], "
+                           "--faults_scale in (0, 1000], --restart_signal term|kill\n");
       return 2;
     }
     std::vector<std::string> variants =

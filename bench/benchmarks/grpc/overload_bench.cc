@@ -98,9 +98,12 @@ class OverloadBench {
     const double scale = absl::GetFlag(FLAGS_overload_scale);
     workers_ = absl::GetFlag(FLAGS_overload_workers);
     trial_s_ = absl::GetFlag(FLAGS_overload_trial_s);
-    if (!(scale > 0) || workers_ < 1 || !(trial_s_ > 0)) {
-      std::fprintf(stderr, "overload: need --overload_scale > 0, --overload_workers >= 1, "
-                           "--overload_trial_s > 0\n");
+    // Upper bounds too: an infinite --overload_trial_s ran forever (its
+    // nanoseconds overflowed), and the workers are one worker's --instances.
+    if (!(scale > 0 && scale <= 1000) || workers_ < 1 || workers_ > 4096 ||
+        !(trial_s_ > 0 && trial_s_ <= 3600)) {
+      std::fprintf(stderr, "overload: need --overload_scale in (0, 1000], --overload_workers in "
+                           "[1, 4096], --overload_trial_s in (0, 3600]\n");
       return 2;
     }
     profile_ = OverloadProfile(scale);

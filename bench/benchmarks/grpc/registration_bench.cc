@@ -202,6 +202,15 @@ RegisterBenchmark kRegistration(
     "worker's cold start with the same package, and failed queries of another model meanwhile "
     "(run from the source tree)",
     [](const BenchmarkArgs& args) {
+      // Usage errors before anything starts: a zero or NaN rate is not an
+      // exponential distribution's (its gaps were infinite or undefined).
+      const double qps = absl::GetFlag(FLAGS_registration_qps);
+      const double slo_ms = absl::GetFlag(FLAGS_registration_slo_ms);
+      if (!(qps > 0 && qps <= 1e6) || !(slo_ms > 0 && slo_ms <= 3600e3)) {
+        std::fprintf(stderr, "%s: need --registration_qps in (0, 1e6] and --registration_slo_ms "
+                             "in (0, 3.6e6]\n", kName);
+        return 2;
+      }
       return InScratchDir(kName, [&](const std::string& dir) { return Run(dir, args); });
     });
 

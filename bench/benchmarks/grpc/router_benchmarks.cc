@@ -412,6 +412,21 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
                             const std::string& work);
 
 int RunRouterThroughput(const BenchmarkArgs& args) {
+  // Usage errors before anything starts: a NaN --throughput_trial_s aborted
+  // (std::length_error sizing the trace), and no bound held the rest.
+  const double trial_s = absl::GetFlag(FLAGS_throughput_trial_s);
+  const double slo_ms = absl::GetFlag(FLAGS_throughput_slo_ms);
+  const double start = absl::GetFlag(FLAGS_throughput_start_qps);
+  const double max = absl::GetFlag(FLAGS_throughput_max_qps);
+  const int32_t workers = absl::GetFlag(FLAGS_throughput_workers);
+  if (!(trial_s > 0 && trial_s <= 3600) || !(slo_ms > 0 && slo_ms <= 3600e3) ||
+      !(start > 0 && start <= max && max <= 1e7) || workers < 1 || workers > 4096) {
+    std::fprintf(stderr,
+                 "router-throughput: need --throughput_trial_s in (0, 3600], --throughput_slo_ms "
+                 "in (0, 3.6e6], 0 < --throughput_start_qps <= --throughput_max_qps <= 1e7, "
+                 "--throughput_workers in [1, 4096]\n");
+    return 2;
+  }
   std::vector<std::pair<std::string, Transport>> transports;
   for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_throughput_transports), ',')) {
     auto t = ParseTransport(std::string(name));
@@ -588,6 +603,13 @@ RegisterBenchmark reg_overhead("router-overhead",
                                "p50/p99 latency through the router vs a direct worker call "
                                "(router + emulated workers as processes)",
                                [](const BenchmarkArgs& args) {
+                                 // 0 queries used to report p50 0 us and exit 0.
+                                 const int n = absl::GetFlag(FLAGS_overhead_queries);
+                                 if (n < 1 || n > 10000000) {
+                                   std::fprintf(stderr, "router-overhead: need --overhead_queries "
+                                                        "in [1, 1e7]\n");
+                                   return 2;
+                                 }
                                  return InScratchDir("router-overhead", [&](const std::string& w) {
                                    return MeasureRouterOverhead(args, w);
                                  });

@@ -543,14 +543,19 @@ RegisterBenchmark reg_scaling(
     "(or --routers shards) vs the ideal linear curve, with the router's CPU per query",
     [](const BenchmarkArgs& args) {
       // Usage errors before anything starts (exit 2, no scratch directory).
+      // Upper bounds too: an infinite --probe_s overflowed nanoseconds, and
+      // every worker and router is a process of this machine.
+      const double probe_s = absl::GetFlag(FLAGS_probe_s);
+      const double slo_ms = absl::GetFlag(FLAGS_scaling_slo_ms);
       if (!ParseTransport(absl::GetFlag(FLAGS_scaling_transport)).ok() ||
-          absl::GetFlag(FLAGS_max_workers) < 1 || !(absl::GetFlag(FLAGS_probe_s) > 0) ||
-          absl::GetFlag(FLAGS_probes) < 1 || absl::GetFlag(FLAGS_routers) < 1 ||
-          !(absl::GetFlag(FLAGS_scaling_slo_ms) > 0)) {
+          absl::GetFlag(FLAGS_max_workers) < 1 || absl::GetFlag(FLAGS_max_workers) > 4096 ||
+          !(probe_s > 0 && probe_s <= 3600) || absl::GetFlag(FLAGS_probes) < 1 ||
+          absl::GetFlag(FLAGS_probes) > 100 || absl::GetFlag(FLAGS_routers) < 1 ||
+          absl::GetFlag(FLAGS_routers) > 64 || !(slo_ms > 0 && slo_ms <= 3600e3)) {
         std::fprintf(stderr,
-                     "scaling: need --max_workers >= 1, --probe_s > 0, --probes >= 1, "
-                     "--routers >= 1, --scaling_slo_ms > 0 and --scaling_transport "
-                     "unary|stream\n");
+                     "scaling: need --max_workers in [1, 4096], --probe_s in (0, 3600], --probes "
+                     "in [1, 100], --routers in [1, 64], --scaling_slo_ms in (0, 3.6e6] and "
+                     "--scaling_transport unary|stream\n");
         return 2;
       }
       const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
