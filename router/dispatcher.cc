@@ -15,6 +15,7 @@
 #include "common/model_repository.h"
 #include "common/tar_package.h"
 #include "common/tensor_codec.h"
+#include "common/worker_link_limits.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "router/grpc_worker_channel.h"
 #include "router/tensor_payload.h"
@@ -89,6 +90,7 @@ absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest
     return absl::InvalidArgumentError(absl::StrCat(
         "model \"", profile.model, "\": neither a supernet (no subnets) nor dynamic"));
   }
+  if (auto s = CheckBatchesFitWorkerLink(profile); !s.ok()) return s;
   auto policy = MakePolicy(PolicyNameFor(profile), profile, options_.policy_config);
   if (!policy.ok()) return policy.status();
   if (auto s = core_.AddModel(profile, *std::move(policy)); !s.ok()) return s;

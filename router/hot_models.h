@@ -40,8 +40,9 @@ class HotModels {
   };
   explicit HotModels(Hooks hooks) : hooks_(std::move(hooks)) {}
 
-  // The largest package sent over a worker stream (the worker's channel
-  // accepts 64 MiB messages).
+  // The largest package sent over a worker stream: well under the link's
+  // message limit (common/worker_link_limits.h), because every worker's
+  // stream holds its own serialized copy while the package is sent.
   static constexpr int64_t kMaxPackageBytes = 60 << 20;
 
   struct WorkerLoad {

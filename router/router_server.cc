@@ -24,6 +24,7 @@
 #include "common/model_digest.h"
 #include "common/model_repository.h"
 #include "common/small_file.h"
+#include "common/worker_link_limits.h"
 #include "router/admin_service.h"
 #include "router/inference_service.h"
 #include "router/open_inference_service.h"
@@ -374,9 +375,11 @@ absl::Status RouterServer::Start() {
                              &worker_port_);
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // as on the client port
     builder.RegisterCallbackGenericService(worker_port_hint_.get());
-    // Batches carry many queries' tensors.
-    builder.SetMaxReceiveMessageSize(std::max(options_.max_message_bytes, 64 << 20));
-    builder.SetMaxSendMessageSize(std::max(options_.max_message_bytes, 64 << 20));
+    // Batches carry many queries' tensors; the worker's end sets the same
+    // limit, and models whose batches exceed it are refused
+    // (common/worker_link_limits.h).
+    builder.SetMaxReceiveMessageSize(static_cast<int>(kWorkerLinkMaxMessageBytes));
+    builder.SetMaxSendMessageSize(static_cast<int>(kWorkerLinkMaxMessageBytes));
     // Keepalive both ways on the worker link (docs/faults.md, partitioned
     // worker): the router pings a silent connection so that a dead path
     // ends its stream (heartbeats already mark the worker dead within

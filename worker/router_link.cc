@@ -19,6 +19,7 @@
 #include "common/logging.h"
 #include "common/model_digest.h"
 #include "common/secret.h"
+#include "common/worker_link_limits.h"
 #include "worker/backoff.h"
 #include "worker/batch_runner.h"
 #include "worker/latency_probe.h"
@@ -235,8 +236,9 @@ bool RouterLink::WaitReady(grpc::Channel* channel, Nanos deadline, std::string* 
 RouterLink::SessionEnd RouterLink::RunSession(
     Nanos connect_deadline, const std::function<void(const std::string&)>& on_registered) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
-  args.SetMaxSendMessageSize(64 << 20);
+  // The router's end sets the same limit (common/worker_link_limits.h).
+  args.SetMaxReceiveMessageSize(static_cast<int>(kWorkerLinkMaxMessageBytes));
+  args.SetMaxSendMessageSize(static_cast<int>(kWorkerLinkMaxMessageBytes));
   args.SetInt("superserve.channel_tag", options_.channel_tag);
   // A fresh subchannel per session: no connection backoff of gRPC's own
   // (1 s growing to 120 s by default) carries over from the last session;

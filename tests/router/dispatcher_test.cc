@@ -196,6 +196,22 @@ TEST_F(DispatcherTest, UnknownFieldsOfAnInputAreNotForwardedToTheWorker) {
   EXPECT_TRUE(q.status.ok()) << q.status;
 }
 
+TEST_F(DispatcherTest, AModelWhoseBatchesCannotReachAWorkerIsRefused) {
+  Make("slackfit");
+  // 4 MiB inputs: a batch of 128 is 512 MiB, over the worker link's message
+  // limit; before, such a batch broke the link and dropped the worker.
+  ModelProfile big = TestProfile();
+  big.model = "big";
+  big.input_shape = {1, 1024, 1024};
+  big.batch_sizes = {32, 64, 128};
+  absl::Status s = d_->AddModel(big);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("the largest batch size that fits is 32"));
+  EXPECT_TRUE(d_->ListModels().size() == 1) << "only the test model is served";
+  big.batch_sizes = {8, 16, 32};
+  EXPECT_TRUE(d_->AddModel(big).ok());
+}
+
 TEST_F(DispatcherTest, QueueFullIsResourceExhausted) {
   Make("clipper+", /*lookahead=*/1, /*max_queue=*/2);
   FakeConnection* conn;

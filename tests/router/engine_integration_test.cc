@@ -135,6 +135,67 @@ TEST_P(EngineIntegrationByTransport, EmulatedWorkersServeEveryQueryWithTheReport
   }
 }
 
+// A model with 4 MiB inputs: its batches of 17-32 queries (68-128 MiB) are
+// one message each to the worker. Before the link's limit was shared
+// (common/worker_link_limits.h), the router sent such a batch and the
+// worker's end, at 64 MiB, broke the link: the worker was dropped and its
+// queries failed UNAVAILABLE.
+TEST(EngineIntegration, BatchesOverSixtyFourMiBReachTheWorkerWhole) {
+  const std::string repo = MakeWorkDir();
+  ASSERT_TRUE(std::filesystem::create_directory(repo + "/big"));
+  auto emu = ModelProfile::LoadFile(EmulatedRepo() + "/emu/profile.json");
+  ASSERT_TRUE(emu.ok()) << emu.status();
+  ModelProfile big = *emu;
+  big.model = "big";
+  big.input_shape = {1, 1024, 1024};
+  for (SubnetProfile& subnet : big.subnets) {
+    for (Nanos& l : subnet.latency) l = Millis(200) + l;  // queries pile up behind a batch
+  }
+  ASSERT_TRUE(big.SaveFile(repo + "/big/profile.json").ok());
+  {
+    std::ofstream m(repo + "/big/manifest.json");
+    m << R"({"name": "big", "version": 1, "kind": "supernet", "family": "emulated",
+             "input": {"dtype": "float32", "shape": [1, 1024, 1024]}, "default_slo_ms": 30000})";
+  }
+  LocalClusterOptions o;
+  o.bin_dir = BinDir();
+  o.model_repo = repo;
+  o.work_dir = MakeWorkDir();
+  o.workers = 1;
+  o.emulate = true;
+  o.policy = "maxbatch";
+  o.startup_timeout = Seconds(20);
+  auto cluster = LocalCluster::Start(o);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  InferenceClient client((*cluster)->router_address());
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
+  auto req = std::make_shared<v1::InferRequest>();
+  req->set_model("big");
+  EncodeTensor(MakeFloatTensor({1, 1024, 1024}, std::vector<float>(1024 * 1024, 0.25f)),
+               req->mutable_input());
+  constexpr int kQueries = 32;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<InferenceClient::Result> answers;
+  for (int i = 0; i < kQueries; ++i) {
+    client.InferAsync(req, Seconds(30), [&](InferenceClient::Result r) {
+      std::lock_guard<std::mutex> lock(mu);
+      answers.push_back(std::move(r));
+      cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] {
+    return answers.size() == static_cast<size_t>(kQueries);
+  })) << answers.size() << " of " << kQueries << " answered";
+  int largest = 0;
+  for (const auto& a : answers) {
+    ASSERT_TRUE(a.status.ok()) << a.status;
+    largest = std::max(largest, a.response.batch_size());
+  }
+  EXPECT_GT(largest, 16) << "no batch over 64 MiB was tried";
+}
+
 TEST(EngineIntegration, StatusCodesForBadRequestsNoWorkersAndFullQueue) {
   auto cluster = StartCluster(0, {"--max_queue=4"});
   ASSERT_NE(cluster, nullptr);
