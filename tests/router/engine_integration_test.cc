@@ -54,10 +54,11 @@ LabelledRequests SyntheticInputs(int n, const std::string& model = "emu") {
 }
 
 std::unique_ptr<LocalCluster> StartCluster(int workers, std::vector<std::string> router_flags = {},
-                                           std::vector<std::string> worker_flags = {}) {
+                                           std::vector<std::string> worker_flags = {},
+                                           std::string model_repo = EmulatedRepo()) {
   LocalClusterOptions o;
   o.bin_dir = BinDir();
-  o.model_repo = EmulatedRepo();
+  o.model_repo = std::move(model_repo);
   o.work_dir = MakeWorkDir();
   o.workers = workers;
   o.emulate = true;
@@ -157,17 +158,9 @@ TEST(EngineIntegration, BatchesOverSixtyFourMiBReachTheWorkerWhole) {
     m << R"({"name": "big", "version": 1, "kind": "supernet", "family": "emulated",
              "input": {"dtype": "float32", "shape": [1, 1024, 1024]}, "default_slo_ms": 30000})";
   }
-  LocalClusterOptions o;
-  o.bin_dir = BinDir();
-  o.model_repo = repo;
-  o.work_dir = MakeWorkDir();
-  o.workers = 1;
-  o.emulate = true;
-  o.policy = "maxbatch";
-  o.startup_timeout = Seconds(20);
-  auto cluster = LocalCluster::Start(o);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  InferenceClient client((*cluster)->router_address());
+  auto cluster = StartCluster(1, {"--policy=maxbatch"}, {}, repo);
+  ASSERT_NE(cluster, nullptr);
+  InferenceClient client(cluster->router_address());
   ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
   auto req = std::make_shared<v1::InferRequest>();
   req->set_model("big");

@@ -739,15 +739,7 @@ TEST(InferStreamBound, ANeverReadingOipStreamIsCutOffToo) {
   auto stub = inference::GRPCInferenceService::NewStub(channel);
   grpc::ClientContext ctx;
   auto stream = stub->ModelStreamInfer(&ctx);
-  inference::ModelInferRequest req;
-  req.set_model_name("emu");
-  auto* in = req.add_inputs();
-  in->set_name("input");
-  in->set_datatype("FP32");
-  for (int64_t d : {1, 1, 28, 28}) in->add_shape(d);
-  const std::vector<float> pixels(28 * 28, 0.5f);
-  req.add_raw_input_contents(std::string(reinterpret_cast<const char*>(pixels.data()),
-                                         pixels.size() * sizeof(float)));
+  const inference::ModelInferRequest req = OipRequest("");
   std::atomic<bool> stop{false};
   std::atomic<int64_t> sent{0};
   std::thread writer([&] {
