@@ -24,8 +24,9 @@ namespace superserve {
 inline constexpr int64_t kWorkerLinkMaxMessageBytes = int64_t{256} << 20;
 
 // What a query adds to a batch message besides its tensor's data: query id,
-// tensor dtype and shape, an application tag of up to 256 bytes (the router's
-// --max_application_bytes default), and protobuf framing.
+// tensor dtype and shape, an application tag of up to 256 bytes
+// (ServingOptions::max_application_bytes, serving/serving_core.h), and
+// protobuf framing.
 inline constexpr int64_t kWorkerLinkQueryOverheadBytes = 512;
 
 // Bytes one query of `profile` adds to a batch message in the larger of the
