@@ -34,12 +34,7 @@ using testing::BinDir;
 using testing::EmulatedRepo;
 using testing::MakeWorkDir;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadAll;
 
 struct CliResult {
   int exit_code = -1;

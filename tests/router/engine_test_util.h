@@ -3,7 +3,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,14 @@ inline std::string EnvOr(const char* name, const std::string& fallback) {
 inline std::string BinDir() { return EnvOr("SUPERSERVE_BIN_DIR", SUPERSERVE_TEST_BIN_DIR); }
 inline std::string SourceDir() { return EnvOr("SUPERSERVE_SOURCE_DIR", SUPERSERVE_TEST_SOURCE_DIR); }
 inline std::string EmulatedRepo() { return SourceDir() + "/tests/router/testdata/emulated_repo"; }
+
+// The whole of a file (a log, a port file); empty when it cannot be read.
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // A fresh directory under $TMPDIR for logs and port files.
 inline std::string MakeWorkDir() {

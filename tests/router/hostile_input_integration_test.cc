@@ -177,12 +177,7 @@ std::unique_ptr<LocalCluster> StartCluster(const std::string& work_dir) {
   return c.ok() ? *std::move(c) : nullptr;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadAll;
 
 class HostileInput : public ::testing::Test {
  protected:

@@ -50,12 +50,7 @@ constexpr int kHeartbeatMs = 200;
 constexpr int kClientPort = 8500;
 constexpr int kWorkerPort = 8501;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadAll;
 
 // Runs `ip <args>`; its output goes to `log`. True on exit status 0.
 bool Ip(const std::string& args, const std::string& log) {

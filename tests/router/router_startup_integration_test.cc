@@ -34,12 +34,7 @@ using ::testing::HasSubstr;
 using testing::MakeWorkDir;
 using ::testing::Not;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadAll;
 
 struct Exit {
   int code = -1;  // exit status; 128 + signal; -1: still running after the timeout (stopped)

@@ -27,12 +27,7 @@ using testing::EmulatedRepo;
 using ::testing::HasSubstr;
 using testing::MakeWorkDir;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadAll;
 
 // Runs a shell command (openssl), quietly; true on exit status 0.
 bool Sh(const std::string& dir, const std::string& cmd) {

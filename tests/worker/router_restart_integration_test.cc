@@ -87,12 +87,7 @@ v1::InferRequest Request() {
   return req;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadAll;
 
 class RouterRestart : public ::testing::TestWithParam<int> {
  protected:
