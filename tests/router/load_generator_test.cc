@@ -106,13 +106,17 @@ ReplayOptions Options() {
   return o;
 }
 
-// Answers arrive 60 ms apart, 1.2 s in all, far past the SLO plus the drain
-// timeout: the replay waits for each, since each comes within the timeout.
+// Answers arrive 50 ms apart, 1.5 s in all, three times the SLO plus the
+// drain timeout: the replay waits for each, since each comes within the
+// timeout. (The timeout is 10 x the spacing: under ThreadSanitizer on a busy
+// machine a 150-ms timeout against 60-ms spacing once saw a 150-ms gap.)
 TEST(ReplayTraceTest, AnswersThatKeepComingAreAllWaitedFor) {
-  constexpr int kQueries = 20;
-  ScriptedInference server(/*answer=*/true, kQueries, std::chrono::milliseconds(60));
+  constexpr int kQueries = 30;
+  ScriptedInference server(/*answer=*/true, kQueries, std::chrono::milliseconds(50));
   InferenceClient client(server.address(), Transport::kStream);
-  auto records = ReplayTrace(client, Burst(kQueries), OneInput(), Options());
+  ReplayOptions options = Options();
+  options.drain_timeout = Millis(500);
+  auto records = ReplayTrace(client, Burst(kQueries), OneInput(), options);
   ASSERT_TRUE(records.ok()) << records.status();
   ASSERT_EQ(records->size(), static_cast<size_t>(kQueries));
   for (const QueryRecord& r : *records) {
