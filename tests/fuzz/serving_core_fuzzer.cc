@@ -1,0 +1,333 @@
+// libFuzzer target: the serving core and every policy, on profiles, clients
+// and workers nobody wrote by hand. The input picks a profile (a supernet's
+// or a dynamic model's; only what the profile validation accepts is served),
+// a policy by name, the core's options, and then a run of operations on a
+// simulated clock: queries with any deadline and application tag, workers
+// joining, answering (correctly, with missing/foreign ids, failed, refused
+// for a closed window, with wild telemetry), vanishing, heartbeating,
+// clients cancelling, the model being replaced, closed or attached to a
+// worker, time passing.
+//
+// Checked on every input:
+//   - every accepted query gets exactly one answer (never two, none lost),
+//     and after Shutdown nothing is pending;
+//   - every batch the core sends is well formed: queries, one input each, no
+//     query twice or in two batches at once, no more than the profiled batch
+//     size it names, a subnet of the profile (supernets), to the worker it
+//     was sent on;
+//   - a query is answered OK only while a worker's result for its batch is
+//     handed in, naming a batch size and (supernets) a subnet of the
+//     profile; every error answer has a message;
+//   - Tick() never asks to be called in the past.
+// ASan and UBSan (the fuzz build's) catch overflow in the policies'
+// arithmetic on extreme latencies and deadlines.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/model_profile.h"
+#include "policies/policy_factory.h"
+#include "serving/serving_core.h"
+#include "superserve/v1/profile.pb.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace superserve {
+namespace {
+
+// Set while a worker's batch result is being handed to the core: the only
+// time a query may be answered OK.
+bool g_in_batch_result = false;
+
+class Handle final : public QueryHandle {
+ public:
+  explicit Handle(const ModelProfile* profile) : profile_(profile) {}
+  void Deliver(QueryAnswer a) override {
+    FUZZ_CHECK(answers == 0);  // exactly one answer
+    ++answers;
+    if (!a.status.ok()) {
+      FUZZ_CHECK(!a.status.message().empty());  // the error says what was wrong
+      return;
+    }
+    // OK only from a worker's result, for a batch of this model.
+    FUZZ_CHECK(g_in_batch_result);
+    FUZZ_CHECK(a.batch_size >= 1 && a.batch_size <= profile_->max_batch());
+    if (!profile_->is_dynamic) FUZZ_CHECK(profile_->SubnetIndex(a.subnet_id) >= 0);
+  }
+  int answers = 0;
+
+ private:
+  const ModelProfile* profile_;
+};
+
+class Channel final : public WorkerChannel {
+ public:
+  void OnRegistered(const std::string&, Nanos) override {}
+  void Send(BatchPlan b) override { sent.push_back(std::move(b)); }
+  void Close(const absl::Status&) override { closed = true; }
+  int32_t id = -1;
+  std::deque<BatchPlan> sent;
+  bool closed = false;
+};
+
+// A latency in [1 us, ~4 s], spread over the orders of magnitude.
+Nanos AnyLatency(FuzzedDataProvider& in) {
+  const int decade = in.ConsumeIntegralInRange<int>(0, 6);  // 1 us .. 1 s
+  Nanos unit = Micros(1);
+  for (int i = 0; i < decade; ++i) unit *= 10;
+  return unit * in.ConsumeIntegralInRange<int64_t>(1, 4);
+}
+
+// A profile the validation accepts, or nullopt.
+std::optional<ModelProfile> AnyProfile(FuzzedDataProvider& in, bool dynamic) {
+  ModelProfile p;
+  p.model = "m";
+  p.input_shape = {1};
+  p.num_classes = 2;
+  // Batch sizes: powers of two, strictly increasing; dynamic ones start at 1.
+  const int top = in.ConsumeIntegralInRange<int>(0, 9);  // up to 512
+  for (int e = 0; e <= top; ++e) {
+    if ((dynamic && e == 0) || e == top || in.ConsumeBool()) p.batch_sizes.push_back(1 << e);
+  }
+  if (dynamic) {
+    p.is_dynamic = true;
+    p.dynamic.batch_overhead_us = in.ConsumeIntegralInRange<int>(0, 20000);
+    p.dynamic.per_request_factor = in.ConsumeFloatingPointInRange<double>(0.001, 4.0);
+    const int apps = in.ConsumeIntegralInRange<int>(1, 4);
+    for (int a = 0; a < apps; ++a) {
+      ApplicationHistogram h;
+      h.application = "app" + std::to_string(a);
+      const int bins = in.ConsumeIntegralInRange<int>(1, 6);
+      double edge = in.ConsumeFloatingPointInRange<double>(0, 1000);
+      h.bin_edges_us.push_back(edge);
+      for (int b = 0; b < bins; ++b) {
+        edge += in.ConsumeFloatingPointInRange<double>(0.5, 50000);
+        h.bin_edges_us.push_back(edge);
+        h.counts.push_back(in.ConsumeIntegralInRange<int>(0, 100));
+      }
+      if (in.ConsumeBool()) h.counts.back() += 1;  // sum > 0 usually
+      p.dynamic.applications.push_back(std::move(h));
+    }
+  } else {
+    const int subnets = in.ConsumeIntegralInRange<int>(1, 6);
+    for (int s = 0; s < subnets; ++s) {
+      SubnetProfile sn;
+      sn.id = in.ConsumeIntegralInRange<int32_t>(0, 8);  // duplicates are refused
+      sn.accuracy = in.ConsumeFloatingPointInRange<double>(0, 100);
+      Nanos l = AnyLatency(in);
+      for (size_t b = 0; b < p.batch_sizes.size(); ++b) {
+        if (b > 0 && in.ConsumeBool()) l += AnyLatency(in);  // flat or rising
+        sn.latency.push_back(l);
+      }
+      p.subnets.push_back(std::move(sn));
+    }
+  }
+  v1::ModelProfile proto;
+  p.ToProto(&proto);
+  auto valid = ModelProfile::FromProto(proto);
+  if (!valid.ok()) {
+    FUZZ_CHECK(!valid.status().message().empty());
+    return std::nullopt;
+  }
+  return *std::move(valid);
+}
+
+void CheckBatch(const BatchPlan& b, const Channel& c, const ModelProfile& p,
+                std::unordered_set<QueryId>* on_workers) {
+  FUZZ_CHECK(!b.queries.empty());
+  FUZZ_CHECK(b.inputs.size() == b.queries.size());
+  FUZZ_CHECK(b.worker == c.id);
+  FUZZ_CHECK(b.model == p.model);
+  FUZZ_CHECK(b.batch_size >= static_cast<int32_t>(b.queries.size()));
+  FUZZ_CHECK(p.BatchIndex(b.batch_size) >= 0);
+  if (!p.is_dynamic) {
+    FUZZ_CHECK(b.subnet_index >= 0 && b.subnet_index < static_cast<int32_t>(p.subnets.size()));
+    FUZZ_CHECK(b.subnet_id == p.subnets[b.subnet_index].id);
+  }
+  for (QueryId id : b.queries) FUZZ_CHECK(on_workers->insert(id).second);
+}
+
+void Run(FuzzedDataProvider& in) {
+  const bool dynamic = in.ConsumeIntegralInRange<int>(0, 3) == 0;
+  std::optional<ModelProfile> profile = AnyProfile(in, dynamic);
+  if (!profile) return;
+  const std::vector<std::string> names = dynamic ? DynamicPolicyNames() : PolicyNames();
+  const std::string policy_name =
+      names[in.ConsumeIntegralInRange<size_t>(0, names.size() - 1)];
+  auto make_policy = [&] {
+    auto policy = MakePolicy(policy_name, *profile, PolicyConfig());
+    FUZZ_CHECK(policy.ok() || !policy.status().message().empty());
+    return policy;
+  };
+  auto first = make_policy();
+  if (!first.ok()) return;
+
+  SimulatedClock clock(Seconds(1));
+  ServingOptions o;
+  o.log_lifecycle = false;
+  o.lookahead = in.ConsumeIntegralInRange<int32_t>(1, 3);
+  o.max_queue = in.ConsumeIntegralInRange<size_t>(1, 64);
+  o.heartbeat_interval = Millis(in.ConsumeIntegralInRange<int>(1, 50));
+  o.missed_heartbeats = in.ConsumeIntegralInRange<int32_t>(0, 3);
+  o.batch_grace = Millis(in.ConsumeIntegralInRange<int>(0, 100));
+  o.max_applications = in.ConsumeIntegralInRange<size_t>(0, 4);
+  o.overload.shed = in.ConsumeBool();
+  o.per_worker_speed = in.ConsumeBool();
+
+  // Handles outlive the core (it may answer from its destructor).
+  std::vector<std::unique_ptr<Handle>> handles;
+  std::vector<std::shared_ptr<Channel>> workers;
+  std::unordered_set<QueryId> on_workers;  // ids in batches not yet answered
+  std::unordered_set<uint64_t> checked;    // batch ids CheckBatch has seen
+  {
+    ServingCore core(o, &clock);
+    FUZZ_CHECK(core.AddModel(*profile, *std::move(first)).ok());
+    const Nanos slo_top = std::max<Nanos>(
+        Millis(1), 3 * (profile->is_dynamic ? Millis(50) : profile->subnets[0].latency.back()));
+    int steps = 0;
+    while (in.remaining_bytes() > 0 && steps++ < 2000) {
+      const int op = in.ConsumeIntegralInRange<int>(0, 99);
+      if (op < 35) {
+        handles.push_back(std::make_unique<Handle>(&*profile));
+        QueryRequest r;
+        r.model = in.ConsumeIntegralInRange<int>(0, 19) == 0 ? "other" : "m";
+        const std::string app = in.ConsumeBool() ? "app" + std::to_string(in.ConsumeIntegralInRange<int>(0, 5)) : "";
+        r.application = app;
+        // Deadlines in the past, at once, within a few latencies, or far
+        // away (a day).
+        switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+          case 0: r.deadline = clock.Now() - in.ConsumeIntegralInRange<Nanos>(0, Seconds(1)); break;
+          case 1: r.deadline = clock.Now(); break;
+          case 2: r.deadline = clock.Now() + in.ConsumeIntegralInRange<Nanos>(0, slo_top); break;
+          default: r.deadline = clock.Now() + Seconds(86400); break;
+        }
+        core.Submit(handles.back().get(), r);
+      } else if (op < 40) {
+        if (workers.size() >= 16) continue;
+        auto c = std::make_shared<Channel>();
+        WorkerRegistration reg;
+        reg.name = "w";
+        reg.emulated = in.ConsumeBool();
+        reg.models = {in.ConsumeIntegralInRange<int>(0, 9) == 0 ? "other" : "m"};
+        auto id = core.RegisterWorker(reg, c);
+        if (id.ok()) {
+          c->id = *id;
+          workers.push_back(c);
+        }
+      } else if (op < 70 && !workers.empty()) {
+        Channel& c = *workers[in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1)];
+        if (c.sent.empty()) continue;
+        BatchPlan b = std::move(c.sent.front());
+        c.sent.pop_front();
+        for (QueryId id : b.queries) on_workers.erase(id);
+        BatchOutcome out;
+        out.batch_id = b.batch_id;
+        out.exec = in.ConsumeIntegralInRange<Nanos>(0, Seconds(2));
+        out.worker_queue = in.ConsumeIntegralInRange<Nanos>(0, Millis(10));
+        for (QueryId id : b.queries) {
+          out.outputs.emplace_back(id, nullptr);
+          if (profile->is_dynamic) {
+            QueryTelemetry t;
+            t.id = id;
+            t.exec = in.ConsumeIntegralInRange<Nanos>(-Millis(1), Seconds(2));
+            t.exit = in.ConsumeIntegralInRange<int32_t>(-2, 8);
+            out.query_times.push_back(t);
+          }
+        }
+        switch (in.ConsumeIntegralInRange<int>(0, 7)) {
+          case 0: out.outputs.emplace_back(in.ConsumeIntegral<QueryId>(), nullptr); break;
+          case 1:
+            if (!out.outputs.empty()) out.outputs.pop_back();
+            break;
+          case 2: out.status = absl::InternalError("boom"); break;
+          case 3: out.status = absl::DeadlineExceededError("window closed"); break;
+          case 4: out.batch_id = in.ConsumeIntegral<uint64_t>(); break;  // a batch it never had
+          default: break;
+        }
+        if (!out.status.ok()) out.outputs.clear();
+        // Time passes while the batch runs.
+        FUZZ_CHECK(clock.Advance(std::min<Nanos>(out.exec, Millis(50))).ok());
+        g_in_batch_result = true;
+        core.OnBatchResult(c.id, std::move(out));
+        g_in_batch_result = false;
+      } else if (op < 73 && !workers.empty()) {
+        const size_t i = in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1);
+        for (const BatchPlan& b : workers[i]->sent) {
+          for (QueryId id : b.queries) on_workers.erase(id);
+        }
+        workers[i]->sent.clear();
+        core.OnWorkerGone(workers[i]->id, absl::UnavailableError("gone"));
+        workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(i));
+      } else if (op < 78 && !handles.empty()) {
+        core.OnCancelled(handles[in.ConsumeIntegralInRange<size_t>(0, handles.size() - 1)].get());
+      } else if (op < 80) {
+        switch (in.ConsumeIntegralInRange<int>(0, 2)) {
+          case 0:
+            // The model is replaced (a new version) while queries are queued
+            // or on workers.
+            if (core.RemoveModel("m").ok()) {
+              auto again = make_policy();
+              FUZZ_CHECK(again.ok());
+              FUZZ_CHECK(core.AddModel(*profile, *std::move(again)).ok());
+            }
+            break;
+          case 1: (void)core.CloseModel("m"); break;  // drains; later arrivals refused
+          default:
+            if (!workers.empty()) {
+              (void)core.AttachWorker(
+                  workers[in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1)]->id, "m");
+            }
+            break;
+        }
+      } else if (op < 95) {
+        FUZZ_CHECK(clock.Advance(in.ConsumeIntegralInRange<Nanos>(0, Millis(20))).ok());
+        const Nanos next = core.Tick();
+        FUZZ_CHECK(next >= clock.Now());
+      } else if (!workers.empty()) {
+        core.OnHeartbeat(workers[in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1)]->id);
+      }
+      // A worker the core closed (dead: silent, or hung past its batch's
+      // deadline) is gone; its batches' queries were put back.
+      for (size_t i = workers.size(); i-- > 0;) {
+        if (!workers[i]->closed) continue;
+        for (const BatchPlan& b : workers[i]->sent) {
+          for (QueryId id : b.queries) on_workers.erase(id);
+        }
+        workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      // What the core sent since the last step.
+      for (const auto& c : workers) {
+        for (const BatchPlan& b : c->sent) {
+          if (checked.insert(b.batch_id).second) CheckBatch(b, *c, *profile, &on_workers);
+        }
+      }
+    }
+    core.Shutdown();
+    const ServingStats s = core.Stats();
+    FUZZ_CHECK(s.pending == 0);
+    FUZZ_CHECK(s.accepted == s.answered);
+  }
+  for (const auto& h : handles) FUZZ_CHECK(h->answers == 1);
+}
+
+}  // namespace
+}  // namespace superserve
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // The core warns about every foreign id and unknown batch: at thousands of
+  // inputs a second that is all the output would be. Errors still print.
+  static const bool quiet = (superserve::SetLogLevel(superserve::LogLevel::kError), true);
+  (void)quiet;
+  FuzzedDataProvider in(data, size);
+  superserve::Run(in);
+  return 0;
+}
