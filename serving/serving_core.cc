@@ -105,9 +105,11 @@ absl::Status ServingCore::AddModel(const ModelProfile& profile, std::unique_ptr<
       ++attached;
     }
   }
-  if (options_.log_lifecycle) SS_LOG(INFO) << "serving model " << profile.model << " v" << m->version << " ("
-               << profile.subnets.size() << " subnets, policy " << m->scheduler.policy().name()
-               << ", " << attached << " workers)";
+  if (options_.log_lifecycle) {
+    SS_LOG(INFO) << "serving model " << profile.model << " v" << m->version << " ("
+                 << profile.subnets.size() << " subnets, policy " << m->scheduler.policy().name()
+                 << ", " << attached << " workers)";
+  }
   return absl::OkStatus();
 }
 
@@ -133,7 +135,9 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     UnmarkActiveLocked(m);
     wakes_.Erase(m);
     removed = models_.Remove(name);
-    if (options_.log_lifecycle) SS_LOG(INFO) << "model " << name << " removed";
+    if (options_.log_lifecycle) {
+      SS_LOG(INFO) << "model " << name << " removed";
+    }
   }
   Apply(&e);
   return absl::OkStatus();
