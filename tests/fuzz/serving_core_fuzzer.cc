@@ -1,12 +1,13 @@
 // libFuzzer target: the serving core and every policy, on profiles, clients
-// and workers nobody wrote by hand. The input picks a profile (a supernet's
-// or a dynamic model's; only what the profile validation accepts is served),
-// a policy by name, the core's options, and then a run of operations on a
-// simulated clock: queries with any deadline and application tag, workers
-// joining, answering (correctly, with missing/foreign ids, failed, refused
-// for a closed window, with wild telemetry), vanishing, heartbeating,
-// clients cancelling, the model being replaced, closed or attached to a
-// worker, time passing.
+// and workers nobody wrote by hand. The input picks one to three models
+// sharing the workers, each a profile (a supernet's or a dynamic model's;
+// only what the profile validation accepts is served) and a policy by name,
+// the core's options, and then a run of operations on a simulated clock:
+// queries with any deadline and application tag, for a served model or not;
+// workers joining for some of the models, answering (correctly, with
+// missing/foreign ids, failed, refused for a closed window, with wild
+// telemetry), vanishing, heartbeating; clients cancelling; a model being
+// replaced, closed or attached to a worker; time passing.
 //
 // Checked on every input:
 //   - every accepted query gets exactly one answer (never two, none lost),
@@ -58,8 +59,9 @@ class Handle final : public QueryHandle {
       FUZZ_CHECK(!a.status.message().empty());  // the error says what was wrong
       return;
     }
-    // OK only from a worker's result, for a batch of this model.
+    // OK only from a worker's result, for a batch of a served model.
     FUZZ_CHECK(g_in_batch_result);
+    FUZZ_CHECK(profile_ != nullptr);
     FUZZ_CHECK(a.batch_size >= 1 && a.batch_size <= profile_->max_batch());
     if (!profile_->is_dynamic) FUZZ_CHECK(profile_->SubnetIndex(a.subnet_id) >= 0);
   }
@@ -141,12 +143,28 @@ std::optional<ModelProfile> AnyProfile(FuzzedDataProvider& in, bool dynamic) {
   return *std::move(valid);
 }
 
-void CheckBatch(const BatchPlan& b, const Channel& c, const ModelProfile& p,
+// One served model: its profile and the policy name it is served with.
+struct Served {
+  std::string name;
+  ModelProfile profile;
+  std::string policy;
+};
+
+const Served* Find(const std::vector<Served>& models, const std::string& name) {
+  for (const Served& m : models) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+void CheckBatch(const BatchPlan& b, const Channel& c, const std::vector<Served>& models,
                 std::unordered_set<QueryId>* on_workers) {
   FUZZ_CHECK(!b.queries.empty());
   FUZZ_CHECK(b.inputs.size() == b.queries.size());
   FUZZ_CHECK(b.worker == c.id);
-  FUZZ_CHECK(b.model == p.model);
+  const Served* m = Find(models, b.model);
+  FUZZ_CHECK(m != nullptr);
+  const ModelProfile& p = m->profile;
   FUZZ_CHECK(b.batch_size >= static_cast<int32_t>(b.queries.size()));
   FUZZ_CHECK(p.BatchIndex(b.batch_size) >= 0);
   if (!p.is_dynamic) {
@@ -156,20 +174,39 @@ void CheckBatch(const BatchPlan& b, const Channel& c, const ModelProfile& p,
   for (QueryId id : b.queries) FUZZ_CHECK(on_workers->insert(id).second);
 }
 
+absl::StatusOr<std::unique_ptr<Policy>> MakeChecked(const Served& m) {
+  auto policy = MakePolicy(m.policy, m.profile, PolicyConfig());
+  FUZZ_CHECK(policy.ok() || !policy.status().message().empty());
+  return policy;
+}
+
 void Run(FuzzedDataProvider& in) {
-  const bool dynamic = in.ConsumeIntegralInRange<int>(0, 3) == 0;
-  std::optional<ModelProfile> profile = AnyProfile(in, dynamic);
-  if (!profile) return;
-  const std::vector<std::string> names = dynamic ? DynamicPolicyNames() : PolicyNames();
-  const std::string policy_name =
-      names[in.ConsumeIntegralInRange<size_t>(0, names.size() - 1)];
-  auto make_policy = [&] {
-    auto policy = MakePolicy(policy_name, *profile, PolicyConfig());
-    FUZZ_CHECK(policy.ok() || !policy.status().message().empty());
-    return policy;
+  // One to three models sharing the workers (Symphony's many-model case, the
+  // cross-model order), each a supernet or a dynamic model with its policy.
+  std::vector<Served> models;
+  const int num_models = in.ConsumeIntegralInRange<int>(1, 3);
+  for (int i = 0; i < num_models; ++i) {
+    const bool dynamic = in.ConsumeIntegralInRange<int>(0, 3) == 0;
+    std::optional<ModelProfile> profile = AnyProfile(in, dynamic);
+    if (!profile) return;
+    Served m;
+    m.name = "m" + std::to_string(i);
+    profile->model = m.name;
+    m.profile = *std::move(profile);
+    const std::vector<std::string> names = dynamic ? DynamicPolicyNames() : PolicyNames();
+    m.policy = names[in.ConsumeIntegralInRange<size_t>(0, names.size() - 1)];
+    models.push_back(std::move(m));
+  }
+  std::vector<std::unique_ptr<Policy>> first;
+  for (const Served& m : models) {
+    auto policy = MakeChecked(m);
+    if (!policy.ok()) return;
+    first.push_back(*std::move(policy));
+  }
+  auto any_model = [&]() -> std::string {
+    const size_t i = in.ConsumeIntegralInRange<size_t>(0, models.size());
+    return i < models.size() ? models[i].name : "other";  // sometimes one not served
   };
-  auto first = make_policy();
-  if (!first.ok()) return;
 
   SimulatedClock clock(Seconds(1));
   ServingOptions o;
@@ -190,24 +227,31 @@ void Run(FuzzedDataProvider& in) {
   std::unordered_set<uint64_t> checked;    // batch ids CheckBatch has seen
   {
     ServingCore core(o, &clock);
-    FUZZ_CHECK(core.AddModel(*profile, *std::move(first)).ok());
-    const Nanos slo_top = std::max<Nanos>(
-        Millis(1), 3 * (profile->is_dynamic ? Millis(50) : profile->subnets[0].latency.back()));
+    for (size_t i = 0; i < models.size(); ++i) {
+      FUZZ_CHECK(core.AddModel(models[i].profile, std::move(first[i])).ok());
+    }
     int steps = 0;
     while (in.remaining_bytes() > 0 && steps++ < 2000) {
       const int op = in.ConsumeIntegralInRange<int>(0, 99);
       if (op < 35) {
-        handles.push_back(std::make_unique<Handle>(&*profile));
+        const std::string model = any_model();
+        const Served* m = Find(models, model);
+        handles.push_back(std::make_unique<Handle>(m != nullptr ? &m->profile : nullptr));
         QueryRequest r;
-        r.model = in.ConsumeIntegralInRange<int>(0, 19) == 0 ? "other" : "m";
-        const std::string app = in.ConsumeBool() ? "app" + std::to_string(in.ConsumeIntegralInRange<int>(0, 5)) : "";
+        r.model = model;
+        const std::string app =
+            in.ConsumeBool() ? "app" + std::to_string(in.ConsumeIntegralInRange<int>(0, 5)) : "";
         r.application = app;
         // Deadlines in the past, at once, within a few latencies, or far
         // away (a day).
+        const Nanos near = std::max<Nanos>(
+            Millis(1), 3 * (m == nullptr || m->profile.is_dynamic
+                                ? Millis(50)
+                                : m->profile.subnets[0].latency.back()));
         switch (in.ConsumeIntegralInRange<int>(0, 3)) {
           case 0: r.deadline = clock.Now() - in.ConsumeIntegralInRange<Nanos>(0, Seconds(1)); break;
           case 1: r.deadline = clock.Now(); break;
-          case 2: r.deadline = clock.Now() + in.ConsumeIntegralInRange<Nanos>(0, slo_top); break;
+          case 2: r.deadline = clock.Now() + in.ConsumeIntegralInRange<Nanos>(0, near); break;
           default: r.deadline = clock.Now() + Seconds(86400); break;
         }
         core.Submit(handles.back().get(), r);
@@ -217,7 +261,8 @@ void Run(FuzzedDataProvider& in) {
         WorkerRegistration reg;
         reg.name = "w";
         reg.emulated = in.ConsumeBool();
-        reg.models = {in.ConsumeIntegralInRange<int>(0, 9) == 0 ? "other" : "m"};
+        const int serves = in.ConsumeIntegralInRange<int>(1, 3);
+        for (int k = 0; k < serves; ++k) reg.models.push_back(any_model());
         auto id = core.RegisterWorker(reg, c);
         if (id.ok()) {
           c->id = *id;
@@ -229,13 +274,14 @@ void Run(FuzzedDataProvider& in) {
         BatchPlan b = std::move(c.sent.front());
         c.sent.pop_front();
         for (QueryId id : b.queries) on_workers.erase(id);
+        const Served* m = Find(models, b.model);
         BatchOutcome out;
         out.batch_id = b.batch_id;
         out.exec = in.ConsumeIntegralInRange<Nanos>(0, Seconds(2));
         out.worker_queue = in.ConsumeIntegralInRange<Nanos>(0, Millis(10));
         for (QueryId id : b.queries) {
           out.outputs.emplace_back(id, nullptr);
-          if (profile->is_dynamic) {
+          if (m != nullptr && m->profile.is_dynamic) {
             QueryTelemetry t;
             t.id = id;
             t.exec = in.ConsumeIntegralInRange<Nanos>(-Millis(1), Seconds(2));
@@ -270,21 +316,22 @@ void Run(FuzzedDataProvider& in) {
       } else if (op < 78 && !handles.empty()) {
         core.OnCancelled(handles[in.ConsumeIntegralInRange<size_t>(0, handles.size() - 1)].get());
       } else if (op < 80) {
+        const Served& m = models[in.ConsumeIntegralInRange<size_t>(0, models.size() - 1)];
         switch (in.ConsumeIntegralInRange<int>(0, 2)) {
           case 0:
             // The model is replaced (a new version) while queries are queued
             // or on workers.
-            if (core.RemoveModel("m").ok()) {
-              auto again = make_policy();
+            if (core.RemoveModel(m.name).ok()) {
+              auto again = MakeChecked(m);
               FUZZ_CHECK(again.ok());
-              FUZZ_CHECK(core.AddModel(*profile, *std::move(again)).ok());
+              FUZZ_CHECK(core.AddModel(m.profile, *std::move(again)).ok());
             }
             break;
-          case 1: (void)core.CloseModel("m"); break;  // drains; later arrivals refused
+          case 1: (void)core.CloseModel(m.name); break;  // drains; later arrivals refused
           default:
             if (!workers.empty()) {
               (void)core.AttachWorker(
-                  workers[in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1)]->id, "m");
+                  workers[in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1)]->id, m.name);
             }
             break;
         }
@@ -307,7 +354,7 @@ void Run(FuzzedDataProvider& in) {
       // What the core sent since the last step.
       for (const auto& c : workers) {
         for (const BatchPlan& b : c->sent) {
-          if (checked.insert(b.batch_id).second) CheckBatch(b, *c, *profile, &on_workers);
+          if (checked.insert(b.batch_id).second) CheckBatch(b, *c, models, &on_workers);
         }
       }
     }
