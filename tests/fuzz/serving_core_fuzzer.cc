@@ -18,7 +18,8 @@
 //     was sent on;
 //   - a query is answered OK only while a worker's result for its batch is
 //     handed in, naming a batch size and (supernets) a subnet of the
-//     profile; every error answer has a message;
+//     profile; every error answer has a message, and none is the core's
+//     answer to a policy that returned an impossible dispatch;
 //   - Tick() never asks to be called in the past.
 // ASan and UBSan (the fuzz build's) catch overflow in the policies'
 // arithmetic on extreme latencies and deadlines.
@@ -57,6 +58,9 @@ class Handle final : public QueryHandle {
     ++answers;
     if (!a.status.ok()) {
       FUZZ_CHECK(!a.status.message().empty());  // the error says what was wrong
+      // The core fails a queue whose policy returned an impossible dispatch
+      // (serving/model_scheduler.cc): a policy bug, never expected.
+      FUZZ_CHECK(a.status.message().find("returned an invalid dispatch") == std::string::npos);
       return;
     }
     // OK only from a worker's result, for a batch of a served model.
