@@ -378,6 +378,10 @@ int Main() {
     std::fprintf(stderr, "superserve-symphony-repro: unknown --only \"%s\"\n", only.c_str());
     return 2;
   }
+  // A bad --resnet50_profile is a usage error before any run.
+  if (only.empty() || only == "table2" || only == "multi" || only == "proportional") {
+    (void)ResNet50();
+  }
   if (only.empty() || only == "table2") Table2();
   if (only.empty() || only == "fig6a") Fig6a(false);
   if (only.empty() || only == "grid") Fig6a(true);
