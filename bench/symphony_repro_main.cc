@@ -163,11 +163,12 @@ void Table2() {
       SimulationResult at;
       g[policy] = Measure(w, policy, st.throughput, &at);
       const SimulationResult over = RunAt(w, policy, 1.1 * g[policy]);
-      std::printf("| %s | %.3f | %.3f | %.0f ms | %d / %.0f | %d / %.0f | %s | %.0f | %.3f | %.1f | "
-                  "%.3f |\n",
-                  c.model, line.alpha_ms, line.beta_ms, c.slo, nc.batch, nc.throughput, st.batch,
-                  st.throughput, policy.c_str(), g[policy], g[policy] / st.throughput,
-                  at.mean_batch(), over.slo_attainment());
+      std::printf(
+          "| %s | %.3f | %.3f | %.0f ms | %d / %.0f | %d / %.0f | %s | %.0f | %.3f | %.1f | "
+          "%.3f |\n",
+          c.model, line.alpha_ms, line.beta_ms, c.slo, nc.batch, nc.throughput, st.batch,
+          st.throughput, policy.c_str(), g[policy], g[policy] / st.throughput, at.mean_batch(),
+          over.slo_attainment());
       std::fflush(stdout);
       if (policy == PolicySpec().name) {
         CheckAtLeast(absl::AsciiStrToLower(c.model) + "_default_attainment_at_1.1x_over_peak",
@@ -184,9 +185,9 @@ void Table2() {
     Workload pw = Base(PowersOfTwoOnly(c.profile), 8, c.slo);
     SimulationResult at;
     const double pg = Measure(pw, "symphony", st.throughput, &at);
-    std::printf("| %s (batches 2^k) | %.3f | %.3f | %.0f ms | | | symphony | %.0f | %.3f | %.1f | |\n",
-                c.model, line.alpha_ms, line.beta_ms, c.slo, pg, pg / st.throughput,
-                at.mean_batch());
+    std::printf(
+        "| %s (batches 2^k) | %.3f | %.3f | %.0f ms | | | symphony | %.0f | %.3f | %.1f | |\n",
+        c.model, line.alpha_ms, line.beta_ms, c.slo, pg, pg / st.throughput, at.mean_batch());
     // Issue 19, item 6: the default policy does not lose to Symphony with
     // one subnet, nor collapse past its peak.
     CheckAtLeast(absl::AsciiStrToLower(c.model) + "_default_over_symphony", g[PolicySpec().name] / g["symphony"], 0.95);

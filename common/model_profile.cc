@@ -88,7 +88,6 @@ absl::Status ValidateExitAccuracy(const google::protobuf::RepeatedField<double>&
   return absl::OkStatus();
 }
 
-
 // Latencies are held as int64 nanoseconds: at least 1 ns, and at most
 // kMaxQueryTimeout (a day), beyond which no query could be served and the
 // conversion would overflow.
@@ -108,14 +107,14 @@ absl::Status ValidateSubnetLatency(const v1::ModelProfile& p, int s) {
   const bool table = sn.latency_us_size() > 0;
   const bool linear = sn.has_alpha_us() || sn.has_beta_us();
   if (table && linear) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        SubnetWhere(p, s), "gives both latency_us (", sn.latency_us_size(),
-        " entries) and the linear form (alpha_us/beta_us); give one of the two"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(SubnetWhere(p, s), "gives both latency_us (", sn.latency_us_size(),
+                     " entries) and the linear form (alpha_us/beta_us); give one of the two"));
   }
   if (!table && !linear) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        SubnetWhere(p, s), "gives neither latency_us (one latency per batch size, ",
-        p.batch_sizes_size(), ") nor the linear form (alpha_us and beta_us)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(SubnetWhere(p, s), "gives neither latency_us (one latency per batch size, ",
+                     p.batch_sizes_size(), ") nor the linear form (alpha_us and beta_us)"));
   }
   if (linear) {
     if (!sn.has_alpha_us() || !sn.has_beta_us()) {
@@ -126,17 +125,17 @@ absl::Status ValidateSubnetLatency(const v1::ModelProfile& p, int s) {
     }
     const double a = sn.alpha_us(), b = sn.beta_us();
     if (!std::isfinite(a) || a < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(SubnetWhere(p, s), "field alpha_us = ", a,
-                                                     " must be finite and >= 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "field alpha_us = ", a, " must be finite and >= 0"));
     }
     if (!std::isfinite(b) || b < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(SubnetWhere(p, s), "field beta_us = ", b,
-                                                     " must be finite and >= 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "field beta_us = ", b, " must be finite and >= 0"));
     }
     if (!(a + b > 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          SubnetWhere(p, s), "fields alpha_us = ", a, " and beta_us = ", b,
-          ": alpha_us + beta_us must be > 0 (a batch of one would take no time)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "fields alpha_us = ", a, " and beta_us = ", b,
+                       ": alpha_us + beta_us must be > 0 (a batch of one would take no time)"));
     }
     // Non-decreasing in b, so the smallest and the largest batch bound all.
     for (int i : {0, p.batch_sizes_size() - 1}) {
@@ -150,16 +149,16 @@ absl::Status ValidateSubnetLatency(const v1::ModelProfile& p, int s) {
     return absl::OkStatus();
   }
   if (sn.latency_us_size() != p.batch_sizes_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        SubnetWhere(p, s), "field latency_us has ", sn.latency_us_size(),
-        " entries; need exactly one per batch size (", p.batch_sizes_size(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(SubnetWhere(p, s), "field latency_us has ", sn.latency_us_size(),
+                     " entries; need exactly one per batch size (", p.batch_sizes_size(), ")"));
   }
   for (int b = 0; b < sn.latency_us_size(); ++b) {
     const double l = sn.latency_us(b);
     if (!LatencyInRange(l)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          SubnetWhere(p, s), "field latency_us[", b, "] (batch ", p.batch_sizes(b), ") = ", l,
-          " must be finite and in ", LatencyRange()));
+      return absl::InvalidArgumentError(absl::StrCat(SubnetWhere(p, s), "field latency_us[", b,
+                                                     "] (batch ", p.batch_sizes(b), ") = ", l,
+                                                     " must be finite and in ", LatencyRange()));
     }
   }
   return absl::OkStatus();
@@ -216,10 +215,10 @@ void DropDominated(ModelProfile* m) {
     const SubnetProfile& s = m->subnets[i];
     for (const SubnetProfile& k : kept) {
       if (!Dominates(k, s)) continue;
-      m->warnings.push_back(absl::StrCat(
-          "profile \"", m->model, "\": subnet id=", s.id, " (accuracy ", s.accuracy,
-          "%) is dominated by subnet id=", k.id, " (accuracy ", k.accuracy,
-          "%, at least as fast at every batch size); left out of the choices"));
+      m->warnings.push_back(
+          absl::StrCat("profile \"", m->model, "\": subnet id=", s.id, " (accuracy ", s.accuracy,
+                       "%) is dominated by subnet id=", k.id, " (accuracy ", k.accuracy,
+                       "%, at least as fast at every batch size); left out of the choices"));
       break;
     }
   }
@@ -251,8 +250,8 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
   for (int i = 0; i < p.batch_sizes_size(); ++i) {
     int b = p.batch_sizes(i);
     if (b < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,
-                                                     " must be >= 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b, " must be >= 1"));
     }
     if (b > kMaxBatchSize) {
       return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,

@@ -112,8 +112,7 @@ TEST(SymphonyReproCliTest, ABadResNet50ProfileFileIsAUsageError) {
   const CliRun missing = RunTool("superserve-symphony-repro",
                                  "--only table2 --resnet50_profile /nonexistent/r50.json");
   EXPECT_EQ(missing.status, 2) << missing.out;
-  EXPECT_NE(missing.out.find("superserve-symphony-repro: --resnet50_profile: "),
-            std::string::npos)
+  EXPECT_NE(missing.out.find("superserve-symphony-repro: --resnet50_profile: "), std::string::npos)
       << missing.out;
   EXPECT_NE(missing.out.find("/nonexistent/r50.json"), std::string::npos) << missing.out;
 }

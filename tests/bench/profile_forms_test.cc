@@ -195,8 +195,7 @@ TEST(ProfileFormsTest, SymphonyFromTheResNet50ProfileFileKeepsTable2sRate) {
   EXPECT_GE(every.slo_attainment(), 0.99);
   const SimulationResult padded = SymphonyAt(ResNet50Workload(PowersOfTwoOnly(*file), 1), 5100);
   EXPECT_LT(padded.slo_attainment(), every.slo_attainment() - 0.02)
-      << "powers of two " << padded.slo_attainment() << ", every size "
-      << every.slo_attainment();
+      << "powers of two " << padded.slo_attainment() << ", every size " << every.slo_attainment();
 }
 
 }  // namespace

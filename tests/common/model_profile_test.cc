@@ -121,8 +121,7 @@ TEST(ModelProfileTest, RaisesALatencyDipWithAWarning) {
   auto m = ModelProfile::FromProto(p);
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->subnets.size(), 3u);
-  EXPECT_EQ(m->subnets[1].latency,
-            (std::vector<Nanos>{Micros(200), Micros(200), Micros(200)}));
+  EXPECT_EQ(m->subnets[1].latency, (std::vector<Nanos>{Micros(200), Micros(200), Micros(200)}));
   ASSERT_EQ(m->warnings.size(), 2u);
   EXPECT_NE(m->warnings[0].find("subnet id=11: latency_us[1] (batch 2) = 190.5 is below batch "
                                 "1's 200; raised to 200"),
@@ -190,7 +189,7 @@ TEST(ModelProfileTest, ExpandsTheLinearFormAndKeepsItOnSave) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_TRUE(m->warnings.empty());
   EXPECT_EQ(m->subnets[0].latency, (std::vector<Nanos>{Micros(6125), Micros(8231), Micros(10337),
-                                                        Micros(1053 * 64 + 5072)}));
+                                                       Micros(1053 * 64 + 5072)}));
   ASSERT_TRUE(m->subnets[0].linear.has_value());
   EXPECT_DOUBLE_EQ(m->subnets[0].linear->alpha_us, 1053.0);
   // Saved, the form stays the form (not a 4-entry table)...
