@@ -556,6 +556,28 @@ TEST(ModelProfileTest, FillLatenciesTakesAWorkersMeasurementRaisingNoiseDips) {
   EXPECT_EQ(m->subnets[i].latency, (std::vector<Nanos>{Micros(100), Micros(100), Micros(300)}));
   EXPECT_EQ(m->subnets[m->SubnetIndex(12)].latency.back(), Micros(900));
   EXPECT_EQ(m->subnets[i].accuracy, before.subnets[i].accuracy);
+  EXPECT_TRUE(m->warnings.empty());
+}
+
+// A worker's measurement can make a subnet dominated (this machine runs it
+// slower than a more accurate one): it leaves the choices, with a warning,
+// on the router and the worker alike (both fill from the same figures).
+TEST(ModelProfileTest, FillLatenciesLeavesOutASubnetTheMeasurementDominates) {
+  v1::ModelProfile p = ValidProto();
+  for (auto& s : *p.mutable_subnets()) s.clear_latency_us();
+  auto m = ModelProfile::LoadFileAllowingUnmeasured(WriteProfileFile(p, "fill_dominated"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->warnings.empty());  // stand-in latencies rank nothing
+  ASSERT_EQ(m->subnets.size(), 3u);
+  ASSERT_TRUE(
+      m->FillLatencies({{10, {100, 200, 300}}, {11, {400, 800, 900}}, {12, {300, 600, 900}}})
+          .ok());
+  EXPECT_EQ(m->SubnetIndex(11), -1);
+  EXPECT_EQ(m->subnets.size(), 2u);
+  ASSERT_EQ(m->warnings.size(), 1u);
+  EXPECT_NE(m->warnings[0].find("subnet id=11 (accuracy 89%) is dominated by subnet id=12"),
+            std::string::npos)
+      << m->warnings[0];
 }
 
 }  // namespace
