@@ -570,8 +570,7 @@ TEST(ModelProfileTest, FillLatenciesLeavesOutASubnetTheMeasurementDominates) {
   EXPECT_TRUE(m->warnings.empty());  // stand-in latencies rank nothing
   ASSERT_EQ(m->subnets.size(), 3u);
   ASSERT_TRUE(
-      m->FillLatencies({{10, {100, 200, 300}}, {11, {400, 800, 900}}, {12, {300, 600, 900}}})
-          .ok());
+      m->FillLatencies({{10, {100, 200, 300}}, {11, {400, 800, 900}}, {12, {300, 600, 900}}}).ok());
   EXPECT_EQ(m->SubnetIndex(11), -1);
   EXPECT_EQ(m->subnets.size(), 2u);
   ASSERT_EQ(m->warnings.size(), 1u);
