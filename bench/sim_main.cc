@@ -160,6 +160,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-sim: %s\n", profile.status().ToString().c_str());
     return 1;
   }
+  for (const std::string& w : profile->warnings) {
+    std::fprintf(stderr, "superserve-sim: warning: %s\n", w.c_str());
+  }
   auto trace = Trace::ReadCsv(absl::GetFlag(FLAGS_trace));
   if (!trace.ok()) {
     std::fprintf(stderr, "superserve-sim: %s\n", trace.status().ToString().c_str());

@@ -28,11 +28,40 @@ ABSL_FLAG(double, dispatch_overhead_us, 500,
 ABSL_FLAG(double, noise_cv, 0, "Execution-time noise CV of the emulated workers (0 to 10).");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of every trace.");
 ABSL_FLAG(bool, json, false, "End with one JSON object (figures and targets) on the last line.");
+ABSL_FLAG(std::string, resnet50_profile, SUPERSERVE_RESNET50_PROFILE,
+          "ModelProfile JSON file of the ResNet50 model of Table 2, the many-model and the "
+          "load-proportionality experiments (one subnet; its linear form or a table, any batch "
+          "sizes).");
 
 namespace superserve {
 namespace {
 
 Nanos DispatchOverhead() { return Micros(absl::GetFlag(FLAGS_dispatch_overhead_us)); }
+
+// --resnet50_profile, loaded once (a bad file ends the run with its error).
+const ModelProfile& ResNet50() {
+  static const ModelProfile* const profile = [] {
+    const std::string path = absl::GetFlag(FLAGS_resnet50_profile);
+    auto p = ModelProfile::LoadFile(path);
+    if (!p.ok()) {
+      std::fprintf(stderr, "superserve-symphony-repro: --resnet50_profile: %s\n",
+                   p.status().ToString().c_str());
+      std::exit(2);
+    }
+    if (p->subnets.size() != 1) {
+      std::fprintf(stderr,
+                   "superserve-symphony-repro: --resnet50_profile %s: %zu subnets; Symphony's "
+                   "experiments schedule one model of one subnet\n",
+                   path.c_str(), p->subnets.size());
+      std::exit(2);
+    }
+    for (const std::string& w : p->warnings) {
+      std::fprintf(stderr, "superserve-symphony-repro: warning: %s\n", w.c_str());
+    }
+    return new ModelProfile(*std::move(p));
+  }();
+  return *profile;
+}
 
 // "symphony" (deferred, sliding-window drop), "symphony-nowindow" (deferred,
 // only infeasible heads dropped), "eager" (Algorithm 1 with exec = now),
@@ -111,17 +140,22 @@ void CheckAtLeast(const std::string& name, double value, double target) {
 void Table2() {
   struct Case {
     const char* model;
-    double alpha, beta, slo;
+    ModelProfile profile;
+    double slo;
   };
-  const std::vector<Case> cases = {{"ResNet50", 1.053, 5.072, 25}, {"InceptionV3", 5.090, 18.368, 70}};
+  // ResNet50 from its profile file; the analytic bounds from its line.
+  const std::vector<Case> cases = {
+      {"ResNet50", ResNet50(), 25},
+      {"InceptionV3", LinearProfile("InceptionV3", 5.090, 18.368, 64), 70}};
   std::printf("\n### Table 2: one model, 8 workers\n\n");
   std::printf("| model | α ms | β ms | SLO | uncoordinated b / r/s | staggered b / r/s | policy | "
               "goodput r/s | / staggered | mean batch | attainment at 1.1x goodput |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Case& c : cases) {
-    const AnalyticBound nc = UncoordinatedBound(c.alpha, c.beta, c.slo, 8);
-    const AnalyticBound st = StaggeredBound(c.alpha, c.beta, c.slo, 8);
-    Workload w = Base(LinearProfile(c.model, c.alpha, c.beta, 64), 8, c.slo);
+    const LinearFit line = FitLinear(c.profile);
+    const AnalyticBound nc = UncoordinatedBound(line.alpha_ms, line.beta_ms, c.slo, 8);
+    const AnalyticBound st = StaggeredBound(line.alpha_ms, line.beta_ms, c.slo, 8);
+    Workload w = Base(c.profile, 8, c.slo);
     std::map<std::string, double> g;
     for (const std::string policy :
          {"symphony", "symphony-nowindow", "eager", "eager+window", "timeout:0.1", "timeout:0.2",
@@ -129,11 +163,12 @@ void Table2() {
       SimulationResult at;
       g[policy] = Measure(w, policy, st.throughput, &at);
       const SimulationResult over = RunAt(w, policy, 1.1 * g[policy]);
-      std::printf("| %s | %.3f | %.3f | %.0f ms | %d / %.0f | %d / %.0f | %s | %.0f | %.3f | %.1f | "
-                  "%.3f |\n",
-                  c.model, c.alpha, c.beta, c.slo, nc.batch, nc.throughput, st.batch,
-                  st.throughput, policy.c_str(), g[policy], g[policy] / st.throughput,
-                  at.mean_batch(), over.slo_attainment());
+      std::printf(
+          "| %s | %.3f | %.3f | %.0f ms | %d / %.0f | %d / %.0f | %s | %.0f | %.3f | %.1f | "
+          "%.3f |\n",
+          c.model, line.alpha_ms, line.beta_ms, c.slo, nc.batch, nc.throughput, st.batch,
+          st.throughput, policy.c_str(), g[policy], g[policy] / st.throughput, at.mean_batch(),
+          over.slo_attainment());
       std::fflush(stdout);
       if (policy == PolicySpec().name) {
         CheckAtLeast(absl::AsciiStrToLower(c.model) + "_default_attainment_at_1.1x_over_peak",
@@ -147,11 +182,12 @@ void Table2() {
       }
     }
     // Padded batches: the same model profiled at powers of two only.
-    Workload pw = Base(LinearProfile(c.model, c.alpha, c.beta, 64, true), 8, c.slo);
+    Workload pw = Base(PowersOfTwoOnly(c.profile), 8, c.slo);
     SimulationResult at;
     const double pg = Measure(pw, "symphony", st.throughput, &at);
-    std::printf("| %s (batches 2^k) | %.3f | %.3f | %.0f ms | | | symphony | %.0f | %.3f | %.1f | |\n",
-                c.model, c.alpha, c.beta, c.slo, pg, pg / st.throughput, at.mean_batch());
+    std::printf(
+        "| %s (batches 2^k) | %.3f | %.3f | %.0f ms | | | symphony | %.0f | %.3f | %.1f | |\n",
+        c.model, line.alpha_ms, line.beta_ms, c.slo, pg, pg / st.throughput, at.mean_batch());
     // Issue 19, item 6: the default policy does not lose to Symphony with
     // one subnet, nor collapse past its peak.
     CheckAtLeast(absl::AsciiStrToLower(c.model) + "_default_over_symphony", g[PolicySpec().name] / g["symphony"], 0.95);
@@ -202,12 +238,13 @@ void MultiModel() {
   for (double zipf : {0.0, 0.9}) {
     for (double cv2 : {1.0, 20.0}) {
       for (double slo : {25.0, 50.0}) {
-        Workload w = Base(LinearProfile("m", 1.053, 5.072, 64), 32, slo);
+        Workload w = Base(ResNet50(), 32, slo);
         w.models = 20;
         w.zipf_s = zipf;
         w.cv2 = cv2;
         w.duration = std::min(w.duration, Seconds(4));
-        const double hint = StaggeredBound(1.053, 5.072, slo, 32).throughput;
+        const LinearFit line = FitLinear(ResNet50());
+        const double hint = StaggeredBound(line.alpha_ms, line.beta_ms, slo, 32).throughput;
         const double sym = Measure(w, "symphony", hint);
         const double eager = Measure(w, "eager", hint);
         const double mb = Measure(w, "maxbatch", hint);
@@ -227,8 +264,9 @@ void MultiModel() {
 }
 
 void Proportional() {
-  Workload w = Base(LinearProfile("ResNet50", 1.053, 5.072, 64), 8, 25);
-  const double hint = StaggeredBound(1.053, 5.072, 25, 8).throughput;
+  Workload w = Base(ResNet50(), 8, 25);
+  const LinearFit line = FitLinear(ResNet50());
+  const double hint = StaggeredBound(line.alpha_ms, line.beta_ms, 25, 8).throughput;
   const double peak = Measure(w, "symphony", hint);
   std::printf("\n### Load proportionality: ResNet50, 8 workers, peak p = symphony's goodput %.0f r/s\n\n",
               peak);
@@ -340,6 +378,10 @@ int Main() {
   if (!only.empty() && std::find(known.begin(), known.end(), only) == known.end()) {
     std::fprintf(stderr, "superserve-symphony-repro: unknown --only \"%s\"\n", only.c_str());
     return 2;
+  }
+  // A bad --resnet50_profile is a usage error before any run.
+  if (only.empty() || only == "table2" || only == "multi" || only == "proportional") {
+    (void)ResNet50();
   }
   if (only.empty() || only == "table2") Table2();
   if (only.empty() || only == "fig6a") Fig6a(false);

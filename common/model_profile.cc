@@ -1,5 +1,6 @@
 #include "common/model_profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -14,8 +15,6 @@
 
 namespace superserve {
 namespace {
-
-bool IsPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 // A profiled latency in nanoseconds, rounded to the nearest one (Micros()
 // truncates, and 514.883 us * 1000 is 514882.99.. in binary, so a profile lost
@@ -89,6 +88,143 @@ absl::Status ValidateExitAccuracy(const google::protobuf::RepeatedField<double>&
   return absl::OkStatus();
 }
 
+// Latencies are held as int64 nanoseconds: at least 1 ns, and at most
+// kMaxQueryTimeout (a day), beyond which no query could be served and the
+// conversion would overflow.
+bool LatencyInRange(double us) {
+  return std::isfinite(us) && LatencyNanos(us) >= 1 && LatencyNanos(us) <= kMaxQueryTimeout;
+}
+
+std::string LatencyRange() {
+  return absl::StrCat("[0.001, ", ToMicros(kMaxQueryTimeout), "] us (1 ns to a day)");
+}
+
+// One subnet's latency: a table (latency_us) or the linear form (alpha_us,
+// beta_us), exactly one of the two. A table's dips are not errors (FromProto
+// raises them).
+absl::Status ValidateSubnetLatency(const v1::ModelProfile& p, int s) {
+  const auto& sn = p.subnets(s);
+  const bool table = sn.latency_us_size() > 0;
+  const bool linear = sn.has_alpha_us() || sn.has_beta_us();
+  if (table && linear) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(SubnetWhere(p, s), "gives both latency_us (", sn.latency_us_size(),
+                     " entries) and the linear form (alpha_us/beta_us); give one of the two"));
+  }
+  if (!table && !linear) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(SubnetWhere(p, s), "gives neither latency_us (one latency per batch size, ",
+                     p.batch_sizes_size(), ") nor the linear form (alpha_us and beta_us)"));
+  }
+  if (linear) {
+    if (!sn.has_alpha_us() || !sn.has_beta_us()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          SubnetWhere(p, s), "field ", sn.has_alpha_us() ? "beta_us" : "alpha_us",
+          " is missing: the linear form latency(b) = alpha_us * b + beta_us needs both (0 is "
+          "allowed)"));
+    }
+    const double a = sn.alpha_us(), b = sn.beta_us();
+    if (!std::isfinite(a) || a < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "field alpha_us = ", a, " must be finite and >= 0"));
+    }
+    if (!std::isfinite(b) || b < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "field beta_us = ", b, " must be finite and >= 0"));
+    }
+    if (!(a + b > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(SubnetWhere(p, s), "fields alpha_us = ", a, " and beta_us = ", b,
+                       ": alpha_us + beta_us must be > 0 (a batch of one would take no time)"));
+    }
+    // Non-decreasing in b, so the smallest and the largest batch bound all.
+    for (int i : {0, p.batch_sizes_size() - 1}) {
+      const double l = a * p.batch_sizes(i) + b;
+      if (!LatencyInRange(l)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            SubnetWhere(p, s), "fields alpha_us = ", a, ", beta_us = ", b, " give ", l,
+            " us at batch ", p.batch_sizes(i), "; every latency must be in ", LatencyRange()));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (sn.latency_us_size() != p.batch_sizes_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(SubnetWhere(p, s), "field latency_us has ", sn.latency_us_size(),
+                     " entries; need exactly one per batch size (", p.batch_sizes_size(), ")"));
+  }
+  for (int b = 0; b < sn.latency_us_size(); ++b) {
+    const double l = sn.latency_us(b);
+    if (!LatencyInRange(l)) {
+      return absl::InvalidArgumentError(absl::StrCat(SubnetWhere(p, s), "field latency_us[", b,
+                                                     "] (batch ", p.batch_sizes(b), ") = ", l,
+                                                     " must be finite and in ", LatencyRange()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// True when `a` dominates `b`: at least as accurate and at least as fast at
+// every batch size, strictly better in one of those.
+bool Dominates(const SubnetProfile& a, const SubnetProfile& b) {
+  if (a.accuracy < b.accuracy || a.latency.size() != b.latency.size()) return false;
+  bool strictly = a.accuracy > b.accuracy;
+  for (size_t i = 0; i < a.latency.size(); ++i) {
+    if (a.latency[i] > b.latency[i]) return false;
+    strictly = strictly || a.latency[i] < b.latency[i];
+  }
+  return strictly;
+}
+
+// Raises every table latency below the previous batch size's to it, with a
+// warning each (timing noise in a measured profile).
+void RaiseDips(ModelProfile* m) {
+  for (SubnetProfile& s : m->subnets) {
+    if (s.linear.has_value()) continue;  // alpha >= 0: never dips
+    for (size_t b = 1; b < s.latency.size(); ++b) {
+      if (s.latency[b] >= s.latency[b - 1]) continue;
+      m->warnings.push_back(absl::StrCat(
+          "profile \"", m->model, "\": subnet id=", s.id, ": latency_us[", b, "] (batch ",
+          m->batch_sizes[b], ") = ", ToMicros(s.latency[b]), " is below batch ",
+          m->batch_sizes[b - 1], "'s ", ToMicros(s.latency[b - 1]), "; raised to ",
+          ToMicros(s.latency[b - 1]), " (latency must be non-decreasing in batch size)"));
+      s.latency[b] = s.latency[b - 1];
+    }
+  }
+}
+
+// Leaves dominated subnets out of m->subnets, with a warning each naming
+// a subnet that dominates it and is kept (dominance is transitive, so one
+// always is).
+void DropDominated(ModelProfile* m) {
+  const size_t n = m->subnets.size();
+  if (n < 2) return;
+  std::vector<uint8_t> dominated(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n && !dominated[i]; ++j) {
+      if (j != i && Dominates(m->subnets[j], m->subnets[i])) dominated[i] = 1;
+    }
+  }
+  if (std::find(dominated.begin(), dominated.end(), 1) == dominated.end()) return;
+  std::vector<SubnetProfile> kept;
+  for (size_t i = 0; i < n; ++i) {
+    if (!dominated[i]) kept.push_back(m->subnets[i]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!dominated[i]) continue;
+    const SubnetProfile& s = m->subnets[i];
+    for (const SubnetProfile& k : kept) {
+      if (!Dominates(k, s)) continue;
+      m->warnings.push_back(
+          absl::StrCat("profile \"", m->model, "\": subnet id=", s.id, " (accuracy ", s.accuracy,
+                       "%) is dominated by subnet id=", k.id, " (accuracy ", k.accuracy,
+                       "%, at least as fast at every batch size); left out of the choices"));
+      break;
+    }
+  }
+  m->subnets = std::move(kept);
+}
+
 }  // namespace
 
 double DynamicModelProfile::ExitAccuracy(std::string_view application, int32_t exit) const {
@@ -113,9 +249,9 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
   }
   for (int i = 0; i < p.batch_sizes_size(); ++i) {
     int b = p.batch_sizes(i);
-    if (!IsPowerOfTwo(b)) {
-      return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,
-                                                     " is not a power of two"));
+    if (b < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b, " must be >= 1"));
     }
     if (b > kMaxBatchSize) {
       return absl::InvalidArgumentError(absl::StrCat(Where(p), "field batch_sizes[", i, "] = ", b,
@@ -195,28 +331,7 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
           absl::StrCat(SubnetWhere(p, s), "field accuracy = ", sn.accuracy(),
                        " is outside [0, 100] (accuracy is in percent)"));
     }
-    if (sn.latency_us_size() != p.batch_sizes_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          SubnetWhere(p, s), "field latency_us has ", sn.latency_us_size(),
-          " entries; need exactly one per batch size (", p.batch_sizes_size(), ")"));
-    }
-    for (int b = 0; b < sn.latency_us_size(); ++b) {
-      double l = sn.latency_us(b);
-      // Latencies are held as int64 nanoseconds: at least 1 ns, and at most
-      // kMaxQueryTimeout (a day), beyond which no query could be served and
-      // the conversion would overflow.
-      if (!std::isfinite(l) || LatencyNanos(l) < 1 || LatencyNanos(l) > kMaxQueryTimeout) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            SubnetWhere(p, s), "field latency_us[", b, "] (batch ", p.batch_sizes(b), ") = ", l,
-            " must be finite and in [0.001, ", ToMicros(kMaxQueryTimeout), "] (1 ns to a day)"));
-      }
-      if (b > 0 && l < sn.latency_us(b - 1)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            SubnetWhere(p, s), "field latency_us[", b, "] (batch ", p.batch_sizes(b), ") = ", l,
-            " is below latency_us[", b - 1, "] (batch ", p.batch_sizes(b - 1),
-            ") = ", sn.latency_us(b - 1), "; latency must be non-decreasing in batch size"));
-      }
-    }
+    if (auto st = ValidateSubnetLatency(p, s); !st.ok()) return st;
   }
   if (p.has_dynamic()) {
     const auto& d = p.dynamic();
@@ -285,7 +400,10 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ModelProfile> ModelProfile::FromProto(const v1::ModelProfile& p) {
+namespace {
+
+// FromProto; `drop_dominated` false for stand-in latencies (they rank nothing).
+absl::StatusOr<ModelProfile> Convert(const v1::ModelProfile& p, bool drop_dominated) {
   if (auto st = ValidateModelProfile(p); !st.ok()) return st;
   ModelProfile m;
   m.model = p.model();
@@ -305,9 +423,18 @@ absl::StatusOr<ModelProfile> ModelProfile::FromProto(const v1::ModelProfile& p) 
     s.accuracy = sn.accuracy();
     s.control = ControlTupleFromProto(sn.control());
     s.macs = sn.macs();
-    for (double l : sn.latency_us()) s.latency.push_back(LatencyNanos(l));
+    if (sn.has_alpha_us()) {
+      s.linear = LinearLatency{sn.alpha_us(), sn.beta_us()};
+      for (int32_t b : p.batch_sizes()) {
+        s.latency.push_back(LatencyNanos(sn.alpha_us() * b + sn.beta_us()));
+      }
+    } else {
+      for (double l : sn.latency_us()) s.latency.push_back(LatencyNanos(l));
+    }
     m.subnets.push_back(std::move(s));
   }
+  RaiseDips(&m);
+  if (drop_dominated) DropDominated(&m);
   if (p.has_dynamic()) {
     m.is_dynamic = p.dynamic().applications_size() > 0;
     m.dynamic.batch_overhead_us = p.dynamic().batch_overhead_us();
@@ -324,6 +451,12 @@ absl::StatusOr<ModelProfile> ModelProfile::FromProto(const v1::ModelProfile& p) 
     }
   }
   return m;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelProfile> ModelProfile::FromProto(const v1::ModelProfile& p) {
+  return Convert(p, /*drop_dominated=*/true);
 }
 
 absl::StatusOr<ModelProfile> ModelProfile::FromJson(std::string_view json) {
@@ -347,7 +480,7 @@ bool LatenciesLeftOut(const v1::ModelProfile& p) {
     return false;
   }
   for (const auto& sn : p.subnets()) {
-    if (sn.latency_us_size() != 0) return false;
+    if (sn.latency_us_size() != 0 || sn.has_alpha_us() || sn.has_beta_us()) return false;
   }
   return true;
 }
@@ -385,7 +518,7 @@ absl::StatusOr<ModelProfile> ModelProfile::LoadFileAllowingUnmeasured(const std:
   for (auto& sn : *p.mutable_subnets()) {
     for (int b = 0; b < p.batch_sizes_size(); ++b) sn.add_latency_us(1.0 + b);
   }
-  auto m = FromProto(p);
+  auto m = Convert(p, /*drop_dominated=*/false);
   if (!m.ok()) {
     return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   }
@@ -409,6 +542,8 @@ absl::Status ModelProfile::FillLatencies(const std::map<int32_t, std::vector<dou
           p.batch_sizes_size(), " batch sizes"));
     }
     sn.clear_latency_us();
+    sn.clear_alpha_us();
+    sn.clear_beta_us();
     for (double l : it->second) {
       const int n = sn.latency_us_size();
       if (n > 0 && std::isfinite(l) && l > 0 && l < sn.latency_us(n - 1)) l = sn.latency_us(n - 1);
@@ -417,6 +552,7 @@ absl::Status ModelProfile::FillLatencies(const std::map<int32_t, std::vector<dou
   }
   auto filled = FromProto(p);
   if (!filled.ok()) return filled.status();
+  filled->warnings.insert(filled->warnings.begin(), warnings.begin(), warnings.end());
   *this = *std::move(filled);
   return absl::OkStatus();
 }
@@ -449,7 +585,12 @@ void ModelProfile::ToProto(v1::ModelProfile* p) const {
     sp->set_accuracy(s.accuracy);
     sp->set_macs(s.macs);
     ControlTupleToProto(s.control, sp->mutable_control());
-    for (auto l : s.latency) sp->add_latency_us(ToMicros(l));
+    if (s.linear.has_value()) {
+      sp->set_alpha_us(s.linear->alpha_us);
+      sp->set_beta_us(s.linear->beta_us);
+    } else {
+      for (auto l : s.latency) sp->add_latency_us(ToMicros(l));
+    }
   }
   if (is_dynamic || !dynamic.applications.empty()) {
     auto* d = p->mutable_dynamic();
@@ -486,10 +627,16 @@ absl::Status ModelProfile::SaveFile(const std::string& path) const {
 }
 
 int ModelProfile::BatchIndex(int32_t batch) const {
-  for (size_t i = 0; i < batch_sizes.size(); ++i) {
-    if (batch_sizes[i] == batch) return static_cast<int>(i);
-  }
-  return -1;
+  const auto it = std::lower_bound(batch_sizes.begin(), batch_sizes.end(), batch);
+  return it != batch_sizes.end() && *it == batch ? static_cast<int>(it - batch_sizes.begin()) : -1;
+}
+
+int ModelProfile::PaddedBatchIndex(int64_t n) const {
+  if (batch_sizes.empty() || n > batch_sizes.back()) return -1;
+  if (n <= 1) return 0;
+  return static_cast<int>(
+      std::lower_bound(batch_sizes.begin(), batch_sizes.end(), static_cast<int32_t>(n)) -
+      batch_sizes.begin());
 }
 
 int ModelProfile::SubnetIndex(int32_t id) const {

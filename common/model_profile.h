@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,13 @@ namespace v1 {
 class ModelProfile;
 }
 
+// latency(b) = alpha_us * b + beta_us microseconds (profile.proto's linear
+// form of a subnet's latency).
+struct LinearLatency {
+  double alpha_us = 0;
+  double beta_us = 0;
+};
+
 // One Pareto-optimal subnet: accuracy in PERCENT (0..100), latency per batch
 // size (same order as ModelProfile::batch_sizes).
 struct SubnetProfile {
@@ -26,6 +34,9 @@ struct SubnetProfile {
   ControlTuple control;
   std::vector<Nanos> latency;
   double macs = 0;
+  // Set when the profile stated the linear form: `latency` is its expansion,
+  // and ToProto writes the form back instead of the table.
+  std::optional<LinearLatency> linear;
 };
 
 // Empirical execution-time distribution of one application of a dynamic DNN.
@@ -60,11 +71,13 @@ inline constexpr int32_t kMaxBatchSize = 1 << 16;
 // The validated, torch-free view of a profile.proto ModelProfile. Stored on
 // disk as protobuf JSON. Validation rules (each rejection names the subnet and
 // the field):
-//   - batch_sizes: non-empty, powers of two up to kMaxBatchSize, strictly
-//     increasing;
+//   - batch_sizes: non-empty, each in [1, kMaxBatchSize], strictly increasing
+//     (any sizes: a batch of n runs at the smallest listed size >= n);
 //   - subnets (unless the model is dynamic-only): at least one; ids unique and
-//     >= 0; accuracy finite in [0, 100] percent; exactly one latency per batch
-//     size; latencies finite, > 0 and non-decreasing in batch size;
+//     >= 0; accuracy finite in [0, 100] percent; latency given either as a
+//     table (latency_us: exactly one per batch size, each finite, 1 ns to a
+//     day) or in the linear form (alpha_us and beta_us: finite, >= 0, sum >
+//     0, every expanded latency within 1 ns to a day), not both, not neither;
 //   - input_shape entries > 0; num_classes >= 0;
 //   - input_normalization (if present): mean finite, std finite and > 0;
 //   - a profile has subnets or dynamic histograms, not both;
@@ -75,6 +88,13 @@ inline constexpr int32_t kMaxBatchSize = 1 << 16;
 //   - dynamic exit_accuracy (model-wide and per application, each optional):
 //     finite in [0, 100] percent, and every one that is given has as many
 //     entries (one per exit).
+// What a measured profile gets wrong by noise is adjusted, not refused, and
+// each adjustment is described in `warnings`:
+//   - a table latency below the previous batch size's is raised to it
+//     (latency must be non-decreasing in batch size);
+//   - a subnet dominated by another (at least as accurate and at least as
+//     fast at every batch size, strictly better in one) is left out of
+//     `subnets`, so that no policy chooses it.
 struct ModelProfile {
   std::string model;
   std::string family;
@@ -94,6 +114,11 @@ struct ModelProfile {
   // and nothing schedules with the profile before FillLatencies.
   bool latencies_measured = true;
 
+  // What loading adjusted (dips raised, dominated subnets left out), one
+  // line each naming the subnet, the batch size and the figures; the binaries
+  // that load a profile print them once. Not part of the proto.
+  std::vector<std::string> warnings;
+
   static absl::StatusOr<ModelProfile> FromProto(const v1::ModelProfile& proto);
   static absl::StatusOr<ModelProfile> FromJson(std::string_view json);
   static absl::StatusOr<ModelProfile> LoadFile(const std::string& path);
@@ -105,21 +130,27 @@ struct ModelProfile {
   // Sets the latencies a worker measured: `latency_us[id]` one figure per
   // batch size for every subnet id. A figure below the previous batch size's
   // is raised to it (timing noise; the profile rules want them
-  // non-decreasing). The result is validated; on error nothing changes.
+  // non-decreasing). The result is validated and dominated subnets are left
+  // out (with warnings, as FromProto); on error nothing changes.
   absl::Status FillLatencies(const std::map<int32_t, std::vector<double>>& latency_us);
 
   void ToProto(v1::ModelProfile* proto) const;
   std::string ToJson() const;
   absl::Status SaveFile(const std::string& path) const;
 
-  // Index of `batch` in batch_sizes, or -1.
+  // Index of `batch` in batch_sizes, or -1. O(log batch sizes).
   int BatchIndex(int32_t batch) const;
+  // Index of the smallest batch size >= n (the size a batch of n runs at,
+  // padded), or -1 when n exceeds max_batch(). n <= 1 gives 0.
+  int PaddedBatchIndex(int64_t n) const;
   // Index in subnets of the subnet with this id, or -1.
   int SubnetIndex(int32_t id) const;
   int32_t max_batch() const { return batch_sizes.empty() ? 0 : batch_sizes.back(); }
 };
 
-// Validates a proto without converting it; FromProto calls this.
+// Validates a proto without converting it; FromProto calls this. Dips in a
+// latency table and dominated subnets are not errors (FromProto adjusts
+// them).
 absl::Status ValidateModelProfile(const v1::ModelProfile& proto);
 
 }  // namespace superserve

@@ -23,6 +23,9 @@ struct ApplicationModule {
 struct Application {
   std::string name;
   std::vector<ApplicationModule> modules;
+  // What loading the modules' profiles adjusted (ModelProfile::warnings:
+  // dips raised, dominated subnets left out), for the caller to print.
+  std::vector<std::string> warnings;
 };
 
 // Checks names (non-empty, unique), parents (exist, no cycle), rate factors

@@ -74,8 +74,10 @@ std::string Dir(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+// `warnings` collects what loading a module's profile adjusted.
 absl::StatusOr<ApplicationModule> ParseModule(const Struct& s, const std::string& base_dir,
-                                              int32_t default_subnet, size_t position) {
+                                              int32_t default_subnet, size_t position,
+                                              std::vector<std::string>* warnings) {
   std::string where = absl::StrCat("modules[", position, "]");
   if (auto st = OnlyKeys(
           s, {"name", "profile", "subnet", "batches", "after", "rate_factor", "price"}, where);
@@ -105,6 +107,9 @@ absl::StatusOr<ApplicationModule> ParseModule(const Struct& s, const std::string
         (*profile_path)[0] == '/' ? *profile_path : absl::StrCat(base_dir, "/", *profile_path);
     auto profile = ModelProfile::LoadFile(path);
     if (!profile.ok()) return Bad(where, profile.status().ToString());
+    if (warnings != nullptr) {
+      warnings->insert(warnings->end(), profile->warnings.begin(), profile->warnings.end());
+    }
     auto module = ModuleFromProfile(*profile, static_cast<int32_t>(*subnet));
     if (!module.ok()) return Bad(where, module.status().ToString());
     m.module = *std::move(module);
@@ -162,6 +167,7 @@ absl::StatusOr<Application> ParseApplicationJson(std::string_view json, const st
     auto module = ModuleFromProfile(*profile, subnet_id);
     if (!module.ok()) return module.status();
     app.name = module->name;
+    app.warnings = profile->warnings;
     app.modules.push_back({*std::move(module), 1.0, {}});
     return app;
   }
@@ -176,7 +182,7 @@ absl::StatusOr<Application> ParseApplicationJson(std::string_view json, const st
     if (v.kind_case() != Value::kStructValue) {
       return Bad(absl::StrCat("modules[", i, "]"), "must be an object");
     }
-    auto m = ParseModule(v.struct_value(), base_dir, subnet_id, i);
+    auto m = ParseModule(v.struct_value(), base_dir, subnet_id, i, &app.warnings);
     if (!m.ok()) return m.status();
     app.modules.push_back(*std::move(m));
   }

@@ -66,6 +66,9 @@ int Run() {
     std::fprintf(stderr, "superserve-plan: %s\n", std::string(app.status().message()).c_str());
     return 1;
   }
+  for (const std::string& w : app->warnings) {
+    std::fprintf(stderr, "superserve-plan: warning: %s\n", w.c_str());
+  }
   auto plan = PlanApplication(*app, rate, slo_ms / 1e3, *method);
   if (!plan.ok()) {
     std::fprintf(stderr, "superserve-plan: %s\n", std::string(plan.status().message()).c_str());

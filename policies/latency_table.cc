@@ -12,7 +12,7 @@ LatencyTable::LatencyTable(const ModelProfile& profile, Options options) : optio
   batch_index_for_.assign(static_cast<size_t>(max_batch()) + 1, 0);
   for (int64_t n = 1, bi = 0; n <= max_batch(); ++n) {
     while (batch_sizes_[bi] < n) ++bi;
-    batch_index_for_[n] = static_cast<uint8_t>(bi);
+    batch_index_for_[n] = static_cast<int32_t>(bi);
   }
   subnet_index_.resize(num_subnets_);
   std::iota(subnet_index_.begin(), subnet_index_.end(), 0);

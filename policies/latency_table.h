@@ -81,7 +81,9 @@ class LatencyTable {
   int num_batches() const { return static_cast<int>(batch_sizes_.size()); }
   int32_t batch_size(int batch_index) const { return batch_sizes_[batch_index]; }
   int32_t max_batch() const { return batch_sizes_.back(); }
-  // Smallest batch index whose size is >= n (n <= max_batch()).
+  // Smallest batch index whose size is >= n (n <= max_batch()): the profiled
+  // size a batch of n runs at, padded (every listed size, not only powers of
+  // two). O(1) through a table of max_batch() + 1 entries.
   int BatchIndexFor(int64_t n) const {
     return n <= 1 ? 0 : static_cast<int>(batch_index_for_[n]);
   }
@@ -160,7 +162,9 @@ class LatencyTable {
   Options options_;
   int num_subnets_ = 0;
   std::vector<int32_t> batch_sizes_;
-  std::vector<uint8_t> batch_index_for_;  // n -> smallest batch index >= n
+  // n -> smallest batch index >= n (int32: a profile may list up to
+  // kMaxBatchSize sizes, any of them).
+  std::vector<int32_t> batch_index_for_;
   std::vector<int> subnet_index_;
   std::vector<int> rank_of_subnet_;
   std::vector<double> accuracy_;

@@ -153,6 +153,7 @@ HotModels::Outcome Dispatcher::RegisterPackage(const std::string& path,
     return out;
   }
   out.model = entry->name;
+  for (const std::string& w : entry->profile.warnings) SS_LOG(WARNING) << w;
   if (!expected_name.empty() && expected_name != entry->name) {
     out.status = absl::InvalidArgumentError(absl::StrCat(
         "name \"", expected_name, "\" differs from the package's model \"", entry->name, "\""));

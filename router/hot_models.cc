@@ -192,7 +192,13 @@ absl::Status FillMeasuredLatencies(const v1::ModelLoaded& loaded, ModelProfile* 
   for (const auto& m : loaded.measured()) {
     latency_us[m.subnet_id()].assign(m.latency_us().begin(), m.latency_us().end());
   }
-  return profile->FillLatencies(latency_us);
+  const size_t before = profile->warnings.size();
+  absl::Status filled = profile->FillLatencies(latency_us);
+  // What the measured figures made the loader adjust (dominated subnets).
+  for (size_t i = before; filled.ok() && i < profile->warnings.size(); ++i) {
+    SS_LOG(WARNING) << profile->warnings[i];
+  }
+  return filled;
 }
 
 }  // namespace

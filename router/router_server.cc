@@ -280,6 +280,9 @@ absl::Status RouterServer::Start() {
                          "(superserve-admin register)";
     }
     for (const auto& m : *models) {
+      // What the profile loader adjusted (dips raised, dominated subnets
+      // left out); an unmeasured profile's come once a worker measured it.
+      for (const std::string& w : m.profile.warnings) SS_LOG(WARNING) << w;
       if (!m.profile.latencies_measured) {
         // The registration path (superserve-admin register) without the
         // wait: the first worker to join loads it, measures the latencies

@@ -603,6 +603,7 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
   }
   auto entry = LoadModelDirectory(dir.string());
   if (!entry.ok()) return cleanup_and_fail(std::string(entry.status().message()));
+  for (const std::string& w : entry->profile.warnings) SS_LOG(WARNING) << w;
   entry->name = serve_as;
   entry->profile.model = serve_as;
   if (!entry->profile.latencies_measured && executor_->kind() == "emulated") {

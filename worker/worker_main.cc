@@ -223,6 +223,10 @@ int main(int argc, char** argv) {
     SS_LOG(ERROR) << all.status().message();
     return 1;
   }
+  // What the profile loader adjusted (dips raised, dominated subnets left out).
+  for (const auto& m : *all) {
+    for (const std::string& w : m.profile.warnings) SS_LOG(WARNING) << w;
+  }
   std::vector<ModelEntry> models;
   const std::string subset = absl::GetFlag(FLAGS_models);
   const std::string measure_to = absl::GetFlag(FLAGS_measure_profiles_to);

@@ -27,6 +27,47 @@ ModelProfile LinearProfile(const std::string& name, double alpha_ms, double beta
   return p;
 }
 
+ModelProfile PowersOfTwoOnly(const ModelProfile& profile) {
+  ModelProfile p = profile;
+  p.batch_sizes.clear();
+  for (SubnetProfile& s : p.subnets) s.latency.clear();
+  for (size_t i = 0; i < profile.batch_sizes.size(); ++i) {
+    const int32_t b = profile.batch_sizes[i];
+    if ((b & (b - 1)) != 0) continue;
+    p.batch_sizes.push_back(b);
+    for (size_t s = 0; s < p.subnets.size(); ++s) {
+      p.subnets[s].latency.push_back(profile.subnets[s].latency[i]);
+    }
+  }
+  return p;
+}
+
+LinearFit FitLinear(const ModelProfile& profile) {
+  LinearFit f;
+  if (profile.subnets.empty()) return f;
+  const SubnetProfile& s = profile.subnets[0];
+  if (s.linear.has_value()) {
+    return LinearFit{s.linear->alpha_us / 1e3, s.linear->beta_us / 1e3};
+  }
+  const size_t n = std::min(profile.batch_sizes.size(), s.latency.size());
+  double mb = 0, ml = 0;
+  for (size_t i = 0; i < n; ++i) {
+    mb += profile.batch_sizes[i];
+    ml += ToMillis(s.latency[i]);
+  }
+  if (n == 0) return f;
+  mb /= n;
+  ml /= n;
+  double cov = 0, var = 0;
+  for (size_t i = 0; i < n; ++i) {
+    cov += (profile.batch_sizes[i] - mb) * (ToMillis(s.latency[i]) - ml);
+    var += (profile.batch_sizes[i] - mb) * (profile.batch_sizes[i] - mb);
+  }
+  f.alpha_ms = var > 0 ? cov / var : 0;
+  f.beta_ms = ml - f.alpha_ms * mb;
+  return f;
+}
+
 namespace {
 
 AnalyticBound Bound(double alpha_ms, double beta_ms, double budget_ms, int32_t workers) {

@@ -16,11 +16,24 @@
 namespace superserve {
 
 // A single-subnet profile with Symphony's linear latency ℓ(b) = α·b + β for
-// every batch size 1..max_batch (Symphony batches any size; files on disk
-// keep powers of two, see ModelProfile). With `powers_of_two`, only
-// 1, 2, 4, .. max_batch (a batch pads up to the next one).
+// every batch size 1..max_batch (Symphony batches any size; a profile file
+// states the same in its linear form, bench/data/resnet50-linear.profile.json).
+// With `powers_of_two`, only 1, 2, 4, .. max_batch (a batch pads up to the
+// next one).
 ModelProfile LinearProfile(const std::string& name, double alpha_ms, double beta_ms,
                            int32_t max_batch, bool powers_of_two = false);
+
+// `profile` with only its batch sizes that are powers of two (and their
+// latencies): the same model profiled as many tools do, a batch padding up.
+ModelProfile PowersOfTwoOnly(const ModelProfile& profile);
+
+// The least-squares line ℓ(b) = α·b + β (ms) through a one-subnet profile's
+// latencies (its linear form exactly, when it states one).
+struct LinearFit {
+  double alpha_ms = 0;
+  double beta_ms = 0;
+};
+LinearFit FitLinear(const ModelProfile& profile);
 
 // Symphony §3.3 / Table 2's analysis for N workers, requests at a constant
 // gap: the batch and throughput N·b / ℓ(b) of staggered execution (worst

@@ -134,7 +134,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch_sizes", default="1,2,4,8,16",
-                    help="batch sizes to profile, powers of two (default 1,2,4,8,16)")
+                    help="batch sizes to profile, any strictly increasing sizes (default 1,2,4,8,16)")
     ap.add_argument("--threads", type=int, default=1,
                     help="intra-op threads while profiling; match the worker's --threads")
     ap.add_argument("--measure_on_worker", action="store_true",

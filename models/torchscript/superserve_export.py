@@ -186,9 +186,10 @@ def measure_latency_us(module, control, input_shape, batch_sizes, repeats=15):
 def write_package(directory, *, name, version, scripted, subnets, batch_sizes, input_shape,
                   classes, input_mean, input_std, default_slo_ms, architecture):
     """Writes manifest.json, profile.json and module.pt (family
-    "torchscript"). `subnets` are dicts {control, accuracy, latency_us}; leave
-    latency_us out of every subnet and the worker that loads the package
-    measures them (docs/packages.md)."""
+    "torchscript"). `subnets` are dicts {control, accuracy, latency_us}, or
+    {control, accuracy, alpha_us, beta_us} for the linear form latency(b) =
+    alpha_us * b + beta_us; leave both out of every subnet and the worker that
+    loads the package measures them (docs/packages.md)."""
     os.makedirs(directory, exist_ok=True)
     torch.jit.save(scripted, os.path.join(directory, "module.pt"))
     manifest = {
@@ -210,7 +211,10 @@ def write_package(directory, *, name, version, scripted, subnets, batch_sizes, i
     for entry, s in zip(profile["subnets"], subnets):
         if "latency_us" in s:
             entry["latency_us"] = s["latency_us"]
-    if not any("latency_us" in s for s in subnets):
+        for key in ("alpha_us", "beta_us"):
+            if key in s:
+                entry[key] = s[key]
+    if not any("latency_us" in s or "alpha_us" in s for s in subnets):
         profile["measured_on"] = "latencies: measured by the worker that loads the package"
     with open(os.path.join(directory, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)

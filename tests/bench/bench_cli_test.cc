@@ -106,6 +106,17 @@ TEST(SymphonyReproCliTest, OutOfRangeFlagsAreUsageErrorsNamingTheFlag) {
   }
 }
 
+// The ResNet50 profile file is read before any run; a bad one is a usage
+// error naming the flag and the file.
+TEST(SymphonyReproCliTest, ABadResNet50ProfileFileIsAUsageError) {
+  const CliRun missing = RunTool("superserve-symphony-repro",
+                                 "--only table2 --resnet50_profile /nonexistent/r50.json");
+  EXPECT_EQ(missing.status, 2) << missing.out;
+  EXPECT_NE(missing.out.find("superserve-symphony-repro: --resnet50_profile: "), std::string::npos)
+      << missing.out;
+  EXPECT_NE(missing.out.find("/nonexistent/r50.json"), std::string::npos) << missing.out;
+}
+
 // superserve-repro: a NaN, negative, zero, infinite or huge --duration_s ran
 // all 99 cells on empty traces and exited 0; an unknown --only ran nothing
 // and exited 0; a stray word was ignored.

@@ -122,6 +122,32 @@ TEST(ModelPackage, OlderLayoutWithoutManifestStillLoads) {
   EXPECT_EQ(e->profile.model, "emu");
 }
 
+// What the router and the workers load (LoadModelDirectory) takes a profile
+// of any form: sizes that are not powers of two, the linear form, a dipping
+// measured table (raised) and a dominated subnet (left out), each adjustment
+// in the profile's warnings for the binary to print.
+TEST(ModelPackage, AProfileOfAnyFormLoadsWithItsWarnings) {
+  TempDir tmp;
+  Write(fs::path(tmp.path()) / "odd" / "profile.json", R"({
+    "model": "odd", "batch_sizes": [1, 3, 6, 10],
+    "subnets": [
+      {"id": 0, "accuracy": 70, "alpha_us": 100, "beta_us": 400},
+      {"id": 1, "accuracy": 80, "latency_us": [900, 1400, 1350, 2600]},
+      {"id": 2, "accuracy": 75, "latency_us": [1000, 1500, 2000, 3000]}]})");
+  auto e = LoadModelDirectory(tmp.path() + "/odd");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->profile.batch_sizes, (std::vector<int32_t>{1, 3, 6, 10}));
+  ASSERT_EQ(e->profile.subnets.size(), 2u);
+  EXPECT_EQ(e->profile.subnets[0].latency,
+            (std::vector<Nanos>{Micros(500), Micros(700), Micros(1000), Micros(1400)}));
+  EXPECT_EQ(e->profile.subnets[1].latency[2], Micros(1400));
+  ASSERT_EQ(e->profile.warnings.size(), 2u);
+  EXPECT_THAT(e->profile.warnings[0],
+              HasSubstr("subnet id=1: latency_us[2] (batch 6) = 1350 is below batch 3's 1400"));
+  EXPECT_THAT(e->profile.warnings[1],
+              HasSubstr("subnet id=2 (accuracy 75%) is dominated by subnet id=1"));
+}
+
 // The bundled models are packages: their manifests agree with their profiles.
 TEST(ModelPackage, BundledModelsArePackages) {
   for (const char* dir : {"/models/fmnist", "/models/dynamic/fmnist-exit",

@@ -55,10 +55,31 @@ TEST(ModelProfileTest, AcceptsValidProfile) {
   EXPECT_EQ(m->max_batch(), 4);
 }
 
-TEST(ModelProfileTest, RejectsBatchSizeNotPowerOfTwo) {
+TEST(ModelProfileTest, AcceptsAnyStrictlyIncreasingBatchSizes) {
   auto p = ValidProto();
-  p.set_batch_sizes(2, 3);
-  ExpectRejected(p, "batch_sizes[2] = 3", "power of two");
+  p.set_batch_sizes(1, 3);
+  p.set_batch_sizes(2, 7);
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->batch_sizes, (std::vector<int32_t>{1, 3, 7}));
+  EXPECT_TRUE(m->warnings.empty());
+  EXPECT_EQ(m->BatchIndex(3), 1);
+  EXPECT_EQ(m->BatchIndex(2), -1);
+  // A batch of n runs at the smallest listed size >= n.
+  EXPECT_EQ(m->PaddedBatchIndex(1), 0);
+  EXPECT_EQ(m->PaddedBatchIndex(2), 1);
+  EXPECT_EQ(m->PaddedBatchIndex(3), 1);
+  EXPECT_EQ(m->PaddedBatchIndex(4), 2);
+  EXPECT_EQ(m->PaddedBatchIndex(7), 2);
+  EXPECT_EQ(m->PaddedBatchIndex(8), -1);
+}
+
+TEST(ModelProfileTest, RejectsABatchSizeBelowOne) {
+  auto p = ValidProto();
+  p.set_batch_sizes(0, 0);
+  ExpectRejected(p, "batch_sizes[0] = 0", "must be >= 1");
+  p.set_batch_sizes(0, -3);
+  ExpectRejected(p, "batch_sizes[0] = -3", "must be >= 1");
 }
 
 TEST(ModelProfileTest, RejectsAnInputShapeNoRequestCouldCarry) {
@@ -89,10 +110,156 @@ TEST(ModelProfileTest, RejectsBatchSizesNotIncreasing) {
   ExpectRejected(p, "batch_sizes[2] = 2", "strictly increasing");
 }
 
-TEST(ModelProfileTest, RejectsLatencyDecreasingInBatchSize) {
+// A measured table whose latency dips (a published BERT profile's batch 8
+// below its batch 4) is timing noise: raised to the previous batch size's
+// figure, with a warning naming the subnet, the batch, the value and the
+// figure it was raised to.
+TEST(ModelProfileTest, RaisesALatencyDipWithAWarning) {
   auto p = ValidProto();
-  p.mutable_subnets(1)->set_latency_us(2, 50.0);
-  ExpectRejected(p, "subnet id=11", "latency_us[2]");
+  p.mutable_subnets(1)->set_latency_us(1, 190.5);  // below batch 1's 200
+  p.mutable_subnets(1)->set_latency_us(2, 150.0);  // below both
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->subnets.size(), 3u);
+  EXPECT_EQ(m->subnets[1].latency, (std::vector<Nanos>{Micros(200), Micros(200), Micros(200)}));
+  ASSERT_EQ(m->warnings.size(), 2u);
+  EXPECT_NE(m->warnings[0].find("subnet id=11: latency_us[1] (batch 2) = 190.5 is below batch "
+                                "1's 200; raised to 200"),
+            std::string::npos)
+      << m->warnings[0];
+  EXPECT_NE(m->warnings[1].find("latency_us[2] (batch 4) = 150 is below batch 2's 200; raised "
+                                "to 200"),
+            std::string::npos)
+      << m->warnings[1];
+  // The other subnets are untouched.
+  EXPECT_EQ(m->subnets[0].latency.back(), Micros(300));
+  // Saved, the raised table loads again without a warning.
+  auto back = ModelProfile::FromJson(m->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->warnings.empty());
+  EXPECT_EQ(back->subnets[1].latency, m->subnets[1].latency);
+}
+
+// A subnet at least as accurate and at least as fast at every batch size
+// (strictly better somewhere) than another leaves that one out of the
+// choices, with a warning naming both.
+TEST(ModelProfileTest, LeavesADominatedSubnetOutWithAWarning) {
+  auto p = ValidProto();  // ids 10, 11, 12: accuracy 88, 89, 90; slower as accuracy rises
+  // id 11 becomes slower than id 12 at every batch size: dominated.
+  for (int b = 0; b < 3; ++b) p.mutable_subnets(1)->set_latency_us(b, 300.0 * (b + 1) + 1);
+  // A tie at every figure (same accuracy, same latencies) dominates nothing.
+  auto* twin = p.add_subnets();
+  *twin = p.subnets(0);
+  twin->set_id(13);
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<int32_t> ids;
+  for (const auto& s : m->subnets) ids.push_back(s.id);
+  EXPECT_EQ(ids, (std::vector<int32_t>{10, 12, 13}));
+  ASSERT_EQ(m->warnings.size(), 1u);
+  EXPECT_NE(m->warnings[0].find("subnet id=11 (accuracy 89%) is dominated by subnet id=12 "
+                                "(accuracy 90%"),
+            std::string::npos)
+      << m->warnings[0];
+  EXPECT_EQ(m->SubnetIndex(11), -1);
+  // Equal latency everywhere but more accurate also dominates.
+  auto q = ValidProto();
+  for (int b = 0; b < 3; ++b) q.mutable_subnets(0)->set_latency_us(b, q.subnets(1).latency_us(b));
+  auto n = ModelProfile::FromProto(q);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->SubnetIndex(10), -1);
+  ASSERT_EQ(n->warnings.size(), 1u);
+  EXPECT_NE(n->warnings[0].find("subnet id=10 (accuracy 88%) is dominated by subnet id=11"),
+            std::string::npos)
+      << n->warnings[0];
+}
+
+// The linear form: latency(b) = alpha_us * b + beta_us at every batch size.
+TEST(ModelProfileTest, ExpandsTheLinearFormAndKeepsItOnSave) {
+  auto p = ValidProto();
+  p.clear_batch_sizes();
+  for (int b : {1, 3, 5, 64}) p.add_batch_sizes(b);
+  for (int s = 0; s < 3; ++s) {
+    auto* sn = p.mutable_subnets(s);
+    sn->clear_latency_us();
+    sn->set_alpha_us(1053.0 * (s + 1));
+    sn->set_beta_us(5072.0 * (s + 1));
+  }
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->warnings.empty());
+  EXPECT_EQ(m->subnets[0].latency, (std::vector<Nanos>{Micros(6125), Micros(8231), Micros(10337),
+                                                       Micros(1053 * 64 + 5072)}));
+  ASSERT_TRUE(m->subnets[0].linear.has_value());
+  EXPECT_DOUBLE_EQ(m->subnets[0].linear->alpha_us, 1053.0);
+  // Saved, the form stays the form (not a 4-entry table)...
+  v1::ModelProfile out;
+  m->ToProto(&out);
+  EXPECT_EQ(out.subnets(0).latency_us_size(), 0);
+  EXPECT_TRUE(out.subnets(0).has_alpha_us());
+  EXPECT_DOUBLE_EQ(out.subnets(0).beta_us(), 5072.0);
+  const std::string json = m->ToJson();
+  EXPECT_NE(json.find("\"alpha_us\": 1053"), std::string::npos) << json;
+  auto back = ModelProfile::FromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->subnets[2].latency, m->subnets[2].latency);
+  // ...and a proportional model (beta 0) is allowed.
+  p.mutable_subnets(0)->set_beta_us(0);
+  auto proportional = ModelProfile::FromProto(p);
+  ASSERT_TRUE(proportional.ok()) << proportional.status();
+  EXPECT_EQ(proportional->subnets[0].latency[0], Micros(1053));
+  // Linear subnets are compared for dominance like tables.
+  p.mutable_subnets(1)->set_alpha_us(1053.0);
+  p.mutable_subnets(1)->set_beta_us(0);
+  auto dominated = ModelProfile::FromProto(p);
+  ASSERT_TRUE(dominated.ok()) << dominated.status();
+  EXPECT_EQ(dominated->SubnetIndex(10), -1);
+}
+
+TEST(ModelProfileTest, RejectsABadLinearFormByName) {
+  auto linear = [] {
+    auto p = ValidProto();
+    for (auto& sn : *p.mutable_subnets()) {
+      sn.clear_latency_us();
+      sn.set_alpha_us(10);
+      sn.set_beta_us(100);
+    }
+    return p;
+  };
+  auto both = linear();
+  both.mutable_subnets(1)->add_latency_us(1);
+  ExpectRejected(both, "subnet id=11", "both latency_us (1 entries) and the linear form");
+  auto neither = linear();
+  neither.mutable_subnets(2)->clear_alpha_us();
+  neither.mutable_subnets(2)->clear_beta_us();
+  ExpectRejected(neither, "subnet id=12", "gives neither latency_us");
+  auto half = linear();
+  half.mutable_subnets(0)->clear_beta_us();
+  ExpectRejected(half, "subnet id=10", "field beta_us is missing");
+  auto negative = linear();
+  negative.mutable_subnets(0)->set_alpha_us(-1);
+  ExpectRejected(negative, "field alpha_us = -1", "finite and >= 0");
+  auto nan = linear();
+  nan.mutable_subnets(1)->set_beta_us(std::nan(""));
+  ExpectRejected(nan, "subnet id=11", "field beta_us = nan");
+  auto zero = linear();
+  zero.mutable_subnets(2)->set_alpha_us(0);
+  zero.mutable_subnets(2)->set_beta_us(0);
+  ExpectRejected(zero, "alpha_us = 0 and beta_us = 0", "must be > 0");
+  auto huge = linear();
+  huge.mutable_subnets(0)->set_alpha_us(1e12);
+  ExpectRejected(huge, "alpha_us = 1e+12", "us at batch 1; every latency must be in");
+}
+
+// What is really wrong with a table stays an error naming field and value.
+TEST(ModelProfileTest, RejectsABadTableFigureByFieldAndValue) {
+  auto p = ValidProto();
+  p.mutable_subnets(1)->set_latency_us(2, std::nan(""));
+  ExpectRejected(p, "subnet id=11 (index 1): field latency_us[2] (batch 4) = nan",
+                 "must be finite");
+  p = ValidProto();
+  p.mutable_subnets(0)->set_latency_us(1, -5);
+  ExpectRejected(p, "field latency_us[1] (batch 2) = -5", "must be finite and in [0.001");
 }
 
 TEST(ModelProfileTest, RejectsWrongNumberOfLatencies) {
@@ -357,7 +524,8 @@ TEST(ModelProfileTest, LatenciesLeftOutOfEverySubnetAreAcceptedOnlyAsUnmeasured)
   partial.mutable_subnets(2)->clear_latency_us();
   auto some = ModelProfile::LoadFileAllowingUnmeasured(WriteProfileFile(partial, "partial"));
   ASSERT_FALSE(some.ok());
-  EXPECT_NE(some.status().message().find("latency_us has 0 entries"), std::string::npos)
+  EXPECT_NE(some.status().message().find("subnet id=12 (index 2): gives neither latency_us"),
+            std::string::npos)
       << some.status();
   // A measured profile loads as measured.
   auto measured = ModelProfile::LoadFileAllowingUnmeasured(WriteProfileFile(ValidProto(), "ok"));
@@ -388,6 +556,27 @@ TEST(ModelProfileTest, FillLatenciesTakesAWorkersMeasurementRaisingNoiseDips) {
   EXPECT_EQ(m->subnets[i].latency, (std::vector<Nanos>{Micros(100), Micros(100), Micros(300)}));
   EXPECT_EQ(m->subnets[m->SubnetIndex(12)].latency.back(), Micros(900));
   EXPECT_EQ(m->subnets[i].accuracy, before.subnets[i].accuracy);
+  EXPECT_TRUE(m->warnings.empty());
+}
+
+// A worker's measurement can make a subnet dominated (this machine runs it
+// slower than a more accurate one): it leaves the choices, with a warning,
+// on the router and the worker alike (both fill from the same figures).
+TEST(ModelProfileTest, FillLatenciesLeavesOutASubnetTheMeasurementDominates) {
+  v1::ModelProfile p = ValidProto();
+  for (auto& s : *p.mutable_subnets()) s.clear_latency_us();
+  auto m = ModelProfile::LoadFileAllowingUnmeasured(WriteProfileFile(p, "fill_dominated"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->warnings.empty());  // stand-in latencies rank nothing
+  ASSERT_EQ(m->subnets.size(), 3u);
+  ASSERT_TRUE(
+      m->FillLatencies({{10, {100, 200, 300}}, {11, {400, 800, 900}}, {12, {300, 600, 900}}}).ok());
+  EXPECT_EQ(m->SubnetIndex(11), -1);
+  EXPECT_EQ(m->subnets.size(), 2u);
+  ASSERT_EQ(m->warnings.size(), 1u);
+  EXPECT_NE(m->warnings[0].find("subnet id=11 (accuracy 89%) is dominated by subnet id=12"),
+            std::string::npos)
+      << m->warnings[0];
 }
 
 }  // namespace

@@ -178,6 +178,35 @@ TEST(ApplicationFileTest, LoadsTheChainAndAProfile) {
   EXPECT_NEAR(plan->cost, 5.3, 1e-9);
 }
 
+// superserve-plan reads the profile format the router does: sizes that are
+// not powers of two, the linear form, a dipping table (raised, with a
+// warning the binary prints).
+TEST(ApplicationFileTest, LoadsAProfileOfAnyFormWithItsWarnings) {
+  auto linear = ParseApplicationJson(R"({"model": "r50", "batch_sizes": [1, 3, 7, 20],
+      "subnets": [{"id": 0, "accuracy": 76, "alpha_us": 1053, "beta_us": 5072}]})",
+                                     ".");
+  ASSERT_TRUE(linear.ok()) << linear.status();
+  ASSERT_EQ(linear->modules.size(), 1u);
+  const auto& configs = linear->modules[0].module.configs;
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(configs[2].batch, 7);
+  EXPECT_NEAR(configs[2].duration_s, (1053.0 * 7 + 5072) * 1e-6, 1e-12);
+  EXPECT_TRUE(linear->warnings.empty());
+  auto plan = PlanApplication(*linear, 1000, 0.1, PlanMethod::kS3);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+
+  auto dipping = ParseApplicationJson(R"({"model": "bert", "batch_sizes": [1, 4, 8],
+      "subnets": [{"id": 0, "accuracy": 80, "latency_us": [1000, 3200.5, 3176.5]}]})",
+                                      ".");
+  ASSERT_TRUE(dipping.ok()) << dipping.status();
+  EXPECT_NEAR(dipping->modules[0].module.configs[2].duration_s, 3200.5e-6, 1e-12);
+  ASSERT_EQ(dipping->warnings.size(), 1u);
+  EXPECT_NE(dipping->warnings[0].find("latency_us[2] (batch 8) = 3176.5 is below batch 4's "
+                                      "3200.5; raised to 3200.5"),
+            std::string::npos)
+      << dipping->warnings[0];
+}
+
 TEST(ApplicationFileTest, BadFilesAreClearErrors) {
   const std::string dir = ".";
   auto bad = [&](const std::string& json) { return ParseApplicationJson(json, dir).status(); };

@@ -289,3 +289,39 @@ TEST(ArrivalRateEstimatorTest, CountsArrivalsInWindow) {
 
 }  // namespace
 }  // namespace superserve
+
+namespace superserve {
+namespace {
+
+// Any batch sizes, more than 256 of them (the index table once held a byte
+// per size, so index 256 wrapped to 0): a batch of n runs at the smallest
+// listed size >= n, and an exact size is found among them.
+TEST(LatencyTableTest, PadsToTheSmallestListedSizeForAnySizesAndManyOfThem) {
+  std::vector<int32_t> batches;
+  for (int32_t b = 1; b <= 300; ++b) batches.push_back(b);
+  batches.push_back(301 + 6);  // 307: a gap, then the largest
+  std::vector<double> row;
+  for (int32_t b : batches) row.push_back(0.5 + 0.01 * b);
+  LatencyTable t(testing::HandProfile(batches, {76}, {row}));
+  EXPECT_EQ(t.num_batches(), 301);
+  EXPECT_EQ(t.BatchIndexFor(1), 0);
+  EXPECT_EQ(t.BatchIndexFor(257), 256);
+  EXPECT_EQ(t.batch_size(t.BatchIndexFor(300)), 300);
+  EXPECT_EQ(t.batch_size(t.BatchIndexFor(301)), 307);
+  EXPECT_EQ(t.batch_size(t.BatchIndexFor(307)), 307);
+  EXPECT_EQ(t.ExactBatchIndex(257), 256);
+  EXPECT_EQ(t.ExactBatchIndex(303), -1);
+  EXPECT_EQ(t.ExactBatchIndex(307), 300);
+  // The largest batch within a budget is the largest listed one that fits.
+  EXPECT_EQ(t.batch_size(t.LargestBatchWithin(0, Micros(0.5e3 + 0.01e3 * 290))), 290);
+
+  // Sizes that are not powers of two, few of them: 3 runs at 5, 6 at 12.
+  LatencyTable u(testing::HandProfile({1, 5, 12}, {76}, {{1, 2, 3}}));
+  EXPECT_EQ(u.batch_size(u.BatchIndexFor(2)), 5);
+  EXPECT_EQ(u.batch_size(u.BatchIndexFor(5)), 5);
+  EXPECT_EQ(u.batch_size(u.BatchIndexFor(6)), 12);
+  EXPECT_EQ(u.ExactBatchIndex(6), -1);
+}
+
+}  // namespace
+}  // namespace superserve
