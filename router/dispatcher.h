@@ -4,16 +4,16 @@
 #include <condition_variable>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/container/flat_hash_map.h"
 #include "common/clock.h"
 #include "common/model_digest.h"
 #include "common/model_profile.h"

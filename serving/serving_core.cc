@@ -1004,10 +1004,10 @@ Nanos ServingCore::Tick() {
       // Idle: nothing to sweep, nothing to answer. The next check is due
       // when a worker's silence or a batch's deadline could run out, or
       // after the idle interval (gauges); a query brings the interval back.
-      next_housekeeping_ = std::max(
-          now + options_.tick_interval,
-          std::min(now + std::max(options_.idle_tick_interval, options_.tick_interval),
-                   workers_.NextDeadline(SilentLimit())));
+      next_housekeeping_ =
+          std::max(now + options_.tick_interval,
+                   std::min(now + std::max(options_.idle_tick_interval, options_.tick_interval),
+                            workers_.NextDeadline(SilentLimit())));
     }
     next = next_housekeeping_;
     if (!wakes_.empty()) next = std::min(next, std::max(wakes_.top()->wake_listed, now + 1));

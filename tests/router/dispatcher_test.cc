@@ -11,11 +11,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-
 #include "common/tensor_codec.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "policies/policy.h"
 #include "policies/policy_factory.h"
-#include "google/protobuf/unknown_field_set.h"
 
 namespace superserve {
 namespace {
@@ -653,10 +652,11 @@ class HookedConnection : public FakeConnection {
 // that (later) next tick. Forced, not raced: the request comes from inside
 // the tick, through a worker connection's Send.
 TEST(DispatcherWakeUpTest, AWakeUpAskedForDuringATickIsNotLost) {
-  RegisterPolicy("test-hold", [](const ModelProfile&, const PolicyConfig&)
-                                  -> absl::StatusOr<std::unique_ptr<Policy>> {
-    return std::make_unique<HoldingPolicy>();
-  });
+  RegisterPolicy(
+      "test-hold",
+      [](const ModelProfile&, const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
+        return std::make_unique<HoldingPolicy>();
+      });
   SimulatedClock clock{Seconds(1)};
   RouterMetrics metrics;
   FakeQuery held("a"), asked_in_tick("m");  // outlive the dispatcher

@@ -24,8 +24,8 @@
 #include "common/model_digest.h"
 #include "common/small_file.h"
 #include "common/tensor_codec.h"
-#include "tests/worker/worker_test_util.h"
 #include "superserve/v1/worker.grpc.pb.h"
+#include "tests/worker/worker_test_util.h"
 
 namespace superserve {
 namespace {
