@@ -1,5 +1,6 @@
 #include "router/admin_service.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -43,17 +44,37 @@ grpc::Status AdminService::Authorize(grpc::CallbackServerContext* context) const
 }
 
 AdminService::~AdminService() {
-  std::vector<std::thread> threads;
+  std::vector<Aside> threads;
   {
     std::lock_guard<std::mutex> lock(threads_mu_);
     threads.swap(threads_);
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : threads) t.thread.join();
+}
+
+void AdminService::JoinFinishedLocked() {
+  // A finished thread has only its return left: the join does not wait.
+  auto finished = std::partition(threads_.begin(), threads_.end(),
+                                 [](const Aside& a) { return !a.done->load(); });
+  for (auto it = finished; it != threads_.end(); ++it) it->thread.join();
+  threads_.erase(finished, threads_.end());
+}
+
+size_t AdminService::threads_held() {
+  std::lock_guard<std::mutex> lock(threads_mu_);
+  JoinFinishedLocked();
+  return threads_.size();
 }
 
 void AdminService::RunAside(std::function<void()> wait) {
   std::lock_guard<std::mutex> lock(threads_mu_);
-  threads_.emplace_back(std::move(wait));
+  JoinFinishedLocked();
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  threads_.push_back({std::thread([wait = std::move(wait), done] {
+                        wait();
+                        done->store(true);
+                      }),
+                      done});
 }
 
 grpc::ServerUnaryReactor* AdminService::RegisterModel(grpc::CallbackServerContext* context,

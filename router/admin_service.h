@@ -1,7 +1,9 @@
 #ifndef SUPERSERVE_ROUTER_ADMIN_SERVICE_H_
 #define SUPERSERVE_ROUTER_ADMIN_SERVICE_H_
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,7 +21,8 @@ namespace superserve {
 // model repository (absolute paths are accepted too). RegisterModel answers
 // once a worker has loaded the package (or every worker failed, or its
 // timeout passed), UnregisterModel once the model is drained: each waits on
-// a thread of its own, never on a gRPC thread.
+// a thread of its own, never on a gRPC thread; a finished one is joined by
+// the next call, so the service holds about one thread per call in progress.
 class AdminService final : public v1::Admin::CallbackService {
  public:
   AdminService(Dispatcher* dispatcher, std::string token, std::string model_repo)
@@ -37,16 +40,26 @@ class AdminService final : public v1::Admin::CallbackService {
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
 
+  // The waiting threads the service holds, once the finished ones are
+  // joined: the calls in progress.
+  size_t threads_held();
+
  private:
   grpc::Status Authorize(grpc::CallbackServerContext* context) const;
-  // Runs `wait` on a thread of its own (joined by the destructor).
+  // Runs `wait` on a thread of its own (joined by a later call once it is
+  // done, or by the destructor).
   void RunAside(std::function<void()> wait);
+  void JoinFinishedLocked();
 
   Dispatcher* const dispatcher_;
   const std::string token_;
   const std::string model_repo_;
+  struct Aside {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;  // set by the thread as it ends
+  };
   std::mutex threads_mu_;
-  std::vector<std::thread> threads_;
+  std::vector<Aside> threads_;
 };
 
 }  // namespace superserve

@@ -364,6 +364,7 @@ void Dispatcher::OnBatchResult(int32_t worker, v1::BatchResult* result) {
 
 void Dispatcher::RequestTick(Nanos t) {
   std::lock_guard<std::mutex> lock(timer_mu_);
+  requested_during_tick_ = std::min(requested_during_tick_, t);
   if (t < timer_next_) {
     timer_next_ = t;
     timer_cv_.notify_all();
@@ -371,10 +372,17 @@ void Dispatcher::RequestTick(Nanos t) {
 }
 
 Nanos Dispatcher::Tick() {
+  {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    requested_during_tick_ = std::numeric_limits<Nanos>::max();
+  }
   const Nanos next = core_.Tick();
+  // A request that came after the core decided `next` (from another thread,
+  // or from this tick's own effects) compared itself with the stale
+  // timer_next_ and may have been dropped there: the earlier one wins.
   std::lock_guard<std::mutex> lock(timer_mu_);
-  timer_next_ = next;
-  return next;
+  timer_next_ = std::min(next, requested_during_tick_);
+  return timer_next_;
 }
 
 void Dispatcher::TimerLoop() {

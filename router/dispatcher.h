@@ -3,16 +3,17 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <memory>
+#include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/container/flat_hash_map.h"
 #include "common/clock.h"
 #include "common/model_digest.h"
 #include "common/model_profile.h"
@@ -126,7 +127,7 @@ class Dispatcher {
   }
 
   // See ServingCore::Tick. Without the timer thread the caller ticks, at
-  // next_tick() at the latest.
+  // next_tick() at the latest; one caller at a time. Returns next_tick().
   Nanos Tick();
   Nanos next_tick() {
     std::lock_guard<std::mutex> lock(timer_mu_);
@@ -164,6 +165,10 @@ class Dispatcher {
   std::mutex timer_mu_;
   std::condition_variable timer_cv_;
   Nanos timer_next_;  // when Tick is due next
+  // The earliest tick the core asked for (RequestTick) since the running
+  // Tick began: the core's answer was decided before such a request, and
+  // publishing it alone would drop the request.
+  Nanos requested_during_tick_ = std::numeric_limits<Nanos>::max();
   bool timer_stop_ = false;
   std::thread timer_;
 };

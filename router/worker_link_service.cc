@@ -1,5 +1,6 @@
 #include "router/worker_link_service.h"
 
+#include <atomic>
 #include <deque>
 #include <mutex>
 
@@ -93,7 +94,12 @@ class WorkerStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1:
   }
 
  private:
+  // Once per stream, though both OnReadDone and OnCancel may end it:
+  // OnWorkerGone is the owner's last call for the id, which the core may
+  // then give to the next worker that registers (a second call would
+  // declare that one dead).
   void Gone(const absl::Status& why) {
+    if (gone_.exchange(true)) return;
     if (worker_ >= 0) dispatcher_->OnWorkerGone(worker_, why);
     connection_->Close(why);
   }
@@ -102,6 +108,7 @@ class WorkerStream final : public grpc::ServerBidiReactor<v1::WorkerMessage, v1:
   std::shared_ptr<StreamConnection> connection_;
   v1::WorkerMessage in_;
   int32_t worker_ = -1;
+  std::atomic<bool> gone_{false};
 };
 
 void StreamConnection::Send(std::unique_ptr<v1::RouterMessage> message) {

@@ -74,6 +74,15 @@ void ServingCore::Apply(Effects* e) {
   if (e->wake > 0 && request_tick_) request_tick_(e->wake);
 }
 
+void ServingCore::HousekeepByLocked(Nanos t, Effects* e) {
+  if (t >= next_housekeeping_) return;
+  next_housekeeping_ = t;
+  if (t < next_tick_) {
+    next_tick_ = t;
+    e->wake = e->wake > 0 ? std::min(e->wake, t) : t;
+  }
+}
+
 void ServingCore::NoteWorkersAliveLocked(Effects* e) {
   e->workers_alive = workers_.alive();
   e->workers_alive_version = ++workers_alive_version_;
@@ -281,6 +290,14 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
         m->scheduler.Push(p.query, now);
         MarkActiveLocked(m);
         ++stats_.accepted;
+        // Queued: swept once per tick interval again, on the grid the last
+        // housekeeping set (an idle core had let it lapse).
+        if (next_housekeeping_ > now + options_.tick_interval) {
+          const Nanos since = now - last_housekeeping_;
+          const Nanos periods =
+              std::max<Nanos>(1, (since + options_.tick_interval - 1) / options_.tick_interval);
+          HousekeepByLocked(last_housekeeping_ + periods * options_.tick_interval, &e);
+        }
         ScheduleLocked(m, now, &e);
       }
     }
@@ -666,29 +683,45 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
                                                     std::shared_ptr<WorkerChannel> channel) {
   Effects e;
   int32_t id;
+  std::shared_ptr<const std::string> name;
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return absl::UnavailableError("shutting down");
     const Nanos now = clock_->Now();
     id = workers_.Add(worker.name, worker.emulated, worker.models, channel, now);
+    WorkerRecord& w = *workers_.Get(id);
+    // No batch until the worker was told, below: none overtakes the
+    // registration. Queries for its models are accepted meanwhile.
+    w.registering = true;
     RefreshFreeLocked(id);
     int32_t served = 0;
-    for (const std::string& name : worker.models) {
-      if (ServedModel* m = models_.Find(name)) {
+    for (const std::string& model : worker.models) {
+      if (ServedModel* m = models_.Find(model)) {
         m->scheduler.AddWorker(id);
         ++served;
       }
     }
-    const WorkerRecord& w = *workers_.Get(id);
-    // Under the lock, so that no batch can overtake the registration.
-    channel->OnRegistered(*w.name, options_.missed_heartbeats > 0 ? options_.heartbeat_interval : 0);
+    name = w.name;
     if (options_.log_lifecycle) {
       SS_LOG(INFO) << "worker " << *w.name << " registered" << (worker.emulated ? " (emulated)" : "")
                  << ", serving " << served << " of " << worker.models.size()
                  << " declared models";
     }
     NoteWorkersAliveLocked(&e);
-    ScheduleWorkerLocked(id, now, &e);
+    // Its silence is checked on time however idle the core is.
+    if (SilentLimit() > 0) HousekeepByLocked(now + SilentLimit() + 1, &e);
+  }
+  // Outside the lock: in the router, a write on the worker's stream.
+  channel->OnRegistered(*name, options_.missed_heartbeats > 0 ? options_.heartbeat_interval : 0);
+  {
+    absl::MutexLock lock(&mu_);
+    // Unless declared dead meanwhile (Shutdown, say): the owner does not
+    // know the id yet, so it cannot have been released and reused.
+    if (WorkerRecord* w = workers_.GetAlive(id)) {
+      w->registering = false;
+      RefreshFreeLocked(id);
+      ScheduleWorkerLocked(id, clock_->Now(), &e);
+    }
   }
   Apply(&e);
   return id;
@@ -843,6 +876,7 @@ void ServingCore::OnWorkerGone(int32_t worker, const absl::Status& why) {
   {
     absl::MutexLock lock(&mu_);
     WorkerGoneLocked(worker, why, clock_->Now(), &e);
+    workers_.Release(worker);
   }
   Apply(&e);
 }
@@ -896,10 +930,12 @@ Nanos ServingCore::Tick() {
     next = now + options_.tick_interval;
     if (shut_down_) return next;
     const bool housekeeping = now >= next_housekeeping_;
-    if (housekeeping) next_housekeeping_ = now + options_.tick_interval;
-    if (housekeeping && options_.missed_heartbeats > 0 && options_.heartbeat_interval > 0) {
-      for (int32_t w :
-           workers_.Silent(now, options_.heartbeat_interval * options_.missed_heartbeats)) {
+    if (housekeeping) {
+      last_housekeeping_ = now;
+      next_housekeeping_ = now + options_.tick_interval;  // refined below
+    }
+    if (housekeeping && SilentLimit() > 0) {
+      for (int32_t w : workers_.Silent(now, SilentLimit())) {
         WorkerGoneLocked(w, absl::UnavailableError("missed heartbeats"), now, &e);
       }
     }
@@ -964,8 +1000,18 @@ Nanos ServingCore::Tick() {
     while (!wakes_.empty() && wakes_.top()->scheduler.wake_at() != wakes_.top()->wake_listed) {
       wakes_.Pop();
     }
+    if (housekeeping && pending_.empty()) {
+      // Idle: nothing to sweep, nothing to answer. The next check is due
+      // when a worker's silence or a batch's deadline could run out, or
+      // after the idle interval (gauges); a query brings the interval back.
+      next_housekeeping_ =
+          std::max(now + options_.tick_interval,
+                   std::min(now + std::max(options_.idle_tick_interval, options_.tick_interval),
+                            workers_.NextDeadline(SilentLimit())));
+    }
+    next = next_housekeeping_;
     if (!wakes_.empty()) next = std::min(next, std::max(wakes_.top()->wake_listed, now + 1));
-    next = std::min(next, std::max(next_housekeeping_, now + 1));
+    next = std::max(next, now + 1);
     if (housekeeping && observer_ != nullptr) {
       models_.ForEach([&](ServedModel* m) {
         e.rare_effects().depths.emplace_back(m->name, static_cast<int64_t>(m->scheduler.queued()));
@@ -1018,6 +1064,7 @@ ServingStats ServingCore::Stats() const {
   ServingStats s = stats_;
   s.pending = static_cast<int64_t>(pending_.size());
   s.workers_alive = workers_.alive();
+  s.worker_records = static_cast<int32_t>(workers_.records().size());
   s.models = static_cast<int32_t>(models_.size());
   return s;
 }

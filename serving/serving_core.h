@@ -45,10 +45,14 @@ struct ServingOptions {
   // A batch not answered by its latest query deadline plus this marks its
   // worker dead (hung), whatever its heartbeats say.
   Nanos batch_grace = Seconds(1);
-  // How often Tick runs at the latest: sweeps expired and cancelled queries
-  // out of the queues (answered without waiting for a worker), checks
-  // liveness, refreshes gauges.
+  // How often Tick runs at the latest while queries are pending: sweeps
+  // expired and cancelled queries out of the queues (answered without
+  // waiting for a worker), checks liveness, refreshes gauges.
   Nanos tick_interval = Millis(10);
+  // With no query pending, Tick asks to run only when a worker's silence or
+  // a batch's deadline could run out, and at least this often (gauges): an
+  // idle router's timer sleeps instead of ticking every tick_interval.
+  Nanos idle_tick_interval = Seconds(1);
   // Distinct application tags the core keeps state for (they are never
   // forgotten); a query with a new tag beyond the cap, or a tag longer than
   // `max_application_bytes`, is INVALID_ARGUMENT naming the bound. 0 = no cap.
@@ -79,6 +83,9 @@ struct ServingStats {
   int64_t batches = 0;
   int64_t pending = 0;
   int32_t workers_alive = 0;
+  // Workers' records held: the live ones, and dead ones whose owner has not
+  // yet reported them gone (OnWorkerGone); the rest are recycled.
+  int32_t worker_records = 0;
   int32_t models = 0;
 };
 
@@ -168,13 +175,19 @@ class ServingCore {
   absl::Status AttachWorker(int32_t worker, const std::string& model);
   void OnHeartbeat(int32_t worker);
   void OnBatchResult(int32_t worker, BatchOutcome outcome);
-  // Idempotent. The worker's in-flight queries are re-queued if they can
-  // still make their deadline, else answered DEADLINE_EXCEEDED.
+  // The worker's in-flight queries are re-queued if they can still make
+  // their deadline, else answered DEADLINE_EXCEEDED. The owner's last call
+  // for `worker` (its stream ended): the id may then name a later worker
+  // (its record is recycled), so the owner must not call it twice. A worker
+  // the core declared dead itself (silent, hung) keeps its id until then.
   void OnWorkerGone(int32_t worker, const absl::Status& why);
 
   // Fires due policy wake-ups, sweeps expired and cancelled queries, marks
   // silent and hung workers dead, refreshes gauges. Returns when it next
-  // wants to run.
+  // wants to run: within tick_interval while queries are pending, else
+  // when a liveness check or the idle refresh is due
+  // (ServingOptions::idle_tick_interval); an arrival asks for an earlier
+  // tick through `request_tick`.
   Nanos Tick();
 
   // Stops accepting queries (new ones are answered UNAVAILABLE, "draining");
@@ -227,6 +240,16 @@ class ServingCore {
   // than the last reported one reaches the observer (a gauge left at 1
   // with 2 workers alive otherwise).
   void NoteWorkersAliveLocked(Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Brings the next housekeeping forward to `t` (if later), asking the
+  // owner for a tick then.
+  void HousekeepByLocked(Nanos t, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How long a worker may stay silent before it is declared dead; 0: no
+  // heartbeat check.
+  Nanos SilentLimit() const {
+    return options_.missed_heartbeats > 0 && options_.heartbeat_interval > 0
+               ? options_.heartbeat_interval * options_.missed_heartbeats
+               : 0;
+  }
 
   void Apply(Effects* e);
   // Offers the model's free workers, except `except`, to its scheduler.
@@ -319,6 +342,7 @@ class ServingCore {
   // Liveness checks, busy fractions and queue gauges run at most once per
   // tick interval: Ticks asked for by policy wake-ups come far more often.
   Nanos next_housekeeping_ ABSL_GUARDED_BY(mu_) = 0;
+  Nanos last_housekeeping_ ABSL_GUARDED_BY(mu_) = 0;
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
   int64_t speed_records_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<double> speed_scratch_ ABSL_GUARDED_BY(mu_);

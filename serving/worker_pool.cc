@@ -1,5 +1,8 @@
 #include "serving/worker_pool.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 
 namespace superserve {
@@ -7,7 +10,11 @@ namespace superserve {
 int32_t WorkerPool::Add(const std::string& requested_name, bool emulated,
                         std::vector<std::string> models, std::shared_ptr<WorkerChannel> channel,
                         Nanos now) {
-  const int32_t id = static_cast<int32_t>(workers_.size());
+  int32_t id = static_cast<int32_t>(workers_.size());
+  if (!recycled_.empty()) {
+    id = recycled_.back();
+    recycled_.pop_back();
+  }
   WorkerRecord w;
   w.id = id;
   w.name = std::make_shared<const std::string>(requested_name.empty()
@@ -18,7 +25,11 @@ int32_t WorkerPool::Add(const std::string& requested_name, bool emulated,
   w.channel = std::move(channel);
   w.last_heard = now;
   w.busy_since = now;
-  workers_.push_back(std::move(w));
+  if (id < static_cast<int32_t>(workers_.size())) {
+    workers_[id] = std::move(w);
+  } else {
+    workers_.push_back(std::move(w));
+  }
   ++alive_;
   return id;
 }
@@ -44,7 +55,7 @@ void WorkerPool::Heard(int32_t id, Nanos now) {
 
 int32_t WorkerPool::FreeSlots(int32_t id, int32_t lookahead) const {
   const WorkerRecord& w = workers_[id];
-  if (!w.alive) return 0;
+  if (!w.alive || w.registering) return 0;
   return std::max<int32_t>(0, lookahead - static_cast<int32_t>(w.inflight.size()));
 }
 
@@ -71,7 +82,21 @@ std::vector<InflightBatch> WorkerPool::MarkDead(int32_t id) {
   --alive_;
   for (auto& [batch_id, b] : w->inflight) out.push_back(std::move(b));
   w->inflight.clear();
+  RecycleIfDone(id);
   return out;
+}
+
+void WorkerPool::Release(int32_t id) {
+  WorkerRecord* w = Get(id);
+  if (w == nullptr || w->released) return;
+  w->released = true;
+  RecycleIfDone(id);
+}
+
+void WorkerPool::RecycleIfDone(int32_t id) {
+  const WorkerRecord& w = workers_[id];
+  if (w.alive || !w.released) return;
+  recycled_.push_back(id);
 }
 
 std::vector<int32_t> WorkerPool::Silent(Nanos now, Nanos silent_limit) const {
@@ -80,6 +105,16 @@ std::vector<int32_t> WorkerPool::Silent(Nanos now, Nanos silent_limit) const {
     if (w.alive && now - w.last_heard > silent_limit) out.push_back(w.id);
   }
   return out;
+}
+
+Nanos WorkerPool::NextDeadline(Nanos silent_limit) const {
+  Nanos next = std::numeric_limits<Nanos>::max();
+  for (const WorkerRecord& w : workers_) {
+    if (!w.alive) continue;
+    if (silent_limit > 0) next = std::min(next, w.last_heard + silent_limit + 1);
+    for (const auto& [batch_id, b] : w.inflight) next = std::min(next, b.deadline + 1);
+  }
+  return next;
 }
 
 std::vector<int32_t> WorkerPool::Overdue(Nanos now) const {

@@ -45,24 +45,36 @@ struct WorkerRecord {
   // exec / profiled latency, and that over the fleet's (1 = as the fleet).
   WorkerSpeed speed;
   double relative_speed = 1.0;
+  // Being told of its registration (outside the core's lock): it takes no
+  // batch until that is done, so that none overtakes the registration.
+  bool registering = false;
+  // Its owner is done with the id (Release): once dead too, the record is
+  // recycled for a later worker.
+  bool released = false;
 };
 
 // The workers that registered: liveness (heartbeats, per-batch deadlines)
-// and the batches each holds. Ids are dense and never reused. Not
-// thread-safe.
+// and the batches each holds. Ids are dense: they index the records. The
+// record of a worker that is dead and released by its owner is recycled
+// for the next worker added, so a worker that reconnects 10,000 times
+// leaves one record, not 10,000, and walks over the records stay as long as
+// the fleet. Not thread-safe.
 class WorkerPool {
  public:
   // Registers a live worker; its name is "<requested>#<id>" (or "worker-<id>").
+  // Its id is a recycled one (dead and released) when there is one.
   int32_t Add(const std::string& requested_name, bool emulated, std::vector<std::string> models,
               std::shared_ptr<WorkerChannel> channel, Nanos now);
-  // Any worker ever registered (alive or not); nullptr for an unknown id.
+  // Any worker whose record is kept (alive, or dead and its record not yet
+  // recycled); nullptr for an unknown id.
   WorkerRecord* Get(int32_t id);
   const WorkerRecord* Get(int32_t id) const;
   WorkerRecord* GetAlive(int32_t id);
   int32_t alive() const { return alive_; }
 
   void Heard(int32_t id, Nanos now);
-  // Live, and holds fewer than `lookahead` batches: how many more it may take.
+  // Live, not registering, and holds fewer than `lookahead` batches: how
+  // many more it may take.
   int32_t FreeSlots(int32_t id, int32_t lookahead) const;
 
   void AddInflight(int32_t id, InflightBatch batch);
@@ -73,17 +85,27 @@ class WorkerPool {
   // Marks the worker dead and hands back the batches it held. Idempotent:
   // a dead worker returns nothing.
   std::vector<InflightBatch> MarkDead(int32_t id);
+  // The owner will not name `id` again (its stream ended): once the worker
+  // is dead, its record may be recycled. Idempotent.
+  void Release(int32_t id);
 
   // Live workers silent for longer than `silent_limit`.
   std::vector<int32_t> Silent(Nanos now, Nanos silent_limit) const;
   // Live workers holding a batch past its deadline.
   std::vector<int32_t> Overdue(Nanos now) const;
+  // The earliest time a live worker could turn up in Silent (with this
+  // limit; <= 0: never) or Overdue; the largest Nanos when none can.
+  Nanos NextDeadline(Nanos silent_limit) const;
 
   std::vector<WorkerRecord>& records() { return workers_; }
   const std::vector<WorkerRecord>& records() const { return workers_; }
 
  private:
+  // Recycles `id` if it is dead and released.
+  void RecycleIfDone(int32_t id);
+
   std::vector<WorkerRecord> workers_;
+  std::vector<int32_t> recycled_;  // ids whose records the next Add reuses
   int32_t alive_ = 0;
 };
 

@@ -55,14 +55,22 @@ bool IsLastingRefusal(grpc::StatusCode code) {
 
 RouterLink::RouterLink(RouterLinkOptions options, Executor* executor,
                        std::vector<ModelEntry> models)
-    : options_(std::move(options)), executor_(executor), models_(std::move(models)) {}
+    : options_(std::move(options)),
+      executor_(executor),
+      models_(std::make_shared<const std::vector<ModelEntry>>(std::move(models))) {}
 
 RouterLink::~RouterLink() {
   Stop();
+  absl::MutexLock lock(&models_mu_);
   if (owns_package_root_) {
     std::error_code ec;
     std::filesystem::remove_all(package_root_, ec);
   }
+}
+
+std::shared_ptr<const std::vector<ModelEntry>> RouterLink::Models() const {
+  absl::MutexLock lock(&models_mu_);
+  return models_;
 }
 
 void RouterLink::Stop() {
@@ -334,11 +342,14 @@ RouterLink::SessionEnd RouterLink::RunSession(
   v1::WorkerMessage hello;
   auto* reg = hello.mutable_register_();
   reg->set_worker_id(options_.name);
-  for (const auto& m : models_) reg->add_models(m.name);
+  for (const auto& m : *Models()) reg->add_models(m.name);
   reg->set_emulated(executor_->kind() == "emulated");
   reg->set_intra_op_threads(options_.intra_op_threads);
   for (const auto& v : options_.versions) *reg->add_versions() = v;
-  for (const auto& v : hot_versions_) *reg->add_versions() = v;
+  {
+    absl::MutexLock lock(&models_mu_);
+    for (const auto& v : hot_versions_) *reg->add_versions() = v;
+  }
 
   // A router that accepts the connection but never acknowledges (hung, or a
   // half-open connection) must not hold the link forever.
@@ -494,7 +505,7 @@ void RouterLink::ExecuteLoop() {
       continue;
     }
     v1::WorkerMessage reply;
-    RunBatch(b.message->batch(), b.received, models_, executor_, reply.mutable_result());
+    RunBatch(b.message->batch(), b.received, *Models(), executor_, reply.mutable_result());
     batches_run_.fetch_add(1);
     if (!Write(reply)) return;
   }
@@ -521,6 +532,7 @@ void RouterLink::LoadLoop() {
 }
 
 absl::StatusOr<std::string> RouterLink::PackageRoot() {
+  absl::MutexLock lock(&models_mu_);
   if (!package_root_.empty()) return package_root_;
   std::error_code ec;
   std::string root = options_.package_dir;
@@ -559,7 +571,7 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
   };
   if (!plain(load.model())) return fail(absl::StrCat("bad model name \"", load.model(), "\""));
   if (!plain(serve_as)) return fail(absl::StrCat("bad model name \"", serve_as, "\""));
-  for (const ModelEntry& m : models_) {
+  for (const ModelEntry& m : *Models()) {
     if (m.name == serve_as) {
       // Already served (loaded before a reconnect, or at start-up): ready,
       // if it is the same version.
@@ -636,33 +648,55 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
 
 void RouterLink::Install(LoadedModel* loaded) {
   if (!loaded->error.empty() || loaded->entry.name.empty()) return;  // failed, or already served
-  models_.push_back(loaded->entry);
-  hot_versions_.push_back(loaded->version);
+  {
+    absl::MutexLock lock(&models_mu_);
+    auto models = std::make_shared<std::vector<ModelEntry>>(*models_);
+    models->push_back(loaded->entry);
+    models_ = std::move(models);
+    hot_versions_.push_back(loaded->version);
+  }
   SS_LOG(INFO) << "model " << loaded->model << " loaded in " << ToMillis(loaded->load_time)
                << " ms (hot registration)";
 }
 
 void RouterLink::Unload(const std::string& model) {
-  auto it = std::find_if(models_.begin(), models_.end(),
-                         [&](const ModelEntry& m) { return m.name == model; });
-  if (it == models_.end()) return;
+  std::string directory;
+  {
+    const auto models = Models();
+    auto it = std::find_if(models->begin(), models->end(),
+                           [&](const ModelEntry& m) { return m.name == model; });
+    if (it == models->end()) return;
+    directory = it->directory;
+  }
   if (auto s = executor_->Unload(model); !s.ok()) {
     SS_LOG(WARNING) << "unloading model " << model << ": " << s.message();
   }
+  std::string package_root;
+  {
+    absl::MutexLock lock(&models_mu_);
+    auto models = std::make_shared<std::vector<ModelEntry>>();
+    models->reserve(models_->size());
+    for (const ModelEntry& m : *models_) {
+      if (m.name != model) models->push_back(m);
+    }
+    models_ = std::move(models);
+    hot_versions_.erase(
+        std::remove_if(hot_versions_.begin(), hot_versions_.end(),
+                       [&](const v1::ModelVersion& v) { return v.model() == model; }),
+        hot_versions_.end());
+    package_root = package_root_;
+  }
   // A hot-loaded package's folder (<root>/<name>/<model>/) goes with it; a
   // start-up model's stays.
-  const std::filesystem::path slot = std::filesystem::path(it->directory).parent_path();
-  if (!package_root_.empty() && slot.parent_path() == std::filesystem::path(package_root_)) {
+  const std::filesystem::path slot = std::filesystem::path(directory).parent_path();
+  if (!package_root.empty() && slot.parent_path() == std::filesystem::path(package_root)) {
     std::error_code ec;
     std::filesystem::remove_all(slot, ec);
   }
-  models_.erase(it);
   // glibc keeps freed heap pages mapped; hand them back to the system, so an
-  // unregistered model's memory shows as freed (docs/packages.md).
+  // unregistered model's memory shows as freed (docs/packages.md). The
+  // entry is freed once no batch's snapshot holds it.
   malloc_trim(0);
-  hot_versions_.erase(std::remove_if(hot_versions_.begin(), hot_versions_.end(),
-                                     [&](const v1::ModelVersion& v) { return v.model() == model; }),
-                      hot_versions_.end());
   SS_LOG(INFO) << "model " << model << " unloaded";
 }
 

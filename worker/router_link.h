@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "common/model_repository.h"
 #include "common/time.h"
 #include "superserve/v1/worker.grpc.pb.h"
@@ -155,17 +157,25 @@ class RouterLink {
   void Unload(const std::string& model);
   // The folder hot-loaded packages go to (created on first use).
   absl::StatusOr<std::string> PackageRoot();
+  // The models served now: a snapshot, unchanged by a later Install or
+  // Unload.
+  std::shared_ptr<const std::vector<ModelEntry>> Models() const;
   void HeartbeatLoop(Nanos interval);
   bool Write(const v1::WorkerMessage& m);
 
   const RouterLinkOptions options_;
   Executor* const executor_;
-  // The start-up models, then the hot-loaded ones. Changed only by the
-  // executor thread, read by it and (between its sessions) by RunSession.
-  std::vector<ModelEntry> models_;
-  std::vector<v1::ModelVersion> hot_versions_;  // of the hot-loaded models
-  std::string package_root_;                    // see PackageRoot()
-  bool owns_package_root_ = false;
+  // The start-up models, then the hot-loaded ones, and where those are
+  // written: changed by the executor thread (Install, Unload), read by the
+  // loader thread (LoadPackage) while it runs, and by RunSession. The model
+  // list is replaced, never changed in place, so that a batch runs on a
+  // snapshot (Models()) without holding the lock.
+  mutable absl::Mutex models_mu_;
+  std::shared_ptr<const std::vector<ModelEntry>> models_ ABSL_GUARDED_BY(models_mu_);
+  // Of the hot-loaded models.
+  std::vector<v1::ModelVersion> hot_versions_ ABSL_GUARDED_BY(models_mu_);
+  std::string package_root_ ABSL_GUARDED_BY(models_mu_);  // see PackageRoot()
+  bool owns_package_root_ ABSL_GUARDED_BY(models_mu_) = false;
 
   // The current session's call; replaced only between sessions, when no
   // thread of the previous one is left.

@@ -11,9 +11,10 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-
 #include "common/tensor_codec.h"
 #include "google/protobuf/unknown_field_set.h"
+#include "policies/policy.h"
+#include "policies/policy_factory.h"
 
 namespace superserve {
 namespace {
@@ -607,6 +608,89 @@ TEST_F(DispatcherTest, ReadingAQueryHoldsNoLockOtherQueriesNeed) {
   auto b = c->NextBatch();
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->batch().queries(0).input().data(), slow.request_.input().data());
+}
+
+// Holds each query for kHold after its arrival, then dispatches it alone: a
+// deferred dispatch (Symphony's), which the core asks the timer to fire.
+class HoldingPolicy final : public Policy {
+ public:
+  static constexpr Nanos kHold = Millis(1);
+  std::string_view name() const override { return "test-hold"; }
+  Decision Decide(const SchedulingContext& ctx) override {
+    if (ctx.queue.empty()) return Decision::Idle();
+    const Nanos due = ctx.queue.Head().arrival + kHold;
+    if (ctx.now < due || ctx.free_workers.empty()) return Decision::WakeAt(due);
+    Decision d;
+    d.kind = Decision::Kind::kDispatch;
+    d.take = 1;
+    d.batch_size = 1;
+    d.subnet_index = 0;
+    d.worker = ctx.free_workers.front();
+    return d;
+  }
+};
+
+// Runs `on_batch` once, inside the Send of the first batch it gets: from the
+// core's Apply, after the core released its lock and before its caller
+// (Dispatcher::Tick) returns.
+class HookedConnection : public FakeConnection {
+ public:
+  void Send(std::unique_ptr<v1::RouterMessage> m) override {
+    const bool batch = m->has_batch();
+    FakeConnection::Send(std::move(m));
+    if (batch && on_batch) {
+      auto run = std::move(on_batch);
+      on_batch = nullptr;
+      run();
+    }
+  }
+  std::function<void()> on_batch;
+};
+
+// The lost wake-up: a wake-up asked for while Dispatcher::Tick is between
+// the core's Tick and publishing its next tick must not be overwritten by
+// that (later) next tick. Forced, not raced: the request comes from inside
+// the tick, through a worker connection's Send.
+TEST(DispatcherWakeUpTest, AWakeUpAskedForDuringATickIsNotLost) {
+  RegisterPolicy(
+      "test-hold",
+      [](const ModelProfile&, const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
+        return std::make_unique<HoldingPolicy>();
+      });
+  SimulatedClock clock{Seconds(1)};
+  RouterMetrics metrics;
+  FakeQuery held("a"), asked_in_tick("m");  // outlive the dispatcher
+  DispatcherOptions o;
+  o.policy = "test-hold";
+  o.run_timer_thread = false;
+  Dispatcher d(o, &clock, &metrics);
+  ModelProfile a = TestProfile();
+  a.model = "a";
+  ASSERT_TRUE(d.AddModel(a).ok());
+  ASSERT_TRUE(d.AddModel(TestProfile()).ok());
+  auto serves_a = std::make_shared<HookedConnection>();
+  auto serves_m = std::make_shared<FakeConnection>();
+  v1::RegisterWorker hello;
+  hello.add_models("a");
+  ASSERT_TRUE(d.RegisterWorker(hello, serves_a).ok());
+  hello.set_models(0, "m");
+  ASSERT_TRUE(d.RegisterWorker(hello, serves_m).ok());
+
+  const Nanos t0 = clock.Now();
+  d.Submit(&held, t0 + Millis(50));
+  ASSERT_EQ(d.next_tick(), t0 + HoldingPolicy::kHold) << "the hold asks for a tick";
+  serves_a->on_batch = [&] { d.Submit(&asked_in_tick, clock.Now() + Millis(50)); };
+  ASSERT_TRUE(clock.AdvanceTo(d.next_tick()).ok());
+  d.Tick();  // dispatches `held`; its Send submits `asked_in_tick`, held until t0 + 2 kHold
+  ASSERT_NE(serves_a->NextBatch(), nullptr);
+  EXPECT_EQ(serves_m->NextBatch(), nullptr) << "held until t0 + 2 kHold";
+  EXPECT_LE(d.next_tick(), t0 + 2 * HoldingPolicy::kHold)
+      << "the wake-up asked for during the tick was lost: the next tick is "
+      << ToMillis(d.next_tick() - t0) << " ms after t0";
+  ASSERT_TRUE(clock.AdvanceTo(std::max(clock.Now(), d.next_tick())).ok());
+  d.Tick();
+  EXPECT_NE(serves_m->NextBatch(), nullptr) << "dispatched at its wake-up";
+  EXPECT_LE(clock.Now(), t0 + 2 * HoldingPolicy::kHold);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
@@ -428,6 +429,171 @@ TEST(ServingCoreApplicationsTest, NewTagsBeyondTheCapAndLongTagsAreRefused) {
   EXPECT_NE(long_tag.status.message().find("exceeds the limit of 8 bytes"), std::string::npos)
       << long_tag.status;
   core.Shutdown();
+}
+
+// Runs `on_registered` inside OnRegistered; records the order of the
+// registration and the batches.
+class ProbingChannel final : public WorkerChannel {
+ public:
+  void OnRegistered(const std::string&, Nanos) override {
+    events.push_back("registered");
+    if (on_registered) on_registered();
+  }
+  void Send(BatchPlan b) override { events.push_back("batch"); }
+  void Close(const absl::Status&) override {}
+  std::function<void()> on_registered;
+  std::vector<std::string> events;
+};
+
+// The registration (a gRPC write, in the router) is announced outside the
+// core's lock, and still before any batch reaches the worker: a query that
+// arrives while the worker is being told it is registered waits for it.
+TEST(ServingCoreRegistrationTest, TheWorkerIsToldOutsideTheLockAndBeforeAnyBatch) {
+  SimulatedClock clock(Seconds(1));
+  ServingOptions o;
+  o.missed_heartbeats = 0;
+  o.overload.shed = false;
+  ServingCore core(o, &clock);
+  const ModelProfile profile = testing::ThreeSubnetProfile();
+  ASSERT_TRUE(core.AddModel(profile, Clipper(profile)).ok());
+  auto channel = std::make_shared<ProbingChannel>();
+  Handle query;
+  std::atomic<bool> stats_returned{false};
+  std::thread other;
+  bool lock_held = false;
+  size_t events_on_return = 0;
+  channel->on_registered = [&] {
+    // Another thread needs the core's lock: it must get it while the worker
+    // is being told.
+    other = std::thread([&] {
+      core.Stats();
+      stats_returned = true;
+    });
+    for (int i = 0; i < 200 && !stats_returned; ++i) absl::SleepFor(absl::Milliseconds(10));
+    lock_held = !stats_returned;
+    if (lock_held) return;  // `other` gets the lock once this returns
+    QueryRequest q;
+    q.model = profile.model;
+    q.deadline = clock.Now() + Millis(100);
+    core.Submit(&query, q);
+    events_on_return = channel->events.size();
+  };
+  WorkerRegistration r;
+  r.name = "w";
+  r.models = {profile.model};
+  ASSERT_TRUE(core.RegisterWorker(r, channel).ok());
+  other.join();
+  EXPECT_FALSE(lock_held) << "OnRegistered ran under the core's lock";
+  EXPECT_EQ(events_on_return, 1u) << "a batch reached the worker before its registration ended";
+  EXPECT_EQ(channel->events, (std::vector<std::string>{"registered", "batch"}));
+  EXPECT_EQ(query.answers, 0) << "dispatched, not answered";
+}
+
+// A worker that reconnects 10,000 times leaves no trail: the record of a
+// worker its owner reported gone is recycled (ids index the records, so
+// they stay small too), and a tick walks the workers alive only.
+TEST(ServingCoreRegistrationTest, ReconnectingWorkersLeaveABoundedNumberOfRecords) {
+  SimulatedClock clock(Seconds(1));
+  ServingOptions o;
+  o.missed_heartbeats = 0;
+  ServingCore core(o, &clock);
+  const ModelProfile profile = testing::ThreeSubnetProfile();
+  ASSERT_TRUE(core.AddModel(profile, Clipper(profile)).ok());
+  WorkerRegistration r;
+  r.name = "w";
+  r.models = {profile.model};
+  auto steady = core.RegisterWorker(r, std::make_shared<Channel>());
+  ASSERT_TRUE(steady.ok());
+  int32_t max_id = *steady;
+  for (int i = 0; i < 10000; ++i) {
+    auto id = core.RegisterWorker(r, std::make_shared<Channel>());
+    ASSERT_TRUE(id.ok());
+    max_id = std::max(max_id, *id);
+    core.OnWorkerGone(*id, absl::UnavailableError("stream ended"));
+  }
+  EXPECT_LE(max_id, 2) << "10,000 reconnects left a record each";
+  EXPECT_LE(core.Stats().worker_records, 2);
+  EXPECT_EQ(core.Stats().workers_alive, 1);
+  // The steady worker still serves.
+  Handle query;
+  QueryRequest q;
+  q.model = profile.model;
+  q.deadline = clock.Now() + Millis(100);
+  core.Submit(&query, q);
+  EXPECT_EQ(core.Stats().batches, 1);
+}
+
+// A worker the core declared dead keeps its id until its owner reports it
+// gone: the owner's late calls for that id must not reach a new worker.
+TEST(ServingCoreRegistrationTest, ADeadWorkersIdIsNotReusedBeforeItsOwnerReportsItGone) {
+  SimulatedClock clock(Seconds(1));
+  ServingOptions o;
+  o.heartbeat_interval = Millis(100);
+  o.missed_heartbeats = 2;
+  ServingCore core(o, &clock);
+  const ModelProfile profile = testing::ThreeSubnetProfile();
+  ASSERT_TRUE(core.AddModel(profile, Clipper(profile)).ok());
+  WorkerRegistration r;
+  r.name = "w";
+  r.models = {profile.model};
+  auto silent = core.RegisterWorker(r, std::make_shared<Channel>());
+  ASSERT_TRUE(silent.ok());
+  ASSERT_TRUE(clock.Advance(Millis(300)).ok());
+  core.Tick();  // declares it dead: silent for 3 intervals
+  ASSERT_EQ(core.Stats().workers_alive, 0);
+  auto next = core.RegisterWorker(r, std::make_shared<Channel>());
+  ASSERT_TRUE(next.ok());
+  EXPECT_NE(*next, *silent) << "reused while the old stream may still report on it";
+  core.OnWorkerGone(*silent, absl::UnavailableError("stream ended"));  // the owner's last call
+  EXPECT_EQ(core.Stats().workers_alive, 1) << "the owner's late call reached the new worker";
+  auto third = core.RegisterWorker(r, std::make_shared<Channel>());
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(*third, *silent) << "released: its record is recycled";
+}
+
+// An idle core (nothing queued, nothing on a worker) asks for no periodic
+// ticks: the owner's timer sleeps until a query, a worker's liveness
+// deadline or an idle refresh (ServingOptions::idle_tick_interval).
+TEST(ServingCoreIdleTest, AnIdleCoreAsksForFewTicks) {
+  SimulatedClock clock(Seconds(1));
+  ServingOptions o;
+  o.heartbeat_interval = Millis(500);
+  o.missed_heartbeats = 2;
+  ServingCore core(o, &clock);
+  const ModelProfile profile = testing::ThreeSubnetProfile();
+  ASSERT_TRUE(core.AddModel(profile, Clipper(profile)).ok());
+  WorkerRegistration r;
+  r.name = "w";
+  r.models = {profile.model};
+  auto worker = core.RegisterWorker(r, std::make_shared<Channel>());
+  ASSERT_TRUE(worker.ok());
+  const Nanos start = clock.Now();
+  Nanos next_heartbeat = start + o.heartbeat_interval;
+  Nanos next = core.Tick();
+  int ticks = 1;
+  while (true) {
+    const Nanos t = std::min(next, next_heartbeat);
+    if (t >= start + Seconds(1)) break;
+    ASSERT_TRUE(clock.AdvanceTo(t).ok());
+    if (t == next_heartbeat) {  // the worker heartbeats on time
+      core.OnHeartbeat(*worker);
+      next_heartbeat += o.heartbeat_interval;
+    }
+    if (t >= next) {
+      next = core.Tick();
+      ++ticks;
+      ASSERT_GT(next, clock.Now());
+    }
+  }
+  EXPECT_LT(ticks, 20) << "an idle second cost " << ticks << " ticks";
+  EXPECT_EQ(core.Stats().workers_alive, 1);
+  // A query makes it busy again: the sweep runs every tick interval.
+  Handle query;
+  QueryRequest q;
+  q.model = profile.model;
+  q.deadline = clock.Now() + Millis(100);
+  core.Submit(&query, q);
+  EXPECT_LE(core.Tick(), clock.Now() + o.tick_interval);
 }
 
 }  // namespace

@@ -44,5 +44,38 @@ TEST(WorkerPoolTest, SlotsLivenessAndLostBatches) {
   EXPECT_EQ(pool.Get(5), nullptr);
 }
 
+// A dead worker's record is recycled once its owner released the id; until
+// then it is kept (the owner may still report on it).
+TEST(WorkerPoolTest, ReleasedDeadRecordsAreRecycled) {
+  WorkerPool pool;
+  const int32_t steady = pool.Add("steady", false, {"m"}, nullptr, 0);
+  for (int i = 0; i < 10000; ++i) {
+    const int32_t id = pool.Add("flaky", false, {"m"}, nullptr, i);
+    ASSERT_NE(id, steady);
+    pool.MarkDead(id);
+    pool.Release(id);
+  }
+  EXPECT_LE(pool.records().size(), 2u);
+  EXPECT_EQ(pool.alive(), 1);
+
+  const int32_t dead = pool.Add("dead", false, {"m"}, nullptr, 0);
+  pool.AddInflight(dead, Batch(1, Millis(50), {7}));
+  pool.MarkDead(dead);
+  const int32_t other = pool.Add("other", false, {"m"}, nullptr, 0);
+  EXPECT_NE(other, dead) << "not released yet";
+  pool.Release(dead);
+  const int32_t reused = pool.Add("new", true, {"n"}, nullptr, Millis(5));
+  EXPECT_EQ(reused, dead);
+  const WorkerRecord& w = *pool.Get(reused);
+  EXPECT_TRUE(w.alive);
+  EXPECT_TRUE(w.inflight.empty()) << "a fresh record";
+  EXPECT_EQ(*w.name, "new#" + std::to_string(reused));
+  EXPECT_EQ(w.last_heard, Millis(5));
+  EXPECT_EQ(w.speed.samples(), 0);
+  pool.Release(reused);  // alive: released once it dies
+  pool.MarkDead(reused);
+  EXPECT_EQ(pool.Add("again", false, {"m"}, nullptr, 0), reused);
+}
+
 }  // namespace
 }  // namespace superserve

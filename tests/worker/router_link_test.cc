@@ -21,9 +21,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/model_digest.h"
+#include "common/small_file.h"
 #include "common/tensor_codec.h"
-#include "tests/worker/worker_test_util.h"
 #include "superserve/v1/worker.grpc.pb.h"
+#include "tests/worker/worker_test_util.h"
 
 namespace superserve {
 namespace {
@@ -408,6 +410,101 @@ TEST(RouterLink, StopInterruptsTheBackoffSleep) {
   link.Stop();
   ASSERT_EQ(run.wait_for(std::chrono::seconds(2)), std::future_status::ready);
   EXPECT_LT(RealClock::Get()->Now() - t0, Millis(500));
+  EXPECT_TRUE(run.get().ok());
+}
+
+// Loads, and takes its time to unload: RouterLink unloads on its executor
+// thread, and the loader thread meanwhile works on the next LoadModel. No
+// synchronisation of its own, so that a race between the two threads'
+// accesses to the link's state is not hidden from TSan by one here.
+class SlowToUnloadExecutor final : public Executor {
+ public:
+  std::string_view kind() const override { return "slow-to-unload"; }
+  absl::Status Load(const ModelEntry&) override { return absl::OkStatus(); }
+  absl::Status Unload(const std::string&) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<HostTensor>> Run(const std::string&, const ControlTuple&,
+                                              absl::Span<const v1::Tensor* const> inputs) override {
+    return std::vector<HostTensor>(inputs.size(),
+                                   MakeFloatTensor({3}, std::vector<float>{0, 1, 0}));
+  }
+};
+
+// The LoadModel of tests/router/testdata/emulated_repo/emu, served as `serve_as`.
+v1::RouterMessage LoadEmu(const std::string& serve_as) {
+  const std::string dir =
+      std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/tests/router/testdata/emulated_repo/emu";
+  v1::RouterMessage msg;
+  v1::LoadModel* load = msg.mutable_load_model();
+  load->set_model("emu");
+  load->set_serve_as(serve_as);
+  auto digest = DigestModelDirectory(dir);
+  EXPECT_TRUE(digest.ok()) << digest.status();
+  load->mutable_version()->set_model("emu");
+  if (digest.ok()) {
+    load->mutable_version()->set_profile_digest(digest->profile);
+    load->mutable_version()->set_checkpoint_digest(digest->checkpoint);
+  }
+  for (const char* name : {"manifest.json", "profile.json"}) {
+    auto content = ReadSmallFile(dir + "/" + name, 1 << 20);
+    EXPECT_TRUE(content.ok()) << content.status();
+    v1::PackageFile* f = load->add_files();
+    f->set_name(name);
+    if (content.ok()) f->set_content(*content);
+  }
+  return msg;
+}
+
+// The executor thread unloads a model (erasing it from the link's models)
+// while the loader thread loads another (reading them, and the package
+// folder): the link's model list and package folder are shared by the two
+// threads. Under TSan (scripts/run-tests' TSan stage) this reported a data
+// race before the list was guarded; here it checks that both answers come.
+TEST(RouterLink, AnUnloadOnTheExecutorThreadAndALoadOnTheLoaderThreadShareTheModelList) {
+  SlowToUnloadExecutor executor;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<std::string, std::string>> loaded;  // (model, error)
+  ScriptedRouter router([&](int session, ScriptedRouter::Stream* stream) {
+    ScriptedRouter::Ack(stream, session);
+    auto wait_loaded = [&](const std::string& model) {
+      v1::WorkerMessage m;
+      while (stream->Read(&m)) {
+        if (!m.has_model_loaded()) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        loaded.emplace_back(m.model_loaded().model(), m.model_loaded().error());
+        cv.notify_all();
+        if (m.model_loaded().model() == model) return true;
+      }
+      return false;
+    };
+    stream->Write(LoadEmu("a"));
+    if (!wait_loaded("a")) return grpc::Status::OK;
+    v1::RouterMessage unload;
+    unload.mutable_unload_model()->set_model("a");
+    stream->Write(unload);
+    stream->Write(LoadEmu("b"));
+    wait_loaded("b");
+    v1::WorkerMessage m;
+    while (stream->Read(&m)) {
+    }
+    return grpc::Status::OK;
+  });
+  RouterLinkOptions o = Options(router.address());
+  o.package_dir = ::testing::TempDir() + "/router_link_unload_load";
+  RouterLink link(o, &executor, {testing::SmallModelEntry()});
+  auto run = RunAsync(link);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return loaded.size() >= 2; }));
+    ASSERT_EQ(loaded.size(), 2u);
+    EXPECT_EQ(loaded[0], std::make_pair(std::string("a"), std::string()));
+    EXPECT_EQ(loaded[1], std::make_pair(std::string("b"), std::string()));
+  }
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   EXPECT_TRUE(run.get().ok());
 }
 
