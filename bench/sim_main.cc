@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/baselines/baselines.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/trace.h"
 #include "common/dashed_flags.h"
@@ -24,7 +25,7 @@
 
 ABSL_FLAG(std::string, profile, "", "ModelProfile JSON file (required).");
 ABSL_FLAG(std::string, trace, "", "Trace CSV with header arrival_us (required).");
-// The policy flags (--policy, --fixed_subnet, --buckets, --drop_below_first_bucket,
+// The policy flags (--policy, --fixed_subnet, --ratefit_pace, --buckets,
 // --follow_drift, ..., --initial_overhead_us) are policies/policy_flags.h's,
 // shared with superserve-router and superserve-repro.
 ABSL_FLAG(int32_t, workers, 8, "Emulated workers.");
@@ -64,8 +65,6 @@ ABSL_FLAG(int32_t, orloj_bins, 48,
           "orloj: bins of each batch-latency histogram, in [1, 1024]: a decision looks at every "
           "(batch size, application, bin) group, so its cost grows with the bins (a 971-query "
           "trace: 0.01 s at 48 bins, 0.04 s at 1024, 0.17 s at 4000).");
-ABSL_FLAG(bool, orloj_anchor_at_head, false,
-          "orloj ablation: only batch sizes whose queue holds the most urgent request compete.");
 ABSL_FLAG(bool, orloj_every_batch_size, false,
           "orloj: one queue per batch size 1..max instead of the profile's sizes.");
 
@@ -82,6 +81,8 @@ int FlagError(const char* flag, double value, const std::string& range) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The paper baselines (slackfit, maxbatch, ..., clockwork, nexus) for --policy.
+  superserve::RegisterBaselinePolicies();
   superserve::AcceptDashedFlagNames(argc, argv);
   std::vector<std::string> merged_args;
   superserve::MergeRepeatedListFlag("fail_worker_at", &argc, &argv, &merged_args);
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
                        "SEC,...] [--timeline FILE] [--exec-times FILE] [--json]\n\nDiscrete-event simulation of "
                        "the router's EDF queue and a scheduling policy over emulated workers. A "
                        "profile with a dynamic block (per-application execution-time histograms) is "
-                       "a dynamic DNN: schedule it with --policy orloj|clockwork|nexus; the trace's "
+                       "a dynamic DNN: schedule it with --policy orloj (baselines: clockwork|nexus); the trace's "
                        "app column names each query's application. The policy "
                        "flags and their defaults are superserve-router's (one shared set); "
                        "--print-policy-config prints the effective configuration.");
@@ -170,7 +171,6 @@ int main(int argc, char** argv) {
   config.orloj.score.b_per_us = b_per_ms / 1000;
   config.orloj.score.grid_bins = orloj_bins;
   config.orloj.every_batch_size = absl::GetFlag(FLAGS_orloj_every_batch_size);
-  config.orloj.anchor_at_head = absl::GetFlag(FLAGS_orloj_anchor_at_head);
   auto policy = MakePolicy(spec.name, *profile, config);
   if (!policy.ok()) {
     std::fprintf(stderr, "superserve-sim: %s\n", policy.status().ToString().c_str());

@@ -80,6 +80,11 @@ TEST(PolicyConfigIntegration, RouterSimAndReproPrintTheSameDefaults) {
   EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":true"));
   EXPECT_THAT(router, HasSubstr("\"initial_overhead_ns\":500000"));
   EXPECT_THAT(router, HasSubstr("\"overhead_quantile\":0.5"));
+  // Every policy's options: the product's and the baselines' the flags set.
+  for (const char* policy : {"\"ratefit\":{", "\"symphony\":{", "\"fixed-subnet\":{",
+                             "\"orloj\":{", "\"slackfit\":{"}) {
+    EXPECT_THAT(router, HasSubstr(policy));
+  }
   EXPECT_EQ(router.front(), '{');
   EXPECT_EQ(router.back(), '}');
   for (const std::string& b : kBinaries) EXPECT_EQ(PolicyConfigOf(b, {}), router) << b;
@@ -88,11 +93,13 @@ TEST(PolicyConfigIntegration, RouterSimAndReproPrintTheSameDefaults) {
 TEST(PolicyConfigIntegration, TheSameFlagsGiveTheSameConfiguration) {
   // Underscored and dashed spellings both work, on every binary.
   const std::vector<std::string> flags = {
-      "--policy=slackfit-rg", "--buckets=12", "--drop-below-first-bucket", "--follow_drift=false",
-      "--bucket_ties=accuracy", "--guard-headroom=1.1", "--overhead_quantile=0.9",
-      "--initial_overhead_us=750"};
+      "--policy=slackfit", "--buckets=12", "--drop-below-first-bucket", "--follow_drift=false",
+      "--bucket_ties=accuracy", "--ratefit-window-ms=250", "--overhead_quantile=0.9",
+      "--initial_overhead_us=750", "--fixed-subnet=3"};
   const std::string router = PolicyConfigOf("superserve-router", flags);
-  EXPECT_THAT(router, HasSubstr("\"policy\":\"slackfit-rg\""));
+  EXPECT_THAT(router, HasSubstr("\"policy\":\"slackfit\""));
+  EXPECT_THAT(router, HasSubstr("\"rate_window_ns\":250000000"));
+  EXPECT_THAT(router, HasSubstr("\"fixed-subnet\":{\"subnet_id\":3}"));
   EXPECT_THAT(router, HasSubstr("\"num_buckets\":12"));
   EXPECT_THAT(router, HasSubstr("\"drop_below_first_bucket\":true"));
   EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":false"));
@@ -103,7 +110,13 @@ TEST(PolicyConfigIntegration, TheSameFlagsGiveTheSameConfiguration) {
 
 TEST(PolicyConfigIntegration, BadPolicyFlagsAreUsageErrorsNamingTheFlag) {
   for (const std::string& b : kBinaries) {
-    RunResult r = RunBinary(b, {"--buckets=0", "--print_policy_config"});
+    // The removed policies and their flags are gone.
+    RunResult r = RunBinary(b, {"--policy=slackfit-rg", "--print_policy_config"});
+    EXPECT_EQ(r.exit_code, 2) << b << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("--policy must be one of")) << b;
+    r = RunBinary(b, {"--guard_headroom=1.1", "--print_policy_config"});
+    EXPECT_NE(r.exit_code, 0) << b << ": " << r.output;
+    r = RunBinary(b, {"--buckets=0", "--print_policy_config"});
     EXPECT_EQ(r.exit_code, 2) << b << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("--buckets must be >= 1")) << b;
     r = RunBinary(b, {"--overhead_quantile=2"});

@@ -14,6 +14,7 @@
 
 #include "common/tensor_codec.h"
 #include "google/protobuf/unknown_field_set.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {
@@ -143,7 +144,7 @@ TEST_F(DispatcherTest, RejectsUnknownModelBadShapeAndNoWorker) {
 }
 
 TEST_F(DispatcherTest, DispatchesWithControlTupleAndAnswersWithServingSubnet) {
-  Make("clipper+");  // fixed_subnet_id -1: the most accurate subnet (id 11)
+  Make("fixed-subnet");  // fixed_subnet_id -1: the most accurate subnet (id 11)
   FakeConnection* conn;
   int32_t w = AddWorker(&conn);
   FakeQuery& q = Q();
@@ -175,7 +176,7 @@ TEST_F(DispatcherTest, DispatchesWithControlTupleAndAnswersWithServingSubnet) {
 // limit: the worker was dropped, with the other clients' queries in that
 // batch (repro-9).
 TEST_F(DispatcherTest, UnknownFieldsOfAnInputAreNotForwardedToTheWorker) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* conn;
   int32_t w = AddWorker(&conn);
   FakeQuery& q = Q();
@@ -213,7 +214,7 @@ TEST_F(DispatcherTest, AModelWhoseBatchesCannotReachAWorkerIsRefused) {
 }
 
 TEST_F(DispatcherTest, QueueFullIsResourceExhausted) {
-  Make("clipper+", /*lookahead=*/1, /*max_queue=*/2);
+  Make("fixed-subnet", /*lookahead=*/1, /*max_queue=*/2);
   FakeConnection* conn;
   AddWorker(&conn);
   std::vector<FakeQuery*> qs;
@@ -228,7 +229,7 @@ TEST_F(DispatcherTest, QueueFullIsResourceExhausted) {
 }
 
 TEST_F(DispatcherTest, WorkerLossRequeuesFeasibleAndFailsTheRest) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection *c0, *c1;
   int32_t w0 = AddWorker(&c0);
   FakeQuery &far = Q(), &near = Q();
@@ -260,7 +261,7 @@ TEST_F(DispatcherTest, WorkerLossRequeuesFeasibleAndFailsTheRest) {
 }
 
 TEST_F(DispatcherTest, InflightQueryPastItsDeadlineIsDeadlineExceededOnWorkerLoss) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection *c0, *c1;
   int32_t w0 = AddWorker(&c0);
   AddWorker(&c1);
@@ -290,7 +291,7 @@ TEST_F(DispatcherTest, MissedHeartbeatsMarkAWorkerDead) {
 }
 
 TEST_F(DispatcherTest, LookaheadKeepsKBatchesInFlight) {
-  Make("clipper+", /*lookahead=*/2);
+  Make("fixed-subnet", /*lookahead=*/2);
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &a = Q(), &b = Q(), &x = Q();
@@ -304,7 +305,7 @@ TEST_F(DispatcherTest, LookaheadKeepsKBatchesInFlight) {
 }
 
 TEST_F(DispatcherTest, WorkerErrorIsForwardedAndWorkerStaysUsable) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &q1 = Q(), &q2 = Q();
@@ -341,7 +342,7 @@ TEST_F(DispatcherTest, InfeasibleQueriesAreDroppedByThePolicy) {
 }
 
 TEST_F(DispatcherTest, CancelledQueuedQueryIsAnsweredAndNeverDispatched) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &running = Q(), &gone = Q(), &next = Q();
@@ -364,7 +365,7 @@ TEST_F(DispatcherTest, CancelledQueuedQueryIsAnsweredAndNeverDispatched) {
 }
 
 TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &a = Q(), &b = Q();
@@ -377,7 +378,7 @@ TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
 }
 
 TEST_F(DispatcherTest, DrainServesWhatIsQueuedAndRefusesNewQueries) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &running = Q(), &queued = Q(), &refused = Q();
@@ -406,7 +407,7 @@ TEST_F(DispatcherTest, DrainServesWhatIsQueuedAndRefusesNewQueries) {
 }
 
 TEST_F(DispatcherTest, DrainTimesOutWhenAWorkerNeverAnswers) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery& q = Q();
@@ -423,7 +424,7 @@ TEST_F(DispatcherTest, DrainTimesOutWhenAWorkerNeverAnswers) {
 // that preceded the serving core.
 
 TEST_F(DispatcherTest, ResultIdsAreMatchedToTheBatch) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &first = Q(), &a = Q(), &b = Q(), &later = Q();
@@ -464,7 +465,7 @@ TEST_F(DispatcherTest, ResultIdsAreMatchedToTheBatch) {
 }
 
 TEST_F(DispatcherTest, ExpiredQueuedQueriesAreAnsweredOnTheTimerWithoutAFreeWorker) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &running = Q(), &x = Q(), &y = Q();
@@ -482,7 +483,7 @@ TEST_F(DispatcherTest, ExpiredQueuedQueriesAreAnsweredOnTheTimerWithoutAFreeWork
 }
 
 TEST_F(DispatcherTest, DeadQueriesDoNotHoldPlacesInAFullQueue) {
-  Make("clipper+", /*lookahead=*/1, /*max_queue=*/2);
+  Make("fixed-subnet", /*lookahead=*/1, /*max_queue=*/2);
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &running = Q(), &cancelled = Q(), &x = Q(), &y = Q(), &fresh = Q();
@@ -505,7 +506,7 @@ TEST_F(DispatcherTest, DeadQueriesDoNotHoldPlacesInAFullQueue) {
 }
 
 TEST_F(DispatcherTest, CancelledQueuedQueriesAreAnsweredOnTheTimer) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &running = Q(), &gone = Q();
@@ -522,7 +523,7 @@ TEST_F(DispatcherTest, CancelledQueuedQueriesAreAnsweredOnTheTimer) {
 }
 
 TEST_F(DispatcherTest, RemovingAModelAnswersQueuedAndInflightUnavailableAndFreesIt) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &inflight = Q(), &queued = Q();
@@ -583,7 +584,7 @@ class GatedQuery : public FakeQuery {
 };
 
 TEST_F(DispatcherTest, ReadingAQueryHoldsNoLockOtherQueriesNeed) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   queries_.push_back(std::make_unique<GatedQuery>());
