@@ -139,6 +139,8 @@ int main(int argc, char** argv) {
       "defaults are superserve-sim's (one shared set); --print-policy-config prints the\n"
       "effective configuration.\nPolicies: ");
   for (const auto& name : PolicyNames()) absl::StrAppend(&usage, name, " ");
+  absl::StrAppend(&usage, "\nDynamic-model policies (--dynamic_policy): ");
+  for (const auto& name : DynamicPolicyNames()) absl::StrAppend(&usage, name, " ");
   InitMain(argc, argv, usage);
   PolicySpec policy = PolicySpecFromFlagsOrExit("superserve-router");
 

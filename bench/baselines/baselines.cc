@@ -23,45 +23,49 @@ SlackFitOptions SlackFitOptionsFor(const PolicyConfig& c) {
 }
 
 void RegisterAll() {
-  RegisterPolicy("slackfit",
-                 [](const ModelProfile& p, const PolicyConfig& c)
-                     -> absl::StatusOr<std::unique_ptr<Policy>> {
-                   if (c.baselines.slackfit_buckets < 1) {
-                     return absl::InvalidArgumentError(absl::StrCat(
-                         "--buckets must be >= 1; got ", c.baselines.slackfit_buckets));
-                   }
-                   return std::make_unique<SlackFitPolicy>(p, SlackFitOptionsFor(c));
-                 });
-  RegisterPolicy("maxbatch", [](const ModelProfile& p, const PolicyConfig& c)
-                                 -> absl::StatusOr<std::unique_ptr<Policy>> {
-    return std::make_unique<MaxBatchPolicy>(p, c.base);
-  });
-  RegisterPolicy("maxacc", [](const ModelProfile& p, const PolicyConfig& c)
-                               -> absl::StatusOr<std::unique_ptr<Policy>> {
-    return std::make_unique<MaxAccPolicy>(p, c.base);
-  });
+  RegisterPolicy(
+      "slackfit",
+      [](const ModelProfile& p, const PolicyConfig& c) -> absl::StatusOr<std::unique_ptr<Policy>> {
+        if (c.baselines.slackfit_buckets < 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--buckets must be >= 1; got ", c.baselines.slackfit_buckets));
+        }
+        return std::make_unique<SlackFitPolicy>(p, SlackFitOptionsFor(c));
+      });
+  RegisterPolicy(
+      "maxbatch",
+      [](const ModelProfile& p, const PolicyConfig& c) -> absl::StatusOr<std::unique_ptr<Policy>> {
+        return std::make_unique<MaxBatchPolicy>(p, c.base);
+      });
+  RegisterPolicy(
+      "maxacc",
+      [](const ModelProfile& p, const PolicyConfig& c) -> absl::StatusOr<std::unique_ptr<Policy>> {
+        return std::make_unique<MaxAccPolicy>(p, c.base);
+      });
   // INFaaS without accuracy constraints: the least accurate subnet.
-  RegisterPolicy("infaas", [](const ModelProfile& p, const PolicyConfig& c)
-                               -> absl::StatusOr<std::unique_ptr<Policy>> {
-    int least = 0;
-    for (int i = 1; i < static_cast<int>(p.subnets.size()); ++i) {
-      if (p.subnets[i].accuracy < p.subnets[least].accuracy) least = i;
-    }
-    return std::make_unique<FixedSubnetPolicy>("infaas", p, least, c.base);
-  });
+  RegisterPolicy(
+      "infaas",
+      [](const ModelProfile& p, const PolicyConfig& c) -> absl::StatusOr<std::unique_ptr<Policy>> {
+        int least = 0;
+        for (int i = 1; i < static_cast<int>(p.subnets.size()); ++i) {
+          if (p.subnets[i].accuracy < p.subnets[least].accuracy) least = i;
+        }
+        return std::make_unique<FixedSubnetPolicy>("infaas", p, least, c.base);
+      });
   // The paper's Clipper+: fixed-subnet under its own name, so that the
   // reproduction's tables keep their rows ("clipper+(<accuracy>)").
-  RegisterPolicy("clipper+", [](const ModelProfile& p, const PolicyConfig& c)
-                                 -> absl::StatusOr<std::unique_ptr<Policy>> {
-    const int index = FixedSubnetIndex(p, c.fixed_subnet_id);
-    if (index < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "policy clipper+ needs --fixed_subnet set to a subnet id of profile \"", p.model,
-          "\" (or -1, the most accurate); got ", c.fixed_subnet_id));
-    }
-    return std::make_unique<FixedSubnetPolicy>(
-        absl::StrCat("clipper+(", p.subnets[index].accuracy, ")"), p, index, c.base);
-  });
+  RegisterPolicy(
+      "clipper+",
+      [](const ModelProfile& p, const PolicyConfig& c) -> absl::StatusOr<std::unique_ptr<Policy>> {
+        const int index = FixedSubnetIndex(p, c.fixed_subnet_id);
+        if (index < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("policy clipper+ needs --fixed_subnet set to a subnet id of profile \"",
+                           p.model, "\" (or -1, the most accurate); got ", c.fixed_subnet_id));
+        }
+        return std::make_unique<FixedSubnetPolicy>(
+            absl::StrCat("clipper+(", p.subnets[index].accuracy, ")"), p, index, c.base);
+      });
   RegisterPolicy(
       "clockwork",
       [](const ModelProfile& p, const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {

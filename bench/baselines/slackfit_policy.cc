@@ -27,8 +27,7 @@ Nanos SlackFitPolicy::FastestLatency() const {
   return options_.drop_below_first_bucket ? buckets_.upper_bound(0) : table_.min_latency();
 }
 
-ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx,
-                                              const QueueView& view) {
+ProfiledPolicy::Choice SlackFitPolicy::Choose(const SchedulingContext& ctx, const QueueView& view) {
   LatencyBuckets::Tuple t = buckets_.Lookup(view.slack);
   Choice c{t.rank, t.batch_index};
   if (c.rank < 0 || table_.latency(c.rank, c.batch_index) > view.slack) {

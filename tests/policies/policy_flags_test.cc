@@ -110,8 +110,8 @@ TEST(PolicyFlagsTest, EveryFlagReachesTheConfig) {
 // The flags of the removed policies (slackfit-rg's guard, its fit margin)
 // are gone; a baseline is no --policy until bench/baselines registers it.
 TEST(PolicyFlagsTest, OnlyTheProductWithoutTheBaselinesRegistered) {
-  for (const char* gone : {"guard_headroom", "guard_upgrades_only", "guard_window_ms",
-                           "fit_margin", "orloj_anchor_at_head"}) {
+  for (const char* gone : {"guard_headroom", "guard_upgrades_only", "guard_window_ms", "fit_margin",
+                           "orloj_anchor_at_head"}) {
     EXPECT_EQ(absl::FindCommandLineFlag(gone), nullptr) << gone;
   }
   for (const char* name : {"ratefit", "symphony", "fixed-subnet", "orloj"}) {
