@@ -135,7 +135,8 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
   return spec;
 }
 
-PolicySpec PolicySpecFromFlagsOrExit(std::string_view program) {
+PolicySpec PolicySpecFromFlagsOrExit(std::string_view program,
+                                     const std::function<void(PolicyConfig&)>& amend) {
   absl::StatusOr<PolicySpec> spec = PolicySpecFromFlags();
   if (!spec.ok()) {
     std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(),
@@ -143,6 +144,7 @@ PolicySpec PolicySpecFromFlagsOrExit(std::string_view program) {
                  spec.status().message().data());
     std::exit(2);
   }
+  if (amend) amend(spec->config);
   if (absl::GetFlag(FLAGS_print_policy_config)) {
     std::printf("%s\n", PolicySpecJson(*spec).c_str());
     std::fflush(stdout);

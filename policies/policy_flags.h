@@ -1,6 +1,7 @@
 #ifndef SUPERSERVE_POLICIES_POLICY_FLAGS_H_
 #define SUPERSERVE_POLICIES_POLICY_FLAGS_H_
 
+#include <functional>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -37,7 +38,10 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags();
 // For a binary's main, right after InitMain: PolicySpecFromFlags(), or
 // "<program>: <error>" on stderr and exit 2; with --print_policy_config,
 // prints PolicySpecJson() as one line on stdout and exits 0.
-PolicySpec PolicySpecFromFlagsOrExit(std::string_view program);
+// `amend` sets a binary's own policy options (superserve-sim's --orloj_*)
+// before the configuration is printed or returned.
+PolicySpec PolicySpecFromFlagsOrExit(
+    std::string_view program, const std::function<void(PolicyConfig&)>& amend = nullptr);
 
 }  // namespace superserve
 

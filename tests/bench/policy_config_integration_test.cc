@@ -108,6 +108,16 @@ TEST(PolicyConfigIntegration, TheSameFlagsGiveTheSameConfiguration) {
   for (const std::string& b : kBinaries) EXPECT_EQ(PolicyConfigOf(b, flags), router) << b;
 }
 
+// superserve-sim's own Orloj flags are options in force too: printed with
+// the shared ones.
+TEST(PolicyConfigIntegration, TheSimulatorPrintsItsOrlojOptions) {
+  const std::string sim = PolicyConfigOf(
+      "superserve-sim", {"--orloj_bins=64", "--orloj_every_batch_size", "--orloj_b_per_ms=0.002"});
+  EXPECT_THAT(sim, HasSubstr("\"grid_bins\":64"));
+  EXPECT_THAT(sim, HasSubstr("\"every_batch_size\":true"));
+  EXPECT_THAT(sim, HasSubstr("\"b_per_us\":2e-06"));
+}
+
 TEST(PolicyConfigIntegration, BadPolicyFlagsAreUsageErrorsNamingTheFlag) {
   for (const std::string& b : kBinaries) {
     // The removed policies and their flags are gone.
