@@ -12,6 +12,9 @@
 namespace superserve {
 namespace {
 
+// --buckets' default (policies/policy_flags.h) is SlackFit's own.
+static_assert(BaselineOptions().slackfit_buckets == kDefaultSlackFitBuckets);
+
 SlackFitOptions SlackFitOptionsFor(const PolicyConfig& c) {
   SlackFitOptions o;
   o.base = c.base;
