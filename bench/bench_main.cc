@@ -4,6 +4,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "bench/baselines/baselines.h"
 #include "bench/benchmark_registry.h"
 #include "common/init.h"
 
@@ -20,6 +21,8 @@ std::map<std::string, BenchmarkInfo>& BenchmarkTable() {
 
 int main(int argc, char** argv) {
   using superserve::bench::BenchmarkTable;
+  // The benchmarks compare against the paper baselines by name.
+  superserve::RegisterBaselinePolicies();
   std::string usage = "superserve-bench NAME [--json] [flags]\n\nBenchmarks (each compares against a "
                       "baseline in the same run and reports the ratio):\n";
   for (const auto& [name, info] : BenchmarkTable()) {

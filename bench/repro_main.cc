@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/baselines/baselines.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/trace_generators.h"
 #include "common/init.h"
@@ -112,8 +113,7 @@ int Main(const PolicySpec& flags) {
   // The default policy (PolicySpec().name) first, in every experiment but
   // the SlackFit ablation.
   const std::string def = PolicySpec().name;
-  std::vector<std::string> main_policies = {def, "slackfit", "slackfit-ma", "slackfit-rg",
-                                            "infaas"};
+  std::vector<std::string> main_policies = {def, "slackfit", "infaas"};
   for (const auto& c : ClipperAll(*profile)) main_policies.push_back(c);
 
   // §6.2.1 bursty grid: lambda_b = 1500 (Fig. 12), SLO 36 ms, 8 workers.
@@ -125,14 +125,13 @@ int Main(const PolicySpec& flags) {
     }
   }
   // Ablation: each of SlackFit's fixes switched back to DESIGN.md's first
-  // resolution, one at a time, and all at once ("slackfit~design", K = 16).
+  // resolution, one at a time.
   for (double lv : {2950.0, 4900.0, 5550.0}) {
     for (double cv2 : {2.0, 4.0, 8.0}) {
       cells.push_back({"ablation", absl::StrFormat("lv=%.0f cv2=%.0f", lv, cv2),
                        [=] { return BurstyArrivals(1500 * rs, lv * rs, cv2, dur, seed); },
-                       {"slackfit", "slackfit-ma", "slackfit~accuracy-ties",
-                        "slackfit~fastest-tuple-drop", "slackfit~no-drift", "slackfit~design",
-                        "infaas"}});
+                       {"slackfit", "slackfit~accuracy-ties", "slackfit~fastest-tuple-drop",
+                        "slackfit~no-drift", "infaas"}});
       cells.back().drop_below_first_bucket = true;
       cells.back().follow_drift = true;
     }
@@ -144,7 +143,7 @@ int Main(const PolicySpec& flags) {
         cells.push_back({"seeds", absl::StrFormat("lv=%.0f cv2=%.0f seed=%d", lv, cv2,
                                                   static_cast<int>(seed + extra)),
                          [=] { return BurstyArrivals(1500 * rs, lv * rs, cv2, dur, seed + extra); },
-                         {def, "slackfit", "slackfit-rg", "infaas"}});
+                         {def, "slackfit", "infaas"}});
       }
     }
   }
@@ -163,14 +162,13 @@ int Main(const PolicySpec& flags) {
   for (double cv2 : {2.0, 4.0, 8.0}) {
     cells.push_back({"policies", absl::StrFormat("cv2=%.0f", cv2),
                      [=] { return BurstyArrivals(1500 * rs, 5550 * rs, cv2, dur, seed); },
-                     {def, "slackfit", "slackfit-ma", "maxbatch", "maxacc", "slackfit-rg",
-                      "infaas"}});
+                     {def, "slackfit", "maxbatch", "maxacc", "infaas"}});
   }
   // §6.4 faults: lambda = 3500, CV² = 2, 60 s, one of 8 workers fails every 12 s.
   {
     Cell c{"faults", "l=3500 cv2=2 fail@12/24/36/48 s",
            [=] { return GammaArrivals(3500 * rs, 2, Seconds(60), seed); },
-           {def, "slackfit", "slackfit-rg", "infaas", "maxbatch", "clipper+:1", "clipper+:3",
+           {def, "slackfit", "infaas", "maxbatch", "clipper+:1", "clipper+:3",
             "clipper+:5"}};
     c.failures = {Seconds(12), Seconds(24), Seconds(36), Seconds(48)};
     c.timeline = true;
@@ -178,7 +176,7 @@ int Main(const PolicySpec& flags) {
   }
   // Bucket sweep: K on every bursty cell and the heaviest time-varying cells.
   std::vector<std::string> ks;
-  for (const std::string& name : {def, std::string("slackfit"), std::string("slackfit-rg")}) {
+  for (const std::string& name : {def, std::string("slackfit")}) {
     for (int k : {2, 4, 6, 7, 8, 9, 10, 12, 16, 24, 32, 64}) {
       ks.push_back(absl::StrCat(name, ":", k));
     }
@@ -198,7 +196,7 @@ int Main(const PolicySpec& flags) {
                      ks});
   }
   // Deliberate overload: arrival rates above the fastest subnet's capacity.
-  std::vector<std::string> over = {def, "slackfit", "slackfit-rg", "infaas", "maxbatch"};
+  std::vector<std::string> over = {def, "slackfit", "infaas", "maxbatch"};
   for (double rate : {8500.0, 9500.0, 11000.0}) {
     cells.push_back({"overload", absl::StrFormat("poisson l=%.0f", rate),
                      [=] { return PoissonArrivals(rate * rs, dur, seed); }, over});
@@ -279,13 +277,13 @@ int Main(const PolicySpec& flags) {
         arrivals.empty() ? 0 : arrivals.size() / ToSeconds(arrivals.back() + 1);
     for (const std::string& spec : c.policies) {
       std::string name = spec;
-      // The shared policy flags (--buckets, --bucket_ties, --guard_*,
+      // The shared policy flags (--buckets, --bucket_ties,
       // --initial_overhead_us, ...), then what the cell pins.
       PolicyConfig config = flags.config;
       if (c.drop_below_first_bucket) {
-        config.slackfit.drop_below_first_bucket = *c.drop_below_first_bucket;
+        config.baselines.slackfit_drop_below_first_bucket = *c.drop_below_first_bucket;
       }
-      if (c.follow_drift) config.slackfit.base.latency.unmeasured_follow_drift = *c.follow_drift;
+      if (c.follow_drift) config.base.latency.unmeasured_follow_drift = *c.follow_drift;
       // "slackfit~MOD": one of SlackFit's options back at DESIGN.md's first
       // resolution (ablation); the row is reported under the full spec.
       std::string label;
@@ -294,26 +292,16 @@ int Main(const PolicySpec& flags) {
         const std::string mod = name.substr(tilde + 1);
         label = name;
         name = name.substr(0, tilde);
-        if (mod == "accuracy-ties" || mod == "design") {
-          config.slackfit.bucket_ties = LatencyBuckets::Ties::kAccuracy;
-        }
-        if (mod == "fastest-tuple-drop" || mod == "design") {
-          config.slackfit.drop_below_first_bucket = false;
-        }
-        if (mod == "no-drift" || mod == "design") {
-          config.slackfit.base.latency.unmeasured_follow_drift = false;
-        }
-        if (mod == "design") {
-          name = "slackfit-ma";
-          config.slackfit.num_buckets = 16;
-        }
+        if (mod == "accuracy-ties") config.baselines.slackfit_ties_to_accuracy = true;
+        if (mod == "fastest-tuple-drop") config.baselines.slackfit_drop_below_first_bucket = false;
+        if (mod == "no-drift") config.base.latency.unmeasured_follow_drift = false;
       }
       size_t colon = spec.find(':');
       if (colon != std::string::npos) {
         name = spec.substr(0, colon);
         int v = std::stoi(spec.substr(colon + 1));
         if (name == "clipper+") config.fixed_subnet_id = v;
-        else config.slackfit.num_buckets = v;
+        else config.baselines.slackfit_buckets = v;
       }
       auto policy = MakePolicy(name, *profile, config);
       if (!policy.ok()) {
@@ -335,7 +323,7 @@ int Main(const PolicySpec& flags) {
       std::fprintf(csv, "%s,%s,%s,%d,%lld,%.6f,%.4f,%lld,%lld,%lld,%.3f,%.1f,%.3f,%.1f\n",
                    c.experiment.c_str(), c.cell.c_str(),
                    label.empty() ? r->policy.c_str() : label.c_str(),
-                   name.rfind("slackfit", 0) == 0 || name == def ? config.slackfit.num_buckets : 0,
+                   name.rfind("slackfit", 0) == 0 || name == def ? config.baselines.slackfit_buckets : 0,
                    static_cast<long long>(r->queries), r->slo_attainment(), r->mean_accuracy(),
                    static_cast<long long>(r->met), static_cast<long long>(r->late),
                    static_cast<long long>(r->dropped), ToMillis(r->p99_latency),
@@ -360,12 +348,13 @@ int Main(const PolicySpec& flags) {
 }  // namespace superserve
 
 int main(int argc, char** argv) {
+  superserve::RegisterBaselinePolicies();
   const std::vector<std::string> args = superserve::InitMain(
       argc, argv,
       "superserve-repro [--out DIR] [--duration-s S] [--only EXPERIMENT]\n\n"
       "Runs SuperServe's simulated experiments and our additions; writes DIR/results.csv.\n"
       "Every run starts from the policy flags shared with superserve-router and superserve-sim\n"
-      "(--buckets, --bucket_ties, --guard_*, --initial_overhead_us, ...; --policy and\n"
+      "(--buckets, --bucket_ties, --initial_overhead_us, ...; --policy and\n"
       "--fixed_subnet are not used: each cell names its policies). The ablation pins\n"
       "drop_below_first_bucket=true and follow_drift=true (SuperServe's reading) and\n"
       "switches each back per policy, whatever those two flags say.\n"

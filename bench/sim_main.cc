@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/baselines/baselines.h"
 #include "bench/sim/simulator.h"
 #include "bench/sim/trace.h"
 #include "common/dashed_flags.h"
@@ -18,13 +19,14 @@
 #include "common/json_writer.h"
 #include "common/model_profile.h"
 #include "common/time.h"
+#include "policies/orloj_policy.h"
 #include "policies/orloj_score.h"
 #include "policies/policy_factory.h"
 #include "policies/policy_flags.h"
 
 ABSL_FLAG(std::string, profile, "", "ModelProfile JSON file (required).");
 ABSL_FLAG(std::string, trace, "", "Trace CSV with header arrival_us (required).");
-// The policy flags (--policy, --fixed_subnet, --buckets, --drop_below_first_bucket,
+// The policy flags (--policy, --fixed_subnet, --ratefit_pace, --buckets,
 // --follow_drift, ..., --initial_overhead_us) are policies/policy_flags.h's,
 // shared with superserve-router and superserve-repro.
 ABSL_FLAG(int32_t, workers, 8, "Emulated workers.");
@@ -55,18 +57,16 @@ ABSL_FLAG(std::string, exec_times, "",
           "Dynamic models: replay each query's own execution time from this file (one value "
           "in us per line, in [0, 8.64e10] (a day), in trace order) instead of drawing it from "
           "its application's histogram with --seed.");
-ABSL_FLAG(double, orloj_viable_quantile, 0.5,
+ABSL_FLAG(double, orloj_viable_quantile, superserve::OrlojScoreTable::Params().viable_quantile,
           "orloj: a request stays in a batch size's queue while its time left is at least this "
           "quantile of that batch's time (Algorithm 1, EstimateBatchLatency), in (0, 1].");
-ABSL_FLAG(double, orloj_b_per_ms, 1e-4,
+ABSL_FLAG(double, orloj_b_per_ms, superserve::OrlojScoreTable::Params().b_per_us * 1000,
           "orloj: b, the rate of the anticipated delay (finite, > 0).");
-ABSL_FLAG(int32_t, orloj_bins, 48,
+ABSL_FLAG(int32_t, orloj_bins, superserve::OrlojScoreTable::Params().grid_bins,
           "orloj: bins of each batch-latency histogram, in [1, 1024]: a decision looks at every "
           "(batch size, application, bin) group, so its cost grows with the bins (a 971-query "
           "trace: 0.01 s at 48 bins, 0.04 s at 1024, 0.17 s at 4000).");
-ABSL_FLAG(bool, orloj_anchor_at_head, false,
-          "orloj ablation: only batch sizes whose queue holds the most urgent request compete.");
-ABSL_FLAG(bool, orloj_every_batch_size, false,
+ABSL_FLAG(bool, orloj_every_batch_size, superserve::OrlojOptions().every_batch_size,
           "orloj: one queue per batch size 1..max instead of the profile's sizes.");
 
 namespace {
@@ -82,6 +82,8 @@ int FlagError(const char* flag, double value, const std::string& range) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The paper baselines (slackfit, maxbatch, ..., clockwork, nexus) for --policy.
+  superserve::RegisterBaselinePolicies();
   superserve::AcceptDashedFlagNames(argc, argv);
   std::vector<std::string> merged_args;
   superserve::MergeRepeatedListFlag("fail_worker_at", &argc, &argv, &merged_args);
@@ -91,12 +93,19 @@ int main(int argc, char** argv) {
                        "SEC,...] [--timeline FILE] [--exec-times FILE] [--json]\n\nDiscrete-event simulation of "
                        "the router's EDF queue and a scheduling policy over emulated workers. A "
                        "profile with a dynamic block (per-application execution-time histograms) is "
-                       "a dynamic DNN: schedule it with --policy orloj|clockwork|nexus; the trace's "
+                       "a dynamic DNN: schedule it with --policy orloj (baselines: clockwork|nexus); the trace's "
                        "app column names each query's application. The policy "
                        "flags and their defaults are superserve-router's (one shared set); "
                        "--print-policy-config prints the effective configuration.");
   using namespace superserve;
-  const PolicySpec spec = PolicySpecFromFlagsOrExit("superserve-sim");
+  // Orloj's options are superserve-sim's own flags (ranges checked below);
+  // --print_policy_config prints them with the shared ones.
+  const PolicySpec spec = PolicySpecFromFlagsOrExit("superserve-sim", [](PolicyConfig& c) {
+    c.orloj.score.viable_quantile = absl::GetFlag(FLAGS_orloj_viable_quantile);
+    c.orloj.score.b_per_us = absl::GetFlag(FLAGS_orloj_b_per_ms) / 1000;
+    c.orloj.score.grid_bins = absl::GetFlag(FLAGS_orloj_bins);
+    c.orloj.every_batch_size = absl::GetFlag(FLAGS_orloj_every_batch_size);
+  });
   if (absl::GetFlag(FLAGS_profile).empty() || absl::GetFlag(FLAGS_trace).empty()) {
     std::fprintf(stderr, "superserve-sim: --profile and --trace are required (see --help)\n");
     return 2;
@@ -168,12 +177,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-sim: %s\n", trace.status().ToString().c_str());
     return 1;
   }
-  PolicyConfig config = spec.config;
-  config.orloj.score.viable_quantile = viable_quantile;
-  config.orloj.score.b_per_us = b_per_ms / 1000;
-  config.orloj.score.grid_bins = orloj_bins;
-  config.orloj.every_batch_size = absl::GetFlag(FLAGS_orloj_every_batch_size);
-  config.orloj.anchor_at_head = absl::GetFlag(FLAGS_orloj_anchor_at_head);
+  const PolicyConfig& config = spec.config;
   auto policy = MakePolicy(spec.name, *profile, config);
   if (!policy.ok()) {
     std::fprintf(stderr, "superserve-sim: %s\n", policy.status().ToString().c_str());

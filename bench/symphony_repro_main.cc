@@ -13,10 +13,11 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "bench/baselines/baselines.h"
+#include "bench/baselines/timeout_batching_policy.h"
 #include "bench/sim/symphony_cases.h"
 #include "common/init.h"
 #include "common/json_writer.h"
-#include "policies/greedy_policies.h"
 #include "policies/policy_factory.h"
 #include "policies/symphony_policy.h"
 
@@ -76,16 +77,15 @@ PolicyBuilder Builder(const std::string& name, Nanos slo) {
     o.window_drop = false;
     if (name == "symphony-nowindow") return std::make_unique<SymphonyPolicy>(p, o);
     if (name == "eager" || name == "eager+window") {
-      o.timeout = 0;
       o.window_drop = name == "eager+window";
-      return std::make_unique<SymphonyPolicy>(p, o);
+      return std::make_unique<TimeoutBatchingPolicy>(p, /*timeout=*/0, o);
     }
     if (name.rfind("timeout:", 0) == 0) {
-      o.timeout = static_cast<Nanos>(std::stod(name.substr(8)) * static_cast<double>(slo));
-      return std::make_unique<SymphonyPolicy>(p, o);
+      const auto timeout = static_cast<Nanos>(std::stod(name.substr(8)) * static_cast<double>(slo));
+      return std::make_unique<TimeoutBatchingPolicy>(p, timeout, o);
     }
     PolicyConfig c;
-    c.slackfit.base.initial_overhead = DispatchOverhead();
+    c.base.initial_overhead = DispatchOverhead();
     auto made = MakePolicy(name, p, c);
     if (!made.ok()) {
       std::fprintf(stderr, "superserve-symphony-repro: %s\n", made.status().ToString().c_str());
@@ -408,6 +408,7 @@ int Main() {
 }  // namespace superserve
 
 int main(int argc, char** argv) {
+  superserve::RegisterBaselinePolicies();  // maxbatch, slackfit, clipper+
   superserve::InitMain(
       argc, argv,
       "superserve-symphony-repro [--only table2|fig6a|grid|multi|proportional|single] [--duration_s S]\n\n"

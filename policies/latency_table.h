@@ -31,46 +31,25 @@ class LatencyTable {
     // percentile it stands in for is larger.
     double unmeasured_margin = 0.0;
     // Tuples without min_samples measurements follow the drift the measured
-    // ones show: their estimate is the profiled latency times the median
-    // (estimate / profiled) ratio of the measured tuples (1 + unmeasured_margin
-    // until drift_min_tuples tuples are measured). Without it a measured
-    // tuple (its p99) looks slower than an unmeasured neighbour (its profiled
-    // mean), so the estimates a policy compares are on different footings:
-    // on a machine slower than its profile (a busy host, co-located work) an
-    // accuracy-seeking policy walks through the optimistic unmeasured tuples
-    // one by one and answers late (a fixed bursty trace beside one CPU hog:
-    // ratefit 0.77-0.97 without, 0.988-0.994 with; docs/scheduling-ratefit-history.md).
+    // ones show: their estimate is the profiled latency times the lower
+    // median (estimate / profiled) ratio of the measured tuples, so that the
+    // estimates a policy compares stand on one footing on a host slower (or
+    // faster) than its profile (docs/decisions/unmeasured-follow-drift.md).
     // --follow_drift.
     bool unmeasured_follow_drift = true;
-    // The drift (the lower median of the measured ratios) applies once this
-    // many tuples are measured: with one, a single stalled batch (an
-    // emulated 1 ms batch measured 93 ms on shared cores) set it alone and
-    // scaled every other tuple ~90x, so every head looked infeasible and was
-    // dropped (docs/engine.md). Two are enough for the lower median to
-    // ignore one stalled tuple; more delay the correction at start-up, where
-    // the late answers of a slow host concentrate.
+    // The drift applies once this many tuples are measured: the lower median
+    // of two ignores one stalled tuple.
     size_t drift_min_tuples = 2;
-    // A tuple joins the drift median after this many samples (the rolling
-    // p99 of those), before its own estimate moves at min_samples: a slow
-    // host's late answers concentrate in the first seconds of traffic, while
-    // the tuples in use collect their first 16 samples.
+    // A tuple joins the drift median after this many samples (before its own
+    // estimate moves at min_samples).
     size_t drift_min_samples = 4;
     // Before drift_min_tuples tuples have drift_min_samples samples each,
     // the drift is the lower median of every batch's measured/profiled ratio
-    // so far (the last `window` batches, once there are drift_min_samples of
-    // them), whatever its tuple: traffic at start spreads over many tuples,
-    // and on a host slower than its profile the first bursts arrive while
-    // none of them has 4 samples (beside a CPU hog, 73 of the main job's 84
-    // late answers fell in the first second). The median of several batches
-    // ignores one stalled batch as the two-tuple rule does.
+    // (the last `window` batches, once there are drift_min_samples of them),
+    // whatever its tuple: traffic at start spreads over many tuples.
     bool startup_drift = true;
     // A drift within [1/this, this] leaves the profile standing: measured
-    // p99s sit a few percent above a profiled mean by noise alone, and
-    // scaling every unmeasured tuple by that would only cost accuracy
-    // (the property test's simulated noise: worst margin to the Clipper
-    // envelope -1.175 -> -1.675 points without the deadband). A host slower
-    // than its profile shows ratios well outside it (beside a CPU hog, the
-    // main job's batches ran a median 1.3x and a p90 2.5x their profile).
+    // p99s sit a few percent above a profiled mean by noise alone.
     double drift_deadband = 1.1;
   };
 

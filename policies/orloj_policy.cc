@@ -229,14 +229,9 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   // first with enough requests.
   int32_t cand = -1;
   Nanos cand_deadline = std::numeric_limits<Nanos>::min();
-  Nanos head = std::numeric_limits<Nanos>::max();  // most urgent tracked request
-  if (options_.anchor_at_head) {
-    for (size_t b = 0; b < sizes_.size(); ++b) head = std::min(head, Earliest(b));
-  }
   for (size_t b = 0; b < sizes_.size(); ++b) {
     if (count_[b] < sizes_[b]) continue;
     const Nanos earliest = Earliest(b);
-    if (options_.anchor_at_head && earliest != head) continue;
     if (cand < 0 || earliest > cand_deadline ||
         (earliest == cand_deadline && sizes_[b] > sizes_[cand])) {
       cand = static_cast<int32_t>(b);

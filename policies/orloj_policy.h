@@ -24,10 +24,6 @@ struct OrlojOptions {
   // from 1 to the profile's largest (true; a batch of k is dispatched as the
   // smallest profiled size >= k and runs for k).
   bool every_batch_size = false;
-  // Ablation, not the paper: among the full queues only those holding the
-  // most urgent tracked request compete (the largest wins), so the batch is
-  // anchored at the EDF head instead of the freshest requests.
-  bool anchor_at_head = false;
 };
 
 // Orloj (Algorithm 1): one priority queue per batch size holding the

@@ -9,32 +9,54 @@
 
 #include "absl/status/statusor.h"
 #include "common/model_profile.h"
-#include "policies/dynamic_baselines.h"
+#include "common/time.h"
 #include "policies/orloj_policy.h"
 #include "policies/policy.h"
+#include "policies/profiled_policy.h"
 #include "policies/ratefit_policy.h"
-#include "policies/slackfit_policy.h"
+#include "policies/symphony_policy.h"
 
 namespace superserve {
 
+// The options of the paper baselines (bench/baselines) that the policy flags
+// set; the product policies ignore them.
+struct BaselineOptions {
+  // slackfit: the number of latency buckets K (>= 1).
+  int32_t slackfit_buckets = 8;
+  // slackfit: drop heads whose slack fits no bucket (the paper's rule).
+  bool slackfit_drop_below_first_bucket = false;
+  // slackfit: within a bucket the largest batch ties to the most accurate
+  // tuple (false: to the fastest, the paper's).
+  bool slackfit_ties_to_accuracy = false;
+};
+
 // Everything a policy is built from besides its name and the profile. The
 // defaults are the one set of defaults: the router, the simulator and the
-// reproduction all start from them (policies/policy_flags.h turns them into
-// flags).
+// reproduction all start from them (policies/policy_flags.h turns some of
+// them into flags).
 struct PolicyConfig {
-  SlackFitOptions slackfit;   // its .base applies to every policy
-  // clipper+: the profile's subnet id to serve; -1 = the most accurate one.
+  // Every profile-driven policy's latency table and dispatch overhead
+  // (ratefit, symphony, fixed-subnet and the baselines).
+  ProfiledPolicyOptions base;
+  // fixed-subnet: the profile's subnet id to serve; -1 = the most accurate.
   int32_t fixed_subnet_id = -1;
-  // ratefit and shadowfit: RateFitOptions::pace (0 = eager).
+  // ratefit: RateFitOptions::pace (0 = eager).
   double ratefit_pace = RateFitOptions().pace;
-  // ratefit and shadowfit: RateFitOptions::capacity_quantile.
+  // ratefit: RateFitOptions::capacity_quantile.
   double ratefit_capacity_quantile = RateFitOptions().capacity_quantile;
-  // Dynamic models (a profile with a `dynamic` block): orloj, clockwork,
-  // nexus.
+  // ratefit: RateFitOptions::rate_window.
+  Nanos ratefit_rate_window = RateFitOptions().rate_window;
+  // symphony (its .base is replaced by `base`).
+  SymphonyOptions symphony;
+  // orloj, for dynamic models (a profile with a `dynamic` block).
   OrlojOptions orloj;
-  ClockworkLikeOptions clockwork;
-  NexusLikeOptions nexus;
+  BaselineOptions baselines;
 };
+
+// The options each product policy runs with for `config`: what MakePolicy
+// passes and what PolicySpecJson prints.
+RateFitOptions RateFitOptionsFor(const PolicyConfig& config);
+SymphonyOptions SymphonyOptionsFor(const PolicyConfig& config);
 
 // A policy by name with its configuration (what --policy and the policy flags
 // say).
@@ -45,22 +67,18 @@ struct PolicySpec {
   PolicyConfig config;
 };
 
-// Every field of `spec` (nested options included) as one JSON object on one
-// line; durations in ns ("..._ns"), bucket_ties as "throughput" / "accuracy".
+// The policy's name and every option in force, for every policy (nested
+// options included), as one JSON object on one line; durations in ns
+// ("..._ns").
 std::string PolicySpecJson(const PolicySpec& spec);
 
-// "throughput" / "accuracy".
-const char* BucketTiesName(LatencyBuckets::Ties ties);
-
-// Builds a policy by name: "ratefit" (the default; policies/ratefit_policy.h),
-// "slackfit" (SuperServe's SlackFit), "slackfit-ma" (DESIGN.md's
-// most-accurate partial batches, ablation), "slackfit-rg" (rate guard, ours),
-// "maxbatch", "maxacc", "clipper+" (fixed_subnet_id; -1 = the most accurate
-// subnet), "infaas", "symphony" (deferred batching, one subnet); for dynamic
-// models "orloj", "clockwork" (Clockwork-like) and "nexus" (Nexus-like); and
-// any name added with RegisterPolicy (which takes
-// precedence over a built-in of the same name). The router, the simulator and
-// the reproduction all go through here.
+// Builds a policy by name. The product: "ratefit" (the default;
+// policies/ratefit_policy.h), "symphony" (deferred batching, one subnet),
+// "fixed-subnet" (fixed_subnet_id; -1 = the most accurate subnet) and, for
+// dynamic models, "orloj". Any name added with RegisterPolicy (the paper
+// baselines of bench/baselines: RegisterBaselinePolicies) is built by its
+// maker, which takes precedence over a built-in of the same name. The
+// router, the simulator and the reproduction all go through here.
 absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
                                                    const ModelProfile& profile,
                                                    const PolicyConfig& config);
@@ -69,14 +87,16 @@ using PolicyMaker =
     std::function<absl::StatusOr<std::unique_ptr<Policy>>(const ModelProfile&, const PolicyConfig&)>;
 
 // Adds (or replaces) an extra policy under `name`, for every later MakePolicy
-// and PolicyNames in this process (tests register policies of their own).
-// Thread-safe.
-void RegisterPolicy(const std::string& name, PolicyMaker maker);
+// and PolicyNames (or, with `dynamic`, DynamicPolicyNames) in this process:
+// the bench baselines and tests register policies of their own. A dynamic
+// policy's maker is only called with a dynamic profile. Thread-safe.
+void RegisterPolicy(const std::string& name, PolicyMaker maker, bool dynamic = false);
 
-// The built-in names for supernets, then the registered ones (sorted), each
-// once.
+// The product names for supernets (ratefit, symphony, fixed-subnet), then the
+// registered ones (sorted), each once.
 std::vector<std::string> PolicyNames();
-// The built-in names for dynamic models: orloj, clockwork, nexus.
+// The names for dynamic models: orloj, then the registered dynamic ones
+// (sorted).
 std::vector<std::string> DynamicPolicyNames();
 
 }  // namespace superserve

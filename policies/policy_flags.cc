@@ -13,41 +13,33 @@
 #include "common/time.h"
 #include "policies/latency_table.h"
 #include "policies/profiled_policy.h"
-#include "policies/slackfit_policy.h"
 
 // Defaults come from the option structs, never re-typed here.
 ABSL_FLAG(std::string, policy, superserve::PolicySpec().name,
-          "Scheduling policy: ratefit (the default) | slackfit | slackfit-ma | slackfit-rg | "
-          "maxbatch | maxacc | clipper+ | infaas | symphony.");
+          "Scheduling policy. The product: ratefit (the default) | symphony | fixed-subnet "
+          "(and orloj for dynamic models, --dynamic_policy in the router). The paper baselines "
+          "from bench/, for comparisons: clipper+ | infaas | maxacc | maxbatch | slackfit (and "
+          "clockwork | nexus for dynamic models).");
 ABSL_FLAG(int32_t, fixed_subnet, superserve::PolicyConfig().fixed_subnet_id,
-          "clipper+: the profile's subnet id to serve; -1 = the most accurate subnet.");
-ABSL_FLAG(int32_t, buckets, superserve::SlackFitOptions().num_buckets,
-          "slackfit*: number of latency buckets K (>= 1).");
-ABSL_FLAG(bool, drop_below_first_bucket, superserve::SlackFitOptions().drop_below_first_bucket,
-          "slackfit*: drop heads whose slack fits no bucket (SuperServe's reading; the "
+          "fixed-subnet (and clipper+): the profile's subnet id to serve; -1 = the most "
+          "accurate subnet.");
+ABSL_FLAG(int32_t, buckets, superserve::BaselineOptions().slackfit_buckets,
+          "slackfit (baseline): number of latency buckets K (>= 1).");
+ABSL_FLAG(bool, drop_below_first_bucket,
+          superserve::BaselineOptions().slackfit_drop_below_first_bucket,
+          "slackfit (baseline): drop heads whose slack fits no bucket (the paper's rule; the "
           "reproduction's setting); false = drop only heads that not even the fastest tuple can "
-          "still serve (DESIGN.md's rule; the live default, see docs/engine.md).");
+          "still serve (docs/decisions/slackfit-drop-rule.md).");
 ABSL_FLAG(bool, follow_drift,
           superserve::LatencyTable::Options().unmeasured_follow_drift,
           "Tuples without enough telemetry follow the drift of those with some: the lower median "
           "of their measured/profiled latency ratios, once 2 tuples have 4 samples (before "
           "that, the lower median of every batch's ratio, from the 4th batch), unless within "
-          "10 % (a host slower than its profile; docs/scheduling-ratefit-history.md). false = they keep their "
-          "profiled latency.");
+          "10 % (a host slower than its profile). false = they keep their profiled latency.");
 ABSL_FLAG(std::string, bucket_ties,
-          superserve::BucketTiesName(superserve::SlackFitOptions().bucket_ties),
-          "slackfit*: within a bucket the largest batch, ties to: throughput | accuracy.");
-ABSL_FLAG(double, fit_margin, superserve::SlackFitOptions().fit_margin,
-          "slackfit*: every choice fits the slack with this fraction of its latency to spare "
-          "(< 0: the policy's default, 0 for slackfit, 0.03 for slackfit-rg).");
-ABSL_FLAG(double, guard_headroom, superserve::SlackFitOptions().guard_headroom,
-          "slackfit-rg: required capacity as a multiple of the measured arrival rate (> 0).");
-ABSL_FLAG(bool, guard_upgrades_only, superserve::SlackFitOptions().guard_upgrades_only,
-          "slackfit-rg: the guard's search never goes below SlackFit's own subnet (false: "
-          "the previous guard, which stepped down to any sustainable subnet).");
-ABSL_FLAG(double, guard_window_ms, superserve::ToMillis(superserve::SlackFitOptions().rate_window),
-          "slackfit-rg and ratefit: sliding window of the (short-term) arrival-rate estimate, "
-          "ms (> 0).");
+          superserve::BaselineOptions().slackfit_ties_to_accuracy ? "accuracy" : "throughput",
+          "slackfit (baseline): within a bucket the largest batch, ties to: throughput | "
+          "accuracy.");
 ABSL_FLAG(double, overhead_quantile,
           superserve::ProfiledPolicyOptions().overhead_quantile,
           "Quantile of the measured dispatch overheads (round trip - execution) every policy "
@@ -57,18 +49,20 @@ ABSL_FLAG(double, initial_overhead_us,
           "Dispatch overhead (RPC + transfer) every policy assumes until telemetry reports it, "
           "us (>= 0).");
 ABSL_FLAG(double, ratefit_pace, superserve::PolicyConfig().ratefit_pace,
-          "ratefit and shadowfit: a batch that is not full waits until this many batch "
-          "latencies / workers after the last dispatch to another worker, so that workers take "
-          "turns (0 = eager; policies/ratefit_policy.h).");
+          "ratefit: a batch that is not full waits until this many batch latencies / workers "
+          "after the last dispatch to another worker, so that workers take turns (0 = eager; "
+          "policies/ratefit_policy.h).");
 ABSL_FLAG(double, ratefit_capacity_quantile,
           superserve::PolicyConfig().ratefit_capacity_quantile,
-          "ratefit and shadowfit: quantile of the measured execution times that a subnet's "
-          "capacity (queries/s per worker, the rate check) is computed from, in (0, 1]; fits "
-          "against a deadline and the batch choice use the high percentile "
-          "(policies/ratefit_policy.h).");
+          "ratefit: quantile of the measured execution times that a subnet's capacity "
+          "(queries/s per worker, the rate check) is computed from, in (0, 1]; fits against a "
+          "deadline and the batch choice use the high percentile (policies/ratefit_policy.h).");
+ABSL_FLAG(double, ratefit_window_ms,
+          superserve::ToMillis(superserve::PolicyConfig().ratefit_rate_window),
+          "ratefit: sliding window of the arrival-rate estimate that picks the subnet, ms (> 0).");
 ABSL_FLAG(bool, print_policy_config, false,
-          "Print the effective policy configuration (--policy and every policy option) as one "
-          "JSON line and exit.");
+          "Print the policy and every option in force for every policy (product and baselines) "
+          "as one JSON line and exit.");
 
 namespace superserve {
 namespace {
@@ -89,7 +83,7 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
   spec.name = absl::GetFlag(FLAGS_policy);
   std::vector<std::string> names = PolicyNames();
   for (const std::string& n : DynamicPolicyNames()) names.push_back(n);
-  if (std::find(names.begin(), names.end(), spec.name) == names.end() && spec.name != "clipper") {
+  if (std::find(names.begin(), names.end(), spec.name) == names.end() ) {
     return FlagError("policy", absl::StrCat("must be one of ", absl::StrJoin(names, ", "),
                                             "; got \"", spec.name, "\""));
   }
@@ -106,55 +100,43 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
     return FlagError("ratefit_capacity_quantile",
                      absl::StrCat("must be in (0, 1]; got ", c.ratefit_capacity_quantile));
   }
-  SlackFitOptions& s = c.slackfit;
-  s.num_buckets = absl::GetFlag(FLAGS_buckets);
-  if (s.num_buckets < 1) {
-    return FlagError("buckets", absl::StrCat("must be >= 1; got ", s.num_buckets));
+  const double window_ms = absl::GetFlag(FLAGS_ratefit_window_ms);
+  if (!(window_ms > 0 && window_ms <= kDayMs)) {
+    return FlagError("ratefit_window_ms",
+                     absl::StrCat("must be in (0, ", kDayMs, "] (a day); got ", window_ms));
   }
-  s.drop_below_first_bucket = absl::GetFlag(FLAGS_drop_below_first_bucket);
-  s.base.latency.unmeasured_follow_drift = absl::GetFlag(FLAGS_follow_drift);
+  c.ratefit_rate_window = Millis(window_ms);
+  BaselineOptions& b = c.baselines;
+  b.slackfit_buckets = absl::GetFlag(FLAGS_buckets);
+  if (b.slackfit_buckets < 1) {
+    return FlagError("buckets", absl::StrCat("must be >= 1; got ", b.slackfit_buckets));
+  }
+  b.slackfit_drop_below_first_bucket = absl::GetFlag(FLAGS_drop_below_first_bucket);
   const std::string ties = absl::GetFlag(FLAGS_bucket_ties);
-  if (ties == BucketTiesName(LatencyBuckets::Ties::kThroughput)) {
-    s.bucket_ties = LatencyBuckets::Ties::kThroughput;
-  } else if (ties == BucketTiesName(LatencyBuckets::Ties::kAccuracy)) {
-    s.bucket_ties = LatencyBuckets::Ties::kAccuracy;
+  if (ties == "throughput" || ties == "accuracy") {
+    b.slackfit_ties_to_accuracy = ties == "accuracy";
   } else {
     return FlagError("bucket_ties",
                      absl::StrCat("must be throughput or accuracy; got \"", ties, "\""));
   }
-  s.fit_margin = absl::GetFlag(FLAGS_fit_margin);
-  // The slack is divided by 1 + margin: a NaN would reach a Nanos cast.
-  if (!std::isfinite(s.fit_margin)) {
-    return FlagError("fit_margin", absl::StrCat("must be finite (< 0: the policy's default); got ",
-                                                s.fit_margin));
-  }
-  s.guard_headroom = absl::GetFlag(FLAGS_guard_headroom);
-  if (!(s.guard_headroom > 0 && s.guard_headroom <= kMaxFactor)) {
-    return FlagError("guard_headroom",
-                     absl::StrCat("must be in (0, ", kMaxFactor, "]; got ", s.guard_headroom));
-  }
-  s.guard_upgrades_only = absl::GetFlag(FLAGS_guard_upgrades_only);
-  const double window_ms = absl::GetFlag(FLAGS_guard_window_ms);
-  if (!(window_ms > 0 && window_ms <= kDayMs)) {
-    return FlagError("guard_window_ms",
-                     absl::StrCat("must be in (0, ", kDayMs, "] (a day); got ", window_ms));
-  }
-  s.rate_window = Millis(window_ms);
-  s.base.overhead_quantile = absl::GetFlag(FLAGS_overhead_quantile);
-  if (!(s.base.overhead_quantile >= 0 && s.base.overhead_quantile <= 1)) {
+  ProfiledPolicyOptions& base = c.base;
+  base.latency.unmeasured_follow_drift = absl::GetFlag(FLAGS_follow_drift);
+  base.overhead_quantile = absl::GetFlag(FLAGS_overhead_quantile);
+  if (!(base.overhead_quantile >= 0 && base.overhead_quantile <= 1)) {
     return FlagError("overhead_quantile",
-                     absl::StrCat("must be in [0, 1]; got ", s.base.overhead_quantile));
+                     absl::StrCat("must be in [0, 1]; got ", base.overhead_quantile));
   }
   const double overhead_us = absl::GetFlag(FLAGS_initial_overhead_us);
   if (!(overhead_us >= 0 && overhead_us <= kDayMs * 1000)) {
     return FlagError("initial_overhead_us", absl::StrCat("must be in [0, ", kDayMs * 1000,
                                                          "] (a day); got ", overhead_us));
   }
-  s.base.initial_overhead = Micros(overhead_us);
+  base.initial_overhead = Micros(overhead_us);
   return spec;
 }
 
-PolicySpec PolicySpecFromFlagsOrExit(std::string_view program) {
+PolicySpec PolicySpecFromFlagsOrExit(std::string_view program,
+                                     const std::function<void(PolicyConfig&)>& amend) {
   absl::StatusOr<PolicySpec> spec = PolicySpecFromFlags();
   if (!spec.ok()) {
     std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(),
@@ -162,6 +144,7 @@ PolicySpec PolicySpecFromFlagsOrExit(std::string_view program) {
                  spec.status().message().data());
     std::exit(2);
   }
+  if (amend) amend(spec->config);
   if (absl::GetFlag(FLAGS_print_policy_config)) {
     std::printf("%s\n", PolicySpecJson(*spec).c_str());
     std::fflush(stdout);

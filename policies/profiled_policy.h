@@ -18,28 +18,19 @@ namespace superserve {
 struct ProfiledPolicyOptions {
   LatencyTable::Options latency;
   // Dispatch overhead (RPC + transfer) assumed until telemetry reports it;
-  // afterwards a rolling high percentile of the measured overheads.
+  // afterwards this quantile of the last overhead_window measured overheads.
   Nanos initial_overhead = Micros(500);
   size_t overhead_window = 256;
-  // The median, not a high percentile: on a machine whose cores the
-  // workers share with the router and the clients, the overhead's tail is
-  // scheduling spikes of 10-40 ms. Planning every batch for the p99 starves
-  // the system, and worse, once that estimate makes every head look
-  // infeasible nothing is dispatched, no telemetry arrives and the estimate
-  // never comes down: the live main job dropped every query from its first
-  // burst on (attainment 0.25; with the median 1.0). Execution-time tails
-  // are corrected per tuple by the latency table.
+  // The median: the overhead's tail is scheduling spikes that planning must
+  // not chase; execution-time tails are corrected per tuple by the latency
+  // table (docs/decisions/overhead-median.md).
   double overhead_quantile = 0.5;
-  // Overhead samples expire when no batch has completed for this long: the
-  // estimate goes back to initial_overhead. An estimate can only come down
-  // through completions, so one that made every head look infeasible would
-  // otherwise stop all dispatching for good (a cold start on loaded cores
-  // can measure overheads of 100+ ms for the first few batches). The latency
-  // table's corrections go back to the profile too (LatencyTable::Forget)
-  // when, after such a pause, they would drop a head: on a GPU the first
-  // batches of each shape ran 50-100 ms against a 2 ms profile, the start-up
-  // drift scaled every tuple past the SLO, and a fixed-subnet policy dropped
-  // every query for the rest of the run (docs/gpu.md).
+  // When no batch has completed for this long, the overhead samples expire
+  // (the estimate goes back to initial_overhead), and the latency table's
+  // corrections go back to the profile if they would drop a head: estimates
+  // only come down through completions, so one that makes every head look
+  // infeasible must not stop dispatching for good
+  // (docs/decisions/telemetry-expiry.md).
   Nanos telemetry_expiry = Seconds(1);
 };
 
@@ -56,8 +47,9 @@ struct QueueView {
   Nanos slack = 0;       // first kept query's deadline - now - overhead
 };
 
-// The common half of SlackFit and the baselines: the latency table with its
-// online correction, the dispatch overhead estimate, the drop rule and the
+// The common half of the profile-driven policies (ratefit, symphony,
+// fixed-subnet and the paper baselines): the latency table with its online
+// correction, the dispatch overhead estimate, the drop rule and the
 // decision's bookkeeping. Subclasses answer one question: which (subnet rank,
 // batch index) for `pending` queries with `slack` left.
 class ProfiledPolicy : public Policy {

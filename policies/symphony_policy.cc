@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 namespace superserve {
 namespace {
@@ -16,14 +17,10 @@ int MostAccurateSubnet(const ModelProfile& profile) {
 
 }  // namespace
 
-SymphonyPolicy::SymphonyPolicy(const ModelProfile& profile, SymphonyOptions options)
-    : ProfiledPolicy(options.timeout < 0 ? "symphony"
-                     : options.timeout == 0
-                         ? "eager"
-                         : "timeout(" + std::to_string(options.timeout / 1000) + "us)",
-                     profile, options.base),
+SymphonyPolicy::SymphonyPolicy(std::string name, const ModelProfile& profile,
+                               SymphonyOptions options)
+    : ProfiledPolicy(std::move(name), profile, options.base),
       rank_(table_.rank_of_subnet(MostAccurateSubnet(profile))),
-      timeout_(options.timeout),
       window_drop_(options.window_drop),
       window_fraction_(options.window_fraction),
       frontrun_margin_(options.frontrun_margin),
@@ -54,10 +51,13 @@ SymphonyPolicy::Candidate SymphonyPolicy::Plan(int64_t pending, Nanos deadline, 
   c.size = std::min<int64_t>(std::max<int64_t>(pending, 1), table_.batch_size(fit));
   c.batch_index = table_.BatchIndexFor(c.size);
   c.latest = deadline - overhead - table_.latency(rank_, c.batch_index);
-  if (timeout_ >= 0) {
-    c.exec = std::max(now, arrival + timeout_);
-    return c;
-  }
+  c.exec = ExecTime(c, deadline, arrival, now);
+  return c;
+}
+
+Nanos SymphonyPolicy::ExecTime(const Candidate& c, Nanos deadline, Nanos arrival,
+                               Nanos now) const {
+  const Nanos overhead = overhead_estimate();
   // Frontrun: once one more query would miss the head's deadline, waiting
   // cannot grow the batch. A full batch (the largest profiled) runs now.
   Nanos frontrun = std::numeric_limits<Nanos>::min();
@@ -67,8 +67,7 @@ SymphonyPolicy::Candidate SymphonyPolicy::Plan(int64_t pending, Nanos deadline, 
     frontrun =
         deadline - overhead - table_.latency(rank_, table_.BatchIndexFor(c.size + 1)) - margin;
   }
-  c.exec = std::max(now, frontrun);
-  return c;
+  return std::max(now, frontrun);
 }
 
 Nanos SymphonyPolicy::Urgency(const EdfQueue& queue, Nanos now) const {

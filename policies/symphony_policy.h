@@ -13,32 +13,25 @@ namespace superserve {
 
 struct SymphonyOptions {
   ProfiledPolicyOptions base;
-  // < 0: Symphony's deferred batching (dispatch at the frontrun moment).
-  // >= 0: the timeout-based scheduling Symphony §3.4 compares against: the
-  // candidate becomes dispatchable `timeout` after its oldest query arrived
-  // (TensorFlow Serving's rule); 0 is eager batching.
-  Nanos timeout = -1;
   // Symphony's sliding window (its scheduler's batch policy): a head query
   // that cannot be served within a batch of min(target, queued) is dropped
   // rather than shrinking the batch to fit it. target is the batch the
-  // measured arrival rate sustains (nexuslb's estimator: the largest b with
-  // ℓ(b)·(1 + 1/n) <= SLO, n = rate·ℓ(b)/b workers at batch b). Past the
-  // peak this keeps batches large, so goodput stays near the peak instead of
-  // collapsing into ever smaller batches (the EDF spiral). false: only
-  // infeasible heads are dropped.
+  // measured arrival rate sustains (the largest b with ℓ(b)·(1 + 1/n) <= SLO,
+  // n = rate·ℓ(b)/b workers at batch b). Past the peak this keeps batches
+  // large, so goodput stays near the peak instead of collapsing into ever
+  // smaller batches (the EDF spiral). false: only infeasible heads are
+  // dropped.
   bool window_drop = true;
   // ... once the head's slack is below this fraction of ℓ(min(target,
-  // queued)): a dispatch a little late (live timer and RPC jitter; with
-  // padded batch sizes the frontrun moment is the latest one) shrinks the
-  // batch a little instead of dropping the head, while the overload spiral,
-  // where the head's slack fits only a small batch, is still cut.
+  // queued)): a dispatch a little late (timer and RPC jitter) shrinks the
+  // batch a little instead of dropping the head.
   double window_fraction = 0.9;
   // The frontrun moment moves this fraction of the query's SLO budget
-  // (deadline − arrival) earlier. Symphony's scheduler plans with a high
-  // percentile of its network delay for the same reason (Symphony, Fig. 14):
-  // at the frontrun moment of a padded profile the batch has no slack left,
-  // so any dispatch jitter beyond the overhead estimate makes it late.
+  // (deadline − arrival) earlier, so that dispatch jitter beyond the
+  // overhead estimate does not make a batch with no slack left late
+  // (Symphony plans with a high percentile of its network delay, Fig. 14).
   double frontrun_margin = 0.02;
+  // Sliding window of the arrival-rate estimate behind the target batch.
   Nanos rate_window = Millis(250);
 };
 
@@ -61,7 +54,8 @@ struct SymphonyOptions {
 // handled through the latency of the smallest profiled batch >= b.
 class SymphonyPolicy : public ProfiledPolicy {
  public:
-  explicit SymphonyPolicy(const ModelProfile& profile, SymphonyOptions options = {});
+  explicit SymphonyPolicy(const ModelProfile& profile, SymphonyOptions options = {})
+      : SymphonyPolicy("symphony", profile, options) {}
 
   Decision Decide(const SchedulingContext& ctx) override;
   Nanos Urgency(const EdfQueue& queue, Nanos now) const override;
@@ -81,12 +75,18 @@ class SymphonyPolicy : public ProfiledPolicy {
   Candidate Plan(int64_t pending, Nanos deadline, Nanos arrival, Nanos now) const;
 
  protected:
+  // For variants that keep Symphony's candidate but dispatch it at another
+  // moment (the reproduction's eager and timeout-based batching, bench/).
+  SymphonyPolicy(std::string name, const ModelProfile& profile, SymphonyOptions options);
+  // When candidate `c` (its size and latest set) becomes dispatchable: the
+  // frontrun moment.
+  virtual Nanos ExecTime(const Candidate& c, Nanos deadline, Nanos arrival, Nanos now) const;
+
   Nanos FastestLatency() const override { return table_.latency(rank_, 0); }
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
 
  private:
   int rank_;
-  Nanos timeout_;
   bool window_drop_;
   double window_fraction_;
   double frontrun_margin_;

@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/baselines/baselines.h"
 #include "common/init.h"
 #include "common/logging.h"
 #include "common/secret.h"
@@ -55,10 +56,11 @@ ABSL_FLAG(std::string, model_repo, "", "Model repository: serves every <dir>/<mo
 ABSL_FLAG(double, repository_poll_s, 0,
           "Re-scan --model_repo every this many seconds and register new packages, new "
           "versions and removals (Triton's poll mode; docs/packages.md). 0 = off.");
-// The policy flags (--policy, --buckets, --drop_below_first_bucket, ...) are
+// The policy flags (--policy, --fixed_subnet, --ratefit_pace, ...) are
 // policies/policy_flags.h's, shared with superserve-sim and superserve-repro.
 ABSL_FLAG(std::string, dynamic_policy, "orloj",
-          "Policy of dynamic models (profiles with a `dynamic` block): orloj, clockwork, nexus.");
+          "Policy of dynamic models (profiles with a `dynamic` block): orloj (the product); the "
+          "baselines clockwork, nexus.");
 ABSL_FLAG(std::vector<std::string>, model_policy, {},
           "Per-model policy overrides, comma-separated MODEL=POLICY (e.g. "
           "fmnist-exit=clockwork); the rest get --policy or --dynamic_policy.");
@@ -125,6 +127,9 @@ bool NumericFlagsInRange() {
 
 int main(int argc, char** argv) {
   using namespace superserve;
+  // The paper baselines (slackfit, maxbatch, ...), selectable with --policy
+  // for comparisons: the one bench/ piece the router links.
+  RegisterBaselinePolicies();
   std::string usage = absl::StrCat(
       "superserve-router --model-repo DIR [--policy NAME] [--listen ADDR] [flags]\n\n"
       "Serves Inference.Infer: every query waits in its model's EDF queue until the policy\n"
@@ -134,6 +139,8 @@ int main(int argc, char** argv) {
       "defaults are superserve-sim's (one shared set); --print-policy-config prints the\n"
       "effective configuration.\nPolicies: ");
   for (const auto& name : PolicyNames()) absl::StrAppend(&usage, name, " ");
+  absl::StrAppend(&usage, "\nDynamic-model policies (--dynamic_policy): ");
+  for (const auto& name : DynamicPolicyNames()) absl::StrAppend(&usage, name, " ");
   InitMain(argc, argv, usage);
   PolicySpec policy = PolicySpecFromFlagsOrExit("superserve-router");
 

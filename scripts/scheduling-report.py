@@ -92,11 +92,9 @@ table("Deliberate overload (beyond SuperServe)", "overload",
 table("MAF-shaped traces (SuperServe §6.3 and App. B)", "maf")
 table("Ablation: SlackFit's fixes, one at a time (bursty grid)", "ablation",
       "slackfit = all fixes (paper's partial batches, drop below the first bucket, bucket ties "
-      "to throughput, unmeasured tuples follow the measured drift, K = 8). slackfit-ma: "
-      "DESIGN.md's most-accurate partial batches instead; ~accuracy-ties: ties to accuracy; "
-      "~fastest-tuple-drop: drop only below the fastest tuple; ~no-drift: unmeasured tuples "
-      "keep their profiled latency; ~design: all of DESIGN.md's first resolutions at K = 16 "
-      "(the previous slackfit).")
+      "to throughput, unmeasured tuples follow the measured drift, K = 8). ~accuracy-ties: "
+      "ties to accuracy; ~fastest-tuple-drop: drop only below the fastest tuple; ~no-drift: "
+      "unmeasured tuples keep their profiled latency.")
 
 # Robustness: four more trace seeds of the heavy bursty cells.
 seeds = by("seeds")
@@ -155,7 +153,7 @@ if sweep:
                   f"{gap} |")
     md.append("")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for policy, marker in (("ratefit", "P"), ("slackfit", "o"), ("slackfit-rg", "s")):
+    for policy, marker in (("ratefit", "P"), ("slackfit", "o")):
         ks = [k for (p, k) in agg if p == policy]
         axes[0].plot(ks, [sum(r["slo_attainment"] for r in agg[(policy, k)]) / len(agg[(policy, k)])
                           for k in ks], marker=marker, label=policy)
@@ -188,19 +186,6 @@ for cell in heavy:
     if r:
         checks.append((f"Clipper+(80.16) collapses on heavy bursty {cell}",
                        r["slo_attainment"] < 0.9, fmt(r)))
-for experiment in ("bursty", "time-varying", "policies", "faults", "overload", "maf"):
-    for cell, ps in by(experiment).items():
-        if "slackfit-rg" not in ps or "infaas" not in ps:
-            continue
-        rg, inf, sf = ps["slackfit-rg"], ps["infaas"], ps.get("slackfit")
-        checks.append((f"slackfit-rg >= INFaaS attainment on {experiment} {cell}",
-                       rg["slo_attainment"] >= inf["slo_attainment"],
-                       f"{rg['slo_attainment']:.5f} vs {inf['slo_attainment']:.5f} "
-                       f"(diff {rg['slo_attainment'] - inf['slo_attainment']:+.5f})"))
-        if sf and sf["slo_attainment"] >= 0.999 and rg["slo_attainment"] >= 0.999:
-            checks.append((f"slackfit-rg accuracy within 0.5 of SlackFit on {experiment} {cell}",
-                           rg["mean_accuracy"] >= sf["mean_accuracy"] - 0.5,
-                           f"{rg['mean_accuracy']:.2f} vs {sf['mean_accuracy']:.2f}"))
 # The default policy (issue 20): >= 0.999 wherever a fixed subnet (Clipper+,
 # INFaaS) reaches 0.999, else >= the best baseline - 0.002; accuracy >= the
 # Clipper+ envelope (the most accurate fixed subnet at >= 0.999) - 0.3.
@@ -236,8 +221,7 @@ for name, ok, numbers in checks:
 md.append("")
 
 # Trade-off plots: SLO attainment vs mean accuracy per policy, one panel per trace.
-STYLE = {"ratefit": ("tab:orange", "P"), "slackfit": ("tab:blue", "o"), "slackfit-ma": ("tab:cyan", "v"),
-         "slackfit-rg": ("tab:red", "*"), "infaas": ("black", "x"),
+STYLE = {"ratefit": ("tab:orange", "P"), "slackfit": ("tab:blue", "o"), "infaas": ("black", "x"),
          "maxbatch": ("tab:green", "^"), "maxacc": ("tab:purple", "D")}
 
 
@@ -288,7 +272,7 @@ tradeoff("overload", "scheduling-tradeoff-overload.png",
 
 # Fault timeline.
 tl = {}
-for p in ("slackfit", "slackfit-rg", "infaas"):
+for p in ("slackfit", "infaas"):
     path = os.path.join(results_dir, f"timeline_faults_{p}.csv")
     if os.path.exists(path):
         tl[p] = list(csv.DictReader(open(path)))

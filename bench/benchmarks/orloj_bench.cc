@@ -17,7 +17,7 @@
 #include "bench/benchmark_registry.h"
 #include "common/json_writer.h"
 #include "common/model_profile.h"
-#include "policies/dynamic_baselines.h"
+#include "bench/baselines/dynamic_baselines.h"
 #include "policies/edf_queue.h"
 #include "policies/orloj_policy.h"
 

@@ -18,9 +18,9 @@
 #include "common/json_writer.h"
 #include "common/model_profile.h"
 #include "policies/edf_queue.h"
-#include "policies/greedy_policies.h"
+#include "bench/baselines/greedy_policies.h"
 #include "policies/policy_factory.h"
-#include "policies/slackfit_policy.h"
+#include "bench/baselines/slackfit_policy.h"
 
 namespace superserve::bench {
 namespace {

@@ -34,6 +34,7 @@
 #include "bench/sim/trace_generators.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {
@@ -233,7 +234,7 @@ const std::vector<Row>& Rows(ProfileShape shape) {
       const Envelope e = ComputeEnvelope(c);
       for (int k : kBucketCounts) {
         PolicyConfig config;
-        config.slackfit.num_buckets = k;
+        config.baselines.slackfit_buckets = k;
         Row row{c.label, k, e, RunPolicy(c, policy, config)};
         std::printf("K=%-2d %-60s envelope %6.2f (best baseline att %.4f, %d fixed runs) | "
                     "%s att %.4f acc %6.2f margin %+.2f\n",

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {

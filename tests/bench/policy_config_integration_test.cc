@@ -80,6 +80,11 @@ TEST(PolicyConfigIntegration, RouterSimAndReproPrintTheSameDefaults) {
   EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":true"));
   EXPECT_THAT(router, HasSubstr("\"initial_overhead_ns\":500000"));
   EXPECT_THAT(router, HasSubstr("\"overhead_quantile\":0.5"));
+  // Every policy's options: the product's and the baselines' the flags set.
+  for (const char* policy : {"\"ratefit\":{", "\"symphony\":{", "\"fixed-subnet\":{",
+                             "\"orloj\":{", "\"slackfit\":{"}) {
+    EXPECT_THAT(router, HasSubstr(policy));
+  }
   EXPECT_EQ(router.front(), '{');
   EXPECT_EQ(router.back(), '}');
   for (const std::string& b : kBinaries) EXPECT_EQ(PolicyConfigOf(b, {}), router) << b;
@@ -88,11 +93,13 @@ TEST(PolicyConfigIntegration, RouterSimAndReproPrintTheSameDefaults) {
 TEST(PolicyConfigIntegration, TheSameFlagsGiveTheSameConfiguration) {
   // Underscored and dashed spellings both work, on every binary.
   const std::vector<std::string> flags = {
-      "--policy=slackfit-rg", "--buckets=12", "--drop-below-first-bucket", "--follow_drift=false",
-      "--bucket_ties=accuracy", "--guard-headroom=1.1", "--overhead_quantile=0.9",
-      "--initial_overhead_us=750"};
+      "--policy=slackfit", "--buckets=12", "--drop-below-first-bucket", "--follow_drift=false",
+      "--bucket_ties=accuracy", "--ratefit-window-ms=250", "--overhead_quantile=0.9",
+      "--initial_overhead_us=750", "--fixed-subnet=3"};
   const std::string router = PolicyConfigOf("superserve-router", flags);
-  EXPECT_THAT(router, HasSubstr("\"policy\":\"slackfit-rg\""));
+  EXPECT_THAT(router, HasSubstr("\"policy\":\"slackfit\""));
+  EXPECT_THAT(router, HasSubstr("\"rate_window_ns\":250000000"));
+  EXPECT_THAT(router, HasSubstr("\"fixed-subnet\":{\"subnet_id\":3}"));
   EXPECT_THAT(router, HasSubstr("\"num_buckets\":12"));
   EXPECT_THAT(router, HasSubstr("\"drop_below_first_bucket\":true"));
   EXPECT_THAT(router, HasSubstr("\"unmeasured_follow_drift\":false"));
@@ -101,9 +108,25 @@ TEST(PolicyConfigIntegration, TheSameFlagsGiveTheSameConfiguration) {
   for (const std::string& b : kBinaries) EXPECT_EQ(PolicyConfigOf(b, flags), router) << b;
 }
 
+// superserve-sim's own Orloj flags are options in force too: printed with
+// the shared ones.
+TEST(PolicyConfigIntegration, TheSimulatorPrintsItsOrlojOptions) {
+  const std::string sim = PolicyConfigOf(
+      "superserve-sim", {"--orloj_bins=64", "--orloj_every_batch_size", "--orloj_b_per_ms=0.002"});
+  EXPECT_THAT(sim, HasSubstr("\"grid_bins\":64"));
+  EXPECT_THAT(sim, HasSubstr("\"every_batch_size\":true"));
+  EXPECT_THAT(sim, HasSubstr("\"b_per_us\":2e-06"));
+}
+
 TEST(PolicyConfigIntegration, BadPolicyFlagsAreUsageErrorsNamingTheFlag) {
   for (const std::string& b : kBinaries) {
-    RunResult r = RunBinary(b, {"--buckets=0", "--print_policy_config"});
+    // The removed policies and their flags are gone.
+    RunResult r = RunBinary(b, {"--policy=slackfit-rg", "--print_policy_config"});
+    EXPECT_EQ(r.exit_code, 2) << b << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("--policy must be one of")) << b;
+    r = RunBinary(b, {"--guard_headroom=1.1", "--print_policy_config"});
+    EXPECT_NE(r.exit_code, 0) << b << ": " << r.output;
+    r = RunBinary(b, {"--buckets=0", "--print_policy_config"});
     EXPECT_EQ(r.exit_code, 2) << b << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("--buckets must be >= 1")) << b;
     r = RunBinary(b, {"--overhead_quantile=2"});

@@ -75,7 +75,7 @@ TEST(SimCliTest, FlagsOutOfRangeNameTheFlagTheValueAndTheRange) {
       {"--orloj_viable_quantile=nan", "--orloj_viable_quantile must be in (0, 1]; got nan"},
       {"--orloj_b_per_ms=inf", "--orloj_b_per_ms must be finite and > 0; got inf"},
       {"--orloj_b_per_ms=-1", "--orloj_b_per_ms must be finite and > 0; got -1"},
-      {"--fit_margin=nan", "--fit_margin must be finite"},
+      {"--ratefit_window_ms=nan", "--ratefit_window_ms must be in"},
   };
   for (const auto& c : cases) {
     const SimRun r = Sim(StaticRun() + " " + c.flags);

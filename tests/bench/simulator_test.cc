@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {
@@ -19,7 +20,7 @@ ModelProfile Profile() { return testing::ThreeSubnetProfile(); }
 std::unique_ptr<Policy> Make(const std::string& name, const ModelProfile& p) {
   PolicyConfig c;
   c.fixed_subnet_id = 102;
-  c.slackfit.num_buckets = 4;
+  c.baselines.slackfit_buckets = 4;
   auto policy = MakePolicy(name, p, c);
   EXPECT_TRUE(policy.ok()) << policy.status();
   return *std::move(policy);

@@ -7,12 +7,14 @@
 #include <numeric>
 #include <vector>
 
+#include "bench/baselines/greedy_policies.h"
+#include "bench/baselines/timeout_batching_policy.h"
 #include "gtest/gtest.h"
-#include "policies/greedy_policies.h"
 #include "policies/policy_factory.h"
 #include "policies/ratefit_policy.h"
 #include "policies/symphony_policy.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {
@@ -162,9 +164,8 @@ TEST(SymphonyCasesTest, OneSubnetTheDefaultHoldsWhereEagerHoldsAndNearsSymphony)
     return [name](const ModelProfile& p) -> std::unique_ptr<Policy> {
       if (name == "eager") {  // Algorithm 1 with exec = now, as in the repro
         SymphonyOptions o;
-        o.timeout = 0;
         o.window_drop = false;
-        return std::make_unique<SymphonyPolicy>(p, o);
+        return std::make_unique<TimeoutBatchingPolicy>(p, /*timeout=*/0, o);
       }
       return *MakePolicy(name, p, PolicyConfig());
     };

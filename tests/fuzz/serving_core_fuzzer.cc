@@ -41,6 +41,7 @@
 #include "policies/policy_factory.h"
 #include "serving/serving_core.h"
 #include "superserve/v1/profile.pb.h"
+#include "tests/baselines_registered.h"  // every selectable policy: the baselines too
 #include "tests/fuzz/fuzz_check.h"
 
 namespace superserve {

@@ -1,6 +1,6 @@
 // A planned deployment meets its objective in the simulator: the planner's
 // worker count for a single-subnet model, a Poisson trace at the planned rate,
-// the router's serving core with adaptive batching on that subnet (clipper+).
+// the router's serving core with adaptive batching on that subnet (fixed-subnet).
 #include <cstdio>
 
 #include "bench/sim/simulator.h"
@@ -28,7 +28,7 @@ ModelProfile OneSubnet() {
 
 double Attainment(const ModelProfile& p, double rate, Nanos slo, int32_t workers) {
   PolicyConfig config;
-  auto policy = MakePolicy("clipper+", p, config);
+  auto policy = MakePolicy("fixed-subnet", p, config);
   EXPECT_TRUE(policy.ok()) << policy.status();
   SimulatorOptions o;
   o.workers = workers;

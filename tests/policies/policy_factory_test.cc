@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "policies/greedy_policies.h"
+#include "policies/fixed_subnet_policy.h"
 #include "tests/policies/policy_test_util.h"
 
 namespace superserve {
@@ -27,12 +27,11 @@ TEST(PolicyFactoryTest, BuildsEveryPolicyAndRejectsBadNames) {
   }
   EXPECT_FALSE(MakePolicy("nope", p, c).ok());
   c.fixed_subnet_id = 7;
-  auto bad = MakePolicy("clipper+", p, c);
+  auto bad = MakePolicy("fixed-subnet", p, c);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("--fixed_subnet"));
-  c.slackfit.num_buckets = 0;
-  EXPECT_FALSE(MakePolicy("slackfit", p, c).ok());
-  EXPECT_FALSE(MakePolicy("slackfit", ModelProfile(), PolicyConfig()).ok()) << "no subnets";
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("got 7"));
+  EXPECT_FALSE(MakePolicy("ratefit", ModelProfile(), PolicyConfig()).ok()) << "no subnets";
 }
 
 // Orloj's score parameters are checked where every caller's configuration
@@ -78,25 +77,34 @@ TEST(PolicyFactoryTest, RejectsOrlojParametersOutOfRange) {
   }
 }
 
-TEST(PolicyFactoryTest, KnowsThePoliciesAndRejectsUnknownNames) {
+// policies/ ships the product only; the paper baselines (slackfit, ...)
+// exist once bench/baselines registers them (tests/bench/baselines).
+TEST(PolicyFactoryTest, KnowsTheProductPoliciesAndRejectsUnknownNames) {
   auto names = PolicyNames();
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"ratefit", "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch",
-                                              "maxacc", "clipper+", "infaas"}));
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"ratefit", "symphony", "fixed-subnet"}));
+  EXPECT_EQ(names.front(), PolicySpec().name) << "the default first";
+  EXPECT_THAT(DynamicPolicyNames(), ::testing::Contains("orloj"));
+  for (const char* baseline : {"slackfit", "maxbatch", "maxacc", "infaas", "clipper+"}) {
+    EXPECT_THAT(names, ::testing::Not(::testing::Contains(baseline)));
+  }
   auto unknown = MakePolicy("nope", ThreeSubnetProfile(), {});
   ASSERT_FALSE(unknown.ok());
-  EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("slackfit"))
+  EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("fixed-subnet"))
       << "the error lists the known names";
+  EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("orloj"));
 }
 
-TEST(PolicyFactoryTest, ClipperWithoutASubnetServesTheMostAccurate) {
-  auto p = MakePolicy("clipper+", ThreeSubnetProfile(), PolicyConfig());  // fixed_subnet_id -1
+TEST(PolicyFactoryTest, FixedSubnetWithoutASubnetServesTheMostAccurate) {
+  auto p = MakePolicy("fixed-subnet", ThreeSubnetProfile(), PolicyConfig());  // id -1
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ((*p)->name(), "clipper+(80)");
+  EXPECT_EQ((*p)->name(), "fixed-subnet(80)");
+  EXPECT_TRUE((*p)->MayRun(2));
+  EXPECT_FALSE((*p)->MayRun(0));
   PolicyConfig c;
   c.fixed_subnet_id = 100;
-  p = MakePolicy("clipper+", ThreeSubnetProfile(), c);
+  p = MakePolicy("fixed-subnet", ThreeSubnetProfile(), c);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ((*p)->name(), "clipper+(70)");
+  EXPECT_EQ((*p)->name(), "fixed-subnet(70)");
 }
 
 TEST(PolicyFactoryTest, RegisteredPoliciesAreMadeAndListed) {
@@ -105,15 +113,15 @@ TEST(PolicyFactoryTest, RegisteredPoliciesAreMadeAndListed) {
                  [&calls](const ModelProfile& profile, const PolicyConfig& config)
                      -> absl::StatusOr<std::unique_ptr<Policy>> {
                    ++calls;
-                   EXPECT_EQ(config.slackfit.num_buckets, 5);
+                   EXPECT_EQ(config.baselines.slackfit_buckets, 5);
                    return std::make_unique<FixedSubnetPolicy>("test-least-accurate", profile, 0,
-                                                              config.slackfit.base);
+                                                              config.base);
                  });
   auto names = PolicyNames();
   EXPECT_THAT(names, ::testing::Contains("test-least-accurate"));
-  EXPECT_THAT(names, ::testing::Contains("slackfit"));
+  EXPECT_THAT(names, ::testing::Contains("ratefit"));
   PolicyConfig c;
-  c.slackfit.num_buckets = 5;
+  c.baselines.slackfit_buckets = 5;
   auto p = MakePolicy("test-least-accurate", ThreeSubnetProfile(), c);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ((*p)->name(), "test-least-accurate");
@@ -129,18 +137,34 @@ TEST(PolicyFactoryTest, RegisteredPoliciesAreMadeAndListed) {
   EXPECT_EQ(std::count(names.begin(), names.end(), "test-least-accurate"), 1);
 }
 
-TEST(PolicySpecJsonTest, NamesEveryOption) {
+TEST(PolicySpecJsonTest, NamesEveryOptionOfEveryPolicy) {
   PolicySpec spec;
-  spec.config.slackfit.bucket_ties = LatencyBuckets::Ties::kAccuracy;
+  spec.config.baselines.slackfit_ties_to_accuracy = true;
+  spec.config.symphony.frontrun_margin = 0.05;
+  spec.config.orloj.every_batch_size = true;
+  spec.config.fixed_subnet_id = 3;
   const std::string json = PolicySpecJson(spec);
   for (const char* field :
-       {"\"policy\":\"ratefit\"", "\"fixed_subnet_id\":-1", "\"ratefit_pace\":1",
-        "\"ratefit_capacity_quantile\":0.99", "\"num_buckets\":8",
-        "\"drop_below_first_bucket\":false", "\"bucket_ties\":\"accuracy\"", "\"guard_headroom\"",
-        "\"guard_upgrades_only\":true", "\"rate_window_ns\":100000000", "\"fit_margin\"",
+       {"\"policy\":\"ratefit\"",
+        // every profile-driven policy
         "\"initial_overhead_ns\":500000", "\"overhead_quantile\":0.5",
-        "\"unmeasured_follow_drift\":true", "\"drift_min_tuples\":2", "\"startup_drift\":true", "\"telemetry_expiry_ns\"", "\"min_samples\":16"}) {
+        "\"unmeasured_follow_drift\":true", "\"drift_min_tuples\":2", "\"startup_drift\":true",
+        "\"telemetry_expiry_ns\"", "\"min_samples\":16",
+        // ratefit
+        "\"ratefit\":{", "\"pace\":1", "\"capacity_quantile\":0.99", "\"rate_window_ns\":100000000",
+        "\"batch_budget\":0.7", "\"peak_band\":0.05", "\"fit_margin\":0.05",
+        // symphony, fixed-subnet, orloj
+        "\"symphony\":{\"window_drop\":true", "\"frontrun_margin\":0.05",
+        "\"rate_window_ns\":250000000", "\"fixed-subnet\":{\"subnet_id\":3}", "\"orloj\":{",
+        "\"every_batch_size\":true", "\"grid_bins\":48", "\"viable_quantile\":0.5",
+        // the baselines' options the flags set
+        "\"slackfit\":{\"num_buckets\":8", "\"drop_below_first_bucket\":false",
+        "\"bucket_ties\":\"accuracy\""}) {
     EXPECT_THAT(json, ::testing::HasSubstr(field));
+  }
+  for (const char* removed : {"guard_headroom", "guard_upgrades_only", "rate_guard",
+                              "partial_most_accurate", "anchor_at_head", "timeout"}) {
+    EXPECT_THAT(json, ::testing::Not(::testing::HasSubstr(removed)));
   }
   EXPECT_EQ(json.find('\n'), std::string::npos) << "one line";
 }

@@ -450,8 +450,8 @@ TEST(RateFitPolicyTest, DecisionsDoNotDependOnTheBucketCount) {
   std::vector<Decision> seen;
   for (int k : {1, 4, 6, 8, 12, 16, 32}) {
     PolicyConfig config;
-    config.slackfit.num_buckets = k;
-    config.slackfit.base.initial_overhead = 0;
+    config.baselines.slackfit_buckets = k;
+    config.base.initial_overhead = 0;
     auto p = MakePolicy("ratefit", ThreeSubnetProfile(), config);
     ASSERT_TRUE(p.ok()) << p.status();
     Arrivals(p->get(), 700);

@@ -201,29 +201,6 @@ TEST(SymphonyPolicyTest, SlidingWindowDropsAHeadThatWouldShrinkTheBatchUnderLoad
   EXPECT_EQ(p.TargetBatch(Millis(24), 10), 1);
 }
 
-TEST(SymphonyPolicyTest, TimeoutAndEagerVariants) {
-  SymphonyOptions o = Deferred();
-  o.timeout = Millis(2);
-  SymphonyPolicy timeout(LinearProfile(), o);
-  EXPECT_EQ(timeout.name(), "timeout(2000us)");
-  EdfQueue q = PaperQueue(2);  // head arrived at 0
-  const std::vector<int32_t> free = {4, 6};
-  Decision d = timeout.Decide({q, Millis(1), free, 2});
-  EXPECT_EQ(d.kind, Decision::Kind::kWakeAt);
-  EXPECT_EQ(d.wake_at, Millis(2));
-  d = timeout.Decide({q, Millis(2), free, 2});
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.take, 2);
-  EXPECT_EQ(d.worker, 4);
-
-  o.timeout = 0;
-  SymphonyPolicy eager(LinearProfile(), o);
-  EXPECT_EQ(eager.name(), "eager");
-  d = eager.Decide({q, Micros(800), free, 2});
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.take, 2);
-}
-
 TEST(SymphonyPolicyTest, ServesTheMostAccurateSubnetAndIsInTheFactory) {
   ModelProfile two = HandProfile({1, 2}, {70, 80}, {{1, 2}, {3, 4}});
   auto made = MakePolicy("symphony", two, PolicyConfig());

@@ -15,6 +15,7 @@
 #include "google/protobuf/unknown_field_set.h"
 #include "policies/policy.h"
 #include "policies/policy_factory.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {
@@ -144,7 +145,7 @@ TEST_F(DispatcherTest, RejectsUnknownModelBadShapeAndNoWorker) {
 }
 
 TEST_F(DispatcherTest, DispatchesWithControlTupleAndAnswersWithServingSubnet) {
-  Make("clipper+");  // fixed_subnet_id -1: the most accurate subnet (id 11)
+  Make("fixed-subnet");  // fixed_subnet_id -1: the most accurate subnet (id 11)
   FakeConnection* conn;
   int32_t w = AddWorker(&conn);
   FakeQuery& q = Q();
@@ -176,7 +177,7 @@ TEST_F(DispatcherTest, DispatchesWithControlTupleAndAnswersWithServingSubnet) {
 // limit: the worker was dropped, with the other clients' queries in that
 // batch (repro-9).
 TEST_F(DispatcherTest, UnknownFieldsOfAnInputAreNotForwardedToTheWorker) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* conn;
   int32_t w = AddWorker(&conn);
   FakeQuery& q = Q();
@@ -214,7 +215,7 @@ TEST_F(DispatcherTest, AModelWhoseBatchesCannotReachAWorkerIsRefused) {
 }
 
 TEST_F(DispatcherTest, QueueFullIsResourceExhausted) {
-  Make("clipper+", /*lookahead=*/1, /*max_queue=*/2);
+  Make("fixed-subnet", /*lookahead=*/1, /*max_queue=*/2);
   FakeConnection* conn;
   AddWorker(&conn);
   std::vector<FakeQuery*> qs;
@@ -229,7 +230,7 @@ TEST_F(DispatcherTest, QueueFullIsResourceExhausted) {
 }
 
 TEST_F(DispatcherTest, WorkerLossRequeuesFeasibleAndFailsTheRest) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection *c0, *c1;
   int32_t w0 = AddWorker(&c0);
   FakeQuery &far = Q(), &near = Q();
@@ -261,7 +262,7 @@ TEST_F(DispatcherTest, WorkerLossRequeuesFeasibleAndFailsTheRest) {
 }
 
 TEST_F(DispatcherTest, InflightQueryPastItsDeadlineIsDeadlineExceededOnWorkerLoss) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection *c0, *c1;
   int32_t w0 = AddWorker(&c0);
   AddWorker(&c1);
@@ -291,7 +292,7 @@ TEST_F(DispatcherTest, MissedHeartbeatsMarkAWorkerDead) {
 }
 
 TEST_F(DispatcherTest, LookaheadKeepsKBatchesInFlight) {
-  Make("clipper+", /*lookahead=*/2);
+  Make("fixed-subnet", /*lookahead=*/2);
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &a = Q(), &b = Q(), &x = Q();
@@ -305,7 +306,7 @@ TEST_F(DispatcherTest, LookaheadKeepsKBatchesInFlight) {
 }
 
 TEST_F(DispatcherTest, WorkerErrorIsForwardedAndWorkerStaysUsable) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &q1 = Q(), &q2 = Q();
@@ -342,7 +343,7 @@ TEST_F(DispatcherTest, InfeasibleQueriesAreDroppedByThePolicy) {
 }
 
 TEST_F(DispatcherTest, CancelledQueuedQueryIsAnsweredAndNeverDispatched) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &running = Q(), &gone = Q(), &next = Q();
@@ -365,7 +366,7 @@ TEST_F(DispatcherTest, CancelledQueuedQueryIsAnsweredAndNeverDispatched) {
 }
 
 TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &a = Q(), &b = Q();
@@ -378,7 +379,7 @@ TEST_F(DispatcherTest, ShutdownAnswersEveryPendingQuery) {
 }
 
 TEST_F(DispatcherTest, DrainServesWhatIsQueuedAndRefusesNewQueries) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &running = Q(), &queued = Q(), &refused = Q();
@@ -407,7 +408,7 @@ TEST_F(DispatcherTest, DrainServesWhatIsQueuedAndRefusesNewQueries) {
 }
 
 TEST_F(DispatcherTest, DrainTimesOutWhenAWorkerNeverAnswers) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery& q = Q();
@@ -424,7 +425,7 @@ TEST_F(DispatcherTest, DrainTimesOutWhenAWorkerNeverAnswers) {
 // that preceded the serving core.
 
 TEST_F(DispatcherTest, ResultIdsAreMatchedToTheBatch) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &first = Q(), &a = Q(), &b = Q(), &later = Q();
@@ -465,7 +466,7 @@ TEST_F(DispatcherTest, ResultIdsAreMatchedToTheBatch) {
 }
 
 TEST_F(DispatcherTest, ExpiredQueuedQueriesAreAnsweredOnTheTimerWithoutAFreeWorker) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &running = Q(), &x = Q(), &y = Q();
@@ -483,7 +484,7 @@ TEST_F(DispatcherTest, ExpiredQueuedQueriesAreAnsweredOnTheTimerWithoutAFreeWork
 }
 
 TEST_F(DispatcherTest, DeadQueriesDoNotHoldPlacesInAFullQueue) {
-  Make("clipper+", /*lookahead=*/1, /*max_queue=*/2);
+  Make("fixed-subnet", /*lookahead=*/1, /*max_queue=*/2);
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &running = Q(), &cancelled = Q(), &x = Q(), &y = Q(), &fresh = Q();
@@ -506,7 +507,7 @@ TEST_F(DispatcherTest, DeadQueriesDoNotHoldPlacesInAFullQueue) {
 }
 
 TEST_F(DispatcherTest, CancelledQueuedQueriesAreAnsweredOnTheTimer) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   FakeQuery &running = Q(), &gone = Q();
@@ -523,7 +524,7 @@ TEST_F(DispatcherTest, CancelledQueuedQueriesAreAnsweredOnTheTimer) {
 }
 
 TEST_F(DispatcherTest, RemovingAModelAnswersQueuedAndInflightUnavailableAndFreesIt) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   int32_t w = AddWorker(&c);
   FakeQuery &inflight = Q(), &queued = Q();
@@ -584,7 +585,7 @@ class GatedQuery : public FakeQuery {
 };
 
 TEST_F(DispatcherTest, ReadingAQueryHoldsNoLockOtherQueriesNeed) {
-  Make("clipper+");
+  Make("fixed-subnet");
   FakeConnection* c;
   AddWorker(&c);
   queries_.push_back(std::make_unique<GatedQuery>());

@@ -10,6 +10,7 @@
 #include "router/dispatcher.h"
 #include "router/grpc_worker_channel.h"
 #include "router/tensor_payload.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {

@@ -23,6 +23,7 @@
 #include "policies/policy_factory.h"
 #include "router/dispatcher.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {

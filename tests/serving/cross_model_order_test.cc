@@ -10,6 +10,7 @@
 #include "policies/policy_factory.h"
 #include "serving/serving_core.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {
@@ -53,7 +54,7 @@ class CrossModelOrderTest : public ::testing::Test {
     o.log_lifecycle = false;
     ServingCore core(o, &clock_);
     PolicyConfig config;
-    config.slackfit.base.initial_overhead = 0;
+    config.base.initial_overhead = 0;
     for (const ModelProfile& p : {Linear("fast", 1), Linear("slow", 10)}) {
       EXPECT_TRUE(core.AddModel(p, *MakePolicy(policy, p, config)).ok());
     }

@@ -57,7 +57,7 @@ class PartitionTest : public ::testing::Test {
     // is by silence alone.
     o.batch_grace = Seconds(10);
     core_ = std::make_unique<ServingCore>(o, &clock_);
-    ASSERT_TRUE(core_->AddModel(profile_, *MakePolicy("clipper+", profile_, PolicyConfig())).ok());
+    ASSERT_TRUE(core_->AddModel(profile_, *MakePolicy("fixed-subnet", profile_, PolicyConfig())).ok());
     for (int i = 0; i < 2; ++i) {
       channels_.push_back(std::make_shared<Channel>());
       WorkerRegistration r;

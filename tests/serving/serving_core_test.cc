@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {
@@ -39,7 +40,7 @@ class Channel final : public WorkerChannel {
 };
 
 std::unique_ptr<Policy> Clipper(const ModelProfile& p) {
-  return *MakePolicy("clipper+", p, PolicyConfig());
+  return *MakePolicy("fixed-subnet", p, PolicyConfig());
 }
 
 BatchOutcome Ok(const BatchPlan& b) {
@@ -218,7 +219,7 @@ TEST_F(ServingCoreTest, ARefusedBatchIsRequeuedWhileItCanMakeItThenAnswered) {
 }
 
 TEST_F(ServingCoreTest, HopelessArrivalsAreAnsweredAtOnceOnlyWithShedding) {
-  // One worker, a burst of 400 queries due in 40 ms: clipper+'s subnet runs
+  // One worker, a burst of 400 queries due in 40 ms: fixed-subnet's subnet runs
   // at most 8 in 18.5 ms, so most of the burst cannot be served; admission
   // answers the hopeless tail at once (the queue ahead only grows).
   for (bool shed : {true, false}) {

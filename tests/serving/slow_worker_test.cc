@@ -13,6 +13,7 @@
 #include "policies/policy_factory.h"
 #include "serving/serving_core.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/baselines_registered.h"
 
 namespace superserve {
 namespace {

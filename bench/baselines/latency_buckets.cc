@@ -1,4 +1,4 @@
-#include "policies/latency_buckets.h"
+#include "bench/baselines/latency_buckets.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "policies/dynamic_baselines.h"
+#include "bench/baselines/dynamic_baselines.h"
 
 #include <algorithm>
 

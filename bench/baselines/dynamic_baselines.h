@@ -1,5 +1,5 @@
-#ifndef SUPERSERVE_POLICIES_DYNAMIC_BASELINES_H_
-#define SUPERSERVE_POLICIES_DYNAMIC_BASELINES_H_
+#ifndef SUPERSERVE_BENCH_BASELINES_DYNAMIC_BASELINES_H_
+#define SUPERSERVE_BENCH_BASELINES_DYNAMIC_BASELINES_H_
 
 #include <cstdint>
 #include <vector>
@@ -72,4 +72,4 @@ class NexusLikePolicy final : public DynamicModelPolicy {
 
 }  // namespace superserve
 
-#endif  // SUPERSERVE_POLICIES_DYNAMIC_BASELINES_H_
+#endif  // SUPERSERVE_BENCH_BASELINES_DYNAMIC_BASELINES_H_

@@ -1,4 +1,4 @@
-#include "policies/greedy_policies.h"
+#include "policies/fixed_subnet_policy.h"
 
 #include <vector>
 
@@ -26,40 +26,8 @@ Decision DecideAt(Policy* p, int queue, double slack_ms) {
   return p->Decide(SchedulingContext{q, kNow, absl::MakeConstSpan(kWorkers), 3});
 }
 
-TEST(MaxBatchPolicyTest, MaximisesBatchThenAccuracy) {
-  MaxBatchPolicy p(ThreeSubnetProfile(), NoOverhead());
-  Decision d = DecideAt(&p, 20, 12);  // 70 % fits batch 8; at 8, 75 % (9 ms) fits
-  EXPECT_EQ(d.batch_size, 8);
-  EXPECT_EQ(d.subnet_index, 1);
-  d = DecideAt(&p, 20, 7);
-  EXPECT_EQ(d.batch_size, 8);
-  EXPECT_EQ(d.subnet_index, 0);
-  d = DecideAt(&p, 20, 3);  // 70 % at 4 = 2.5 ms
-  EXPECT_EQ(d.batch_size, 4);
-  EXPECT_EQ(d.subnet_index, 0);
-  d = DecideAt(&p, 2, 12);  // partial: batch 2, most accurate fitting = 80 % (6 ms)
-  EXPECT_EQ(d.batch_size, 2);
-  EXPECT_EQ(d.take, 2);
-  EXPECT_EQ(d.subnet_index, 2);
-  EXPECT_EQ(d.worker, 0);
-}
-
-TEST(MaxAccPolicyTest, MaximisesAccuracyThenBatch) {
-  MaxAccPolicy p(ThreeSubnetProfile(), NoOverhead());
-  Decision d = DecideAt(&p, 20, 7);  // 80 % fits at 1 (4 ms); largest batch 2 (6 ms)
-  EXPECT_EQ(d.subnet_index, 2);
-  EXPECT_EQ(d.batch_size, 2);
-  d = DecideAt(&p, 20, 3);  // only 75 % (2 ms) or 70 %: 75 %, batch 2 (3 ms)
-  EXPECT_EQ(d.subnet_index, 1);
-  EXPECT_EQ(d.batch_size, 2);
-  d = DecideAt(&p, 3, 20);  // partial: 80 %, batch 4 for 3 queries
-  EXPECT_EQ(d.subnet_index, 2);
-  EXPECT_EQ(d.batch_size, 4);
-  EXPECT_EQ(d.take, 3);
-}
-
-TEST(FixedSubnetPolicyTest, ClipperPlusBatchesAdaptivelyOnItsSubnet) {
-  FixedSubnetPolicy p("clipper+(80)", ThreeSubnetProfile(), 2, NoOverhead());
+TEST(FixedSubnetPolicyTest, BatchesAdaptivelyOnItsSubnet) {
+  FixedSubnetPolicy p("fixed-subnet(80)", ThreeSubnetProfile(), 2, NoOverhead());
   Decision d = DecideAt(&p, 20, 12);
   EXPECT_EQ(d.subnet_index, 2);
   EXPECT_EQ(d.batch_size, 4);  // 10 ms
@@ -77,7 +45,7 @@ TEST(FixedSubnetPolicyTest, ClipperPlusBatchesAdaptivelyOnItsSubnet) {
 // dropped, nothing completed, and nothing could correct the estimates. After
 // telemetry_expiry without a completion they go back to the profile.
 TEST(FixedSubnetPolicyTest, ColdBatchesDoNotStopItForGood) {
-  FixedSubnetPolicy p("clipper+(80)", ThreeSubnetProfile(), 2, NoOverhead());
+  FixedSubnetPolicy p("fixed-subnet(80)", ThreeSubnetProfile(), 2, NoOverhead());
   for (int32_t b : {1, 2}) {
     for (int i = 0; i < 4; ++i) p.OnCompletion({0, 2, b, Millis(25 * 4 * b), 0, kNow});
   }
@@ -99,7 +67,7 @@ TEST(FixedSubnetPolicyTest, ColdBatchesDoNotStopItForGood) {
   EXPECT_EQ(decide(kNow + Millis(1700)).drop, 3);
 }
 
-TEST(FixedSubnetPolicyTest, InfaasAlwaysServesTheLeastAccurateSubnet) {
+TEST(FixedSubnetPolicyTest, TheLeastAccurateSubnetServesAlone) {
   FixedSubnetPolicy p("infaas", ThreeSubnetProfile(), 0, NoOverhead());
   for (double slack : {1.0, 3.0, 20.0}) {
     Decision d = DecideAt(&p, 20, slack);

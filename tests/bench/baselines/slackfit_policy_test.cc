@@ -1,4 +1,4 @@
-#include "policies/slackfit_policy.h"
+#include "bench/baselines/slackfit_policy.h"
 
 #include <vector>
 
@@ -14,25 +14,21 @@ using testing::ThreeSubnetProfile;
 
 // SuperServe's SlackFit (the reproduction's setting): the paper's partial
 // batches, heads below the first bucket dropped, bucket ties to throughput,
-// unmeasured tuples following the measured drift (the last two are not the
-// struct defaults, which are the live router's); with the guard, DESIGN.md's
-// most-accurate partial batches (as the factory builds slackfit-rg).
-SlackFitOptions Opts(int k, bool guard = false) {
+// unmeasured tuples following the measured drift (the drop rule is not the
+// struct default, which is the live router's).
+SlackFitOptions Opts(int k) {
   SlackFitOptions o;
   o.num_buckets = k;
   o.drop_below_first_bucket = true;
   o.base.latency.unmeasured_follow_drift = true;
   o.base.initial_overhead = 0;
-  o.rate_guard = guard;
-  o.partial_most_accurate = guard;
   return o;
 }
 
-// DESIGN.md's first resolutions: most-accurate partial batches, drop only
-// below the fastest tuple, bucket ties to accuracy.
+// DESIGN.md's first resolutions: drop only below the fastest tuple, bucket
+// ties to accuracy.
 SlackFitOptions DesignOpts(int k) {
   SlackFitOptions o = Opts(k);
-  o.partial_most_accurate = true;
   o.drop_below_first_bucket = false;
   o.bucket_ties = LatencyBuckets::Ties::kAccuracy;
   return o;
@@ -83,24 +79,6 @@ TEST(SlackFitPolicyTest, PicksBucketJustBelowSlackWithFullBatch) {
   EXPECT_EQ(d.batch_size, 8);
 }
 
-TEST(SlackFitPolicyTest, MostAccuratePartialBatchTakesMostAccurateSubnetThatFits) {
-  ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy sf(p, DesignOpts(4));
-  EXPECT_EQ(sf.name(), "slackfit-ma");
-  EdfQueue q;
-  FillQueue(&q, 3, kNow + Millis(12));
-  Decision d = DecideWith(&sf, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.take, 3);
-  EXPECT_EQ(d.batch_size, 4);     // smallest profiled batch >= 3
-  EXPECT_EQ(d.subnet_index, 2);   // 80 % at batch 4 takes 10 ms <= 12
-  EdfQueue q2;
-  FillQueue(&q2, 3, kNow + Millis(8));  // 80 % no longer fits; 75 % at 4 = 5 ms
-  d = DecideWith(&sf, q2);
-  EXPECT_EQ(d.subnet_index, 1);
-  EXPECT_EQ(d.batch_size, 4);
-}
-
 TEST(SlackFitPolicyTest, PartialBatchKeepsTheBucketsSubnetByDefault) {
   ModelProfile p = ThreeSubnetProfile();
   SlackFitPolicy sf(p, Opts(4));
@@ -125,7 +103,7 @@ TEST(SlackFitPolicyTest, DropsInfeasibleHeadThenServesTheRest) {
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(d.take, 1);
   EXPECT_EQ(d.batch_size, 1);
-  EXPECT_EQ(d.subnet_index, 2);  // slack of query 3 (12 ms) fits 80 % at batch 1
+  EXPECT_EQ(d.subnet_index, 1);  // the 12-ms bucket holds (75 %, 8): its subnet at batch 1
 }
 
 TEST(SlackFitPolicyTest, DropsEverythingWhenAllInfeasibleAndIdlesWithoutWorkers) {
@@ -297,148 +275,6 @@ TEST(SlackFitPolicyTest, OverheadEstimateComesFromTelemetry) {
   EdfQueue q2;
   FillQueue(&q2, 1, kNow + Millis(3.5));  // 3.5 - 3 < 1 ms: infeasible now
   EXPECT_EQ(DecideWith(&sf, q2).drop, 1);
-}
-
-// Feeds `n` arrivals evenly spread over the 100 ms before kNow.
-void Arrivals(Policy* p, int n) {
-  for (int i = 0; i < n; ++i) {
-    Nanos t = kNow - Millis(100) + Millis(100) * (i + 1) / n;
-    p->OnArrival({static_cast<QueryId>(1000 + i), 0, t, t + Millis(36)}, t);
-  }
-}
-
-TEST(RateGuardedSlackFitTest, KeepsSlackFitChoiceUnderLightLoad) {
-  ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy rg(p, Opts(4, /*guard=*/true));
-  EXPECT_EQ(rg.name(), "slackfit-rg");
-  Arrivals(&rg, 10);  // 100 q/s over 2 workers
-  EdfQueue q;
-  FillQueue(&q, 20, kNow + Millis(20));
-  Decision d = DecideWith(&rg, q);
-  EXPECT_EQ(d.subnet_index, 2);  // 80 %, batch 8: 444 q/s >= 110
-  EXPECT_EQ(d.batch_size, 8);
-}
-
-// The previous guard (guard_upgrades_only = false) stepped down to the most
-// accurate sustainable subnet, below SlackFit's own if need be.
-TEST(RateGuardedSlackFitTest, StepsDownToMostAccurateTupleThatKeepsUp) {
-  ModelProfile p = ThreeSubnetProfile();
-  SlackFitOptions o = Opts(4, true);
-  o.guard_upgrades_only = false;
-  SlackFitPolicy rg(p, o);
-  Arrivals(&rg, 120);  // 1200 q/s over 2 workers: need 600 each
-  EdfQueue q;
-  FillQueue(&q, 20, kNow + Millis(20));
-  Decision d = DecideWith(&rg, q);
-  EXPECT_EQ(d.subnet_index, 1);  // 75 % at 8: 889 q/s; 80 % at 8 only 444
-  EXPECT_EQ(d.batch_size, 8);
-  SlackFitPolicy rg2(p, o);
-  Arrivals(&rg2, 200);  // 2000 q/s: need 1000 each; only 70 % keeps up
-  d = DecideWith(&rg2, q);
-  EXPECT_EQ(d.subnet_index, 0);
-  EXPECT_EQ(d.batch_size, 8);
-}
-
-TEST(RateGuardedSlackFitTest, FallsBackToMaximumThroughputUnderOverload) {
-  ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy rg(p, Opts(4, true));
-  Arrivals(&rg, 5000);  // 50k q/s: nothing keeps up
-  EdfQueue q;
-  FillQueue(&q, 20, kNow + Millis(20));
-  Decision d = DecideWith(&rg, q);
-  EXPECT_EQ(d.subnet_index, 0);
-  EXPECT_EQ(d.batch_size, 8);
-  // Plain SlackFit on the same queue keeps the slow, accurate tuple.
-  SlackFitPolicy sf(p, Opts(4));
-  EXPECT_EQ(DecideWith(&sf, q).subnet_index, 2);
-}
-
-TEST(RateGuardedSlackFitTest, WaitsForAFullerBatchWhenNothingSustainsTheRateNow) {
-  ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy rg(p, Opts(4, true));
-  Arrivals(&rg, 240);  // 2400 q/s over 2 workers: 1200 each; batch 1 gives 1000
-  EdfQueue q;
-  // Slack 8 ms: SlackFit's bucket is the first, (70 %, 8).
-  FillQueue(&q, 1, kNow + Millis(8));
-  Decision d = DecideWith(&rg, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
-  // (70 %, batch 2) sustains 1333 q/s; one more arrival takes 1/2400 s.
-  EXPECT_NEAR(static_cast<double>(d.wake_at - kNow), 1e9 / 2400, 1e4);
-  // With two queued, it runs that tuple at once.
-  EdfQueue q2;
-  FillQueue(&q2, 2, kNow + Millis(8));
-  d = DecideWith(&rg, q2);
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.subnet_index, 0);
-  EXPECT_EQ(d.batch_size, 2);
-}
-
-TEST(RateGuardedSlackFitTest, NeverStepsOrWaitsBelowSlackFitsOwnSubnet) {
-  ModelProfile p = ThreeSubnetProfile();
-  // 2400 q/s over 2 workers: 1200 each. One query, slack 20 ms: SlackFit's
-  // bucket is (80 %, 8), at the partial batch (80 %, 1): 236 q/s. Nothing
-  // at 80 % keeps up, now or after a wait; (70 %, 2) would, one arrival
-  // (0.42 ms) from now.
-  EdfQueue q;
-  FillQueue(&q, 1, kNow + Millis(20));
-  SlackFitPolicy rg(p, Opts(4, true));
-  Arrivals(&rg, 240);
-  // The guard does not idle the worker to fill a batch of a subnet less
-  // accurate than SlackFit's: its overload rule, the fastest tuple, now.
-  Decision d = DecideWith(&rg, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.subnet_index, 0);
-  EXPECT_EQ(d.batch_size, 1);
-  // The previous guard waited for (70 %, 2).
-  SlackFitOptions o = Opts(4, true);
-  o.guard_upgrades_only = false;
-  SlackFitPolicy old(p, o);
-  Arrivals(&old, 240);
-  EXPECT_EQ(DecideWith(&old, q).kind, Decision::Kind::kWakeAt);
-  // With a full queue alike: 1200 q/s (600 each), 20 queued, slack 20 ms;
-  // SlackFit's (80 %, 8) sustains 419 q/s and nothing at 80 % does more, so
-  // no step to (75 %, 8) (StepsDownToMostAccurateTupleThatKeepsUp): the
-  // fastest subnet at the smallest batch that keeps up.
-  EdfQueue q20;
-  FillQueue(&q20, 20, kNow + Millis(20));
-  SlackFitPolicy rg2(p, Opts(4, true));
-  Arrivals(&rg2, 120);
-  d = DecideWith(&rg2, q20);
-  EXPECT_EQ(d.subnet_index, 0);
-  EXPECT_EQ(d.batch_size, 1);  // 943 q/s >= 600
-}
-
-TEST(RateGuardedSlackFitTest, KeepsAFitMarginOnEveryChoice) {
-  ModelProfile p = ThreeSubnetProfile();
-  // Slack exactly 18 ms = (80 %, 8): plain SlackFit runs it; the guard keeps
-  // 3 % of the latency to spare and takes the next bucket, (80 %, 4).
-  for (double margin : {-1.0, 0.0}) {
-    SlackFitOptions o = Opts(4, true);
-    o.fit_margin = margin;
-    o.guard_unmeasured_margin = 0;  // the profile's 18 ms stands
-    SlackFitPolicy rg(p, o);
-    Arrivals(&rg, 10);
-    EdfQueue q;
-    FillQueue(&q, 20, kNow + Millis(18));
-    Decision d = DecideWith(&rg, q);
-    ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-    EXPECT_EQ(d.subnet_index, 2);
-    EXPECT_EQ(d.batch_size, margin < 0 ? 4 : 8);
-  }
-}
-
-TEST(RateGuardedSlackFitTest, DefersOnlyWhileTheHeadStaysAboveTheFirstBucket) {
-  ModelProfile p = ThreeSubnetProfile();
-  SlackFitPolicy rg(p, Opts(4, true));
-  Arrivals(&rg, 240);  // as above: only a fuller batch sustains the rate
-  EdfQueue q;
-  // Unmeasured tuples count 6 % slower: the first bucket ends at 5.57 ms.
-  // Slack 6 ms: waiting 0.42 ms for a second query would leave the head
-  // below it (it would be dropped), so run the one query now.
-  FillQueue(&q, 1, kNow + Millis(6));
-  Decision d = DecideWith(&rg, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
-  EXPECT_EQ(d.take, 1);
 }
 
 }  // namespace

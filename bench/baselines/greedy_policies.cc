@@ -1,7 +1,6 @@
-#include "policies/greedy_policies.h"
+#include "bench/baselines/greedy_policies.h"
 
 #include <algorithm>
-#include <utility>
 
 namespace superserve {
 
@@ -22,19 +21,6 @@ ProfiledPolicy::Choice MaxAccPolicy::Choose(const SchedulingContext& ctx,
   if (b < 0) b = 0;
   if (view.pending < table_.batch_size(b)) b = std::min(b, table_.BatchIndexFor(view.pending));
   return Choice{r, b};
-}
-
-FixedSubnetPolicy::FixedSubnetPolicy(std::string name, const ModelProfile& profile,
-                                     int subnet_index, ProfiledPolicyOptions options)
-    : ProfiledPolicy(std::move(name), profile, options),
-      rank_(table_.rank_of_subnet(subnet_index)) {}
-
-ProfiledPolicy::Choice FixedSubnetPolicy::Choose(const SchedulingContext& ctx,
-                                                 const QueueView& view) {
-  int b = table_.LargestBatchWithin(rank_, view.slack);
-  if (b < 0) b = 0;
-  if (view.pending < table_.batch_size(b)) b = std::min(b, table_.BatchIndexFor(view.pending));
-  return Choice{rank_, b};
 }
 
 }  // namespace superserve

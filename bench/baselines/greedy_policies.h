@@ -1,5 +1,5 @@
-#ifndef SUPERSERVE_POLICIES_GREEDY_POLICIES_H_
-#define SUPERSERVE_POLICIES_GREEDY_POLICIES_H_
+#ifndef SUPERSERVE_BENCH_BASELINES_GREEDY_POLICIES_H_
+#define SUPERSERVE_BENCH_BASELINES_GREEDY_POLICIES_H_
 
 #include "common/model_profile.h"
 #include "policies/profiled_policy.h"
@@ -29,28 +29,6 @@ class MaxAccPolicy : public ProfiledPolicy {
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
 };
 
-// One fixed subnet with adaptive batching (the largest batch that fits the
-// slack, no larger than the queue needs). Clipper+ runs it once per accuracy
-// point; INFaaS without accuracy constraints is the least accurate subnet.
-// Its drop threshold is its own subnet's batch-1 latency.
-class FixedSubnetPolicy : public ProfiledPolicy {
- public:
-  FixedSubnetPolicy(std::string name, const ModelProfile& profile, int subnet_index,
-                    ProfiledPolicyOptions options = {});
-
-  bool MayRun(int32_t subnet_index) const override {
-    return subnet_index >= 0 && subnet_index < table_.num_subnets() &&
-           table_.rank_of_subnet(subnet_index) == rank_;
-  }
-
- protected:
-  Nanos FastestLatency() const override { return table_.latency(rank_, 0); }
-  Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
-
- private:
-  int rank_;
-};
-
 }  // namespace superserve
 
-#endif  // SUPERSERVE_POLICIES_GREEDY_POLICIES_H_
+#endif  // SUPERSERVE_BENCH_BASELINES_GREEDY_POLICIES_H_
