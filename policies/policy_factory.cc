@@ -13,13 +13,14 @@
 #include "policies/symphony_policy.h"
 #include "policies/ratefit_policy.h"
 #include "policies/shadowfit_policy.h"
+#include "policies/slo_first_policy.h"
 
 namespace superserve {
 namespace {
 
 const std::vector<std::string>& BuiltinNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
-      "ratefit", "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+",
+      "ratefit", "slo-first", "slackfit", "slackfit-ma", "slackfit-rg", "maxbatch", "maxacc", "clipper+",
       "infaas", "symphony", "shadowfit"};
   return *names;
 }
@@ -54,6 +55,11 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeBuiltin(const std::string& name,
     o.pace = config.ratefit_pace;
     o.capacity_quantile = config.ratefit_capacity_quantile;
     return std::make_unique<RateFitPolicy>(profile, o);
+  }
+  if (name == "slo-first") {
+    SloFirstOptions o;
+    o.base = base;
+    return std::make_unique<SloFirstPolicy>(profile, o);
   }
   if (name == "shadowfit") {
     ShadowFitOptions o;
