@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <cstdio>
-#include <cstdlib>
 
 namespace superserve {
 namespace {
@@ -18,6 +16,14 @@ constexpr double kFrontrunMargin = 0.02;
 // fraction of the window batch's latency: a dispatch a little late shrinks
 // the batch a little instead of dropping the head.
 constexpr double kWindowFraction = 0.9;
+// ln(1000): capacities leave room for the queueing of all but about one
+// query in a thousand (the 0.999 a user expects where a subnet can hold it).
+constexpr double kTailNats = 6.9;
+// Past the peak a batch within this fraction of the best throughput is as
+// good as the best (the serving core's overload plan uses the same 95 %):
+// a head such a batch can still serve is not dropped. On a CPU-shaped
+// profile, where batching gains little, that is nearly every head.
+constexpr double kNearBestThroughput = 0.95;
 
 int64_t Workers(const SchedulingContext& ctx) {
   return std::max<int64_t>(
@@ -50,10 +56,15 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   workers_ = workers;
   table_version_ = table_.version();
   overhead_at_build_ = overhead;
-  // Workers taking turns: a query waits at most l(b) / n for the next free
-  // worker, then runs l(b) (Symphony's staggered bound l(b)(1 + 1/n) <= SLO).
-  const double budget = static_cast<double>(std::max<Nanos>(slo - overhead, 0)) *
-                        static_cast<double>(workers) / static_cast<double>(workers + 1);
+  // A subnet's capacity is the throughput of its best batch b, times the
+  // utilisation at which queries rarely wait longer than the SLO leaves
+  // them: with n workers each running l(b), the waiting time's tail falls
+  // as exp(-2n(1 - u) w / l(b)) (the heavy-traffic exponential tail of a
+  // queue with Poisson arrivals and fixed service times), w = SLO - l(b),
+  // and u is kept where that is <= e^-kTailNats. So one worker with little
+  // slack runs well below its throughput, many workers with ample slack
+  // close to it.
+  const double n = static_cast<double>(workers);
   const int s = table_.num_subnets();
   const int nb = table_.num_batches();
   capacity_.assign(s, 0.0);
@@ -66,8 +77,10 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
       const double rate = table_.batch_size(bi) * 1e9 / l;
       best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
       best_rate = std::max(best_rate, rate);
-      if (l > budget) continue;  // estimates need not rise with batch size
-      capacity_[r] = std::max(capacity_[r], rate);
+      const double wait = static_cast<double>(slo) - l;
+      if (wait <= 0) continue;  // estimates need not rise with batch size
+      const double usable = 1 - kTailNats * l / (2 * n * wait);
+      if (usable > 0) capacity_[r] = std::max(capacity_[r], rate * usable);
     }
   }
   fastest_ = 0;
@@ -137,16 +150,20 @@ bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free
 
 int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate) const {
   const Nanos overhead = overhead_estimate();
-  int64_t target = 1;
-  // No larger than the fastest rank's most efficient batch.
   const int nb = table_.num_batches();
   const int efficient = best_upto_[static_cast<size_t>(fastest_) * nb + nb - 1];
+  auto latency = [&](int bi) {
+    return static_cast<double>(table_.latency(fastest_, bi) + overhead);
+  };
+  const double near_best =
+      kNearBestThroughput * table_.batch_size(efficient) / latency(efficient);
+  int64_t target = 1;
   for (int bi = 1; bi <= efficient; ++bi) {
-    const int32_t b = table_.batch_size(bi);
-    const double l = static_cast<double>(table_.latency(fastest_, bi) + overhead);
-    const double n = rate * l / kNanosPerSecond / b;  // workers the rate needs at batch b
+    if (table_.batch_size(bi - 1) / latency(bi - 1) >= near_best) break;
+    const double l = latency(bi);
+    const double n = rate * l / kNanosPerSecond / table_.batch_size(bi);  // workers needed
     if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
-    target = b;
+    target = table_.batch_size(bi);
   }
   return target;
 }
@@ -195,7 +212,6 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
       return wait;
     }
   }
-  if (getenv("SLO_DEBUG")) fprintf(stderr, "t=%.3f pending=%ld slack=%.3f pos=%d rank=%d fit=%d frontier=%zu fastest=%d cap0=%.0f\n", ToSeconds(ctx.now), (long)view.pending, ToMillis(view.slack), pos, rank, fit, frontier_.size(), fastest_, capacity_[0]);
   return Choice{rank, bi};
 }
 

@@ -15,11 +15,12 @@ namespace superserve {
 // user's terms). Every other number in the policy is a named constant.
 struct SloFirstOptions {
   ProfiledPolicyOptions base;
-  // A subnet serves only while the fleet's capacity with it is at least this
-  // multiple of the measured load. Higher keeps more capacity spare for a
-  // burst (fewer late answers, less accuracy); 1 runs each subnet up to its
-  // capacity.
-  double headroom = 1.5;
+  // A subnet serves only while its capacity (the load it carries with
+  // about one query in a thousand waiting past its deadline, for Poisson
+  // arrivals) is at least this multiple of the measured load. Above 1 keeps
+  // capacity spare for traffic burstier than Poisson (fewer late answers,
+  // less accuracy); below 1 trades deadlines for accuracy.
+  double headroom = 1.0;
   // How far back the load is measured, in multiples of the SLO. Shorter
   // follows a burst sooner but reads noise as load.
   double rate_window_slos = 8;
@@ -38,9 +39,10 @@ struct SloFirstOptions {
 //     (Symphony's sliding window: serving them shrinks every batch behind
 //     them, EDF's overload spiral).
 //  2. Subnet: the most accurate one whose capacity (queries/s over all
-//     workers, at the batch that fits the SLO with workers taking turns)
-//     covers headroom x the load measured over the rate window; none does:
-//     the fastest. Then step towards faster subnets until the queries
+//     workers at its most efficient batch, at the utilisation where about
+//     one query in a thousand would wait past its deadline) covers
+//     headroom x the load measured over the rate window; none does: the
+//     fastest. Then step towards faster subnets until the queries
 //     already queued can all be served before the head's deadline.
 //  3. Batch: the queries that fit the head's deadline on that subnet, sent
 //     when one more would no longer fit (Symphony's deferred batching), or
@@ -74,7 +76,9 @@ class SloFirstPolicy : public ProfiledPolicy {
   // in time at `rank` by `workers` workers, `free` of them free now.
   bool Clears(int rank, int64_t pending, Nanos slack, int64_t free, int64_t workers) const;
   // The batch the load needs at the fastest rank (Symphony's target: the
-  // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs).
+  // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs
+  // at b), and no larger than the smallest batch within
+  // kNearBestThroughput of the best throughput.
   int64_t TargetBatch(Nanos slo, double rate) const;
 
   SloFirstOptions options_;
