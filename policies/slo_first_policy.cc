@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <cstdlib>
 
 namespace superserve {
 namespace {
@@ -24,6 +25,7 @@ constexpr double kTailNats = 6.9;
 // a head such a batch can still serve is not dropped. On a CPU-shaped
 // profile, where batching gains little, that is nearly every head.
 constexpr double kNearBestThroughput = 0.95;
+constexpr double kEagerUtilisation = 0.7;
 
 int64_t Workers(const SchedulingContext& ctx) {
   return std::max<int64_t>(
@@ -56,15 +58,6 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   workers_ = workers;
   table_version_ = table_.version();
   overhead_at_build_ = overhead;
-  // A subnet's capacity is the throughput of its best batch b, times the
-  // utilisation at which queries rarely wait longer than the SLO leaves
-  // them: with n workers each running l(b), the waiting time's tail falls
-  // as exp(-2n(1 - u) w / l(b)) (the heavy-traffic exponential tail of a
-  // queue with Poisson arrivals and fixed service times), w = SLO - l(b),
-  // and u is kept where that is <= e^-kTailNats. So one worker with little
-  // slack runs well below its throughput, many workers with ample slack
-  // close to it.
-  const double n = static_cast<double>(workers);
   const int s = table_.num_subnets();
   const int nb = table_.num_batches();
   capacity_.assign(s, 0.0);
@@ -73,30 +66,38 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
     int* best = &best_upto_[static_cast<size_t>(r) * nb];
     double best_rate = 0;
     for (int bi = 0; bi < nb; ++bi) {
-      const double l = static_cast<double>(table_.latency(r, bi) + overhead);
-      const double rate = table_.batch_size(bi) * 1e9 / l;
+      const double rate =
+          table_.batch_size(bi) * 1e9 / static_cast<double>(table_.latency(r, bi) + overhead);
       best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
       best_rate = std::max(best_rate, rate);
-      const double wait = static_cast<double>(slo) - l;
-      if (wait <= 0) continue;  // estimates need not rise with batch size
-      const double usable = 1 - kTailNats * l / (2 * n * wait);
-      if (usable > 0) capacity_[r] = std::max(capacity_[r], rate * usable);
+      capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers));
     }
   }
+  // The fastest: the most queries per second by any batch that completes
+  // within the SLO (past the peak the most answers in time), whatever the
+  // queueing. None does: the subnet with the fastest batch 1.
   fastest_ = 0;
-  for (int r = 1; r < s; ++r) {
-    if (capacity_[r] >= capacity_[fastest_]) fastest_ = r;
+  double fastest_rate = -1;
+  for (int r = 0; r < s; ++r) {
+    for (int bi = 0; bi < nb; ++bi) {
+      const Nanos l = table_.latency(r, bi) + overhead;
+      if (l > slo) continue;
+      const double rate = table_.batch_size(bi) * 1e9 / static_cast<double>(l);
+      if (rate >= fastest_rate) {  // ties: accuracy
+        fastest_rate = rate;
+        fastest_ = r;
+      }
+    }
   }
-  if (capacity_[fastest_] <= 0) {
-    // Not even batch 1 fits the budget: the subnet with the fastest batch 1.
-    fastest_ = 0;
+  if (fastest_rate < 0) {
     for (int r = 1; r < s; ++r) {
       if (table_.latency(r, 0) <= table_.latency(fastest_, 0)) fastest_ = r;
     }
   }
-  // The frontier: from the fastest, every more accurate rank that is faster
-  // than all ranks more accurate than it. Capacity falls along it as
-  // accuracy rises, even where measured profiles are not monotone.
+  // The frontier: the fastest, then every more accurate rank whose capacity
+  // exceeds that of all ranks more accurate than it. Capacity falls along
+  // it (after the fastest) as accuracy rises, even where measured profiles
+  // are not monotone.
   frontier_.clear();
   double faster_than = 0;  // the highest capacity above the rank looked at
   std::vector<int> reversed;
@@ -113,9 +114,10 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
 int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {
   RefreshCapacity(slo, workers);
   const double need = options_.headroom * rate / static_cast<double>(workers);
-  // Capacities fall along the frontier: the last position that still has `need`.
-  int lo = 0, hi = static_cast<int>(frontier_.size()) - 1;
-  if (capacity_[frontier_[0]] < need) return fastest_;
+  // Capacities fall along frontier_[1..]: the last position that still has
+  // `need`; none has it: the fastest.
+  int lo = 1, hi = static_cast<int>(frontier_.size()) - 1;
+  if (hi < 1 || capacity_[frontier_[1]] < need) return fastest_;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
     if (capacity_[frontier_[mid]] >= need) {
@@ -125,6 +127,22 @@ int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {
     }
   }
   return frontier_[lo];
+}
+
+double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
+                                     int64_t workers) const {
+  // The throughput of the batch, times the utilisation at which queries
+  // rarely wait longer than the SLO leaves them: with n workers each running
+  // l(b), the waiting time's tail falls as exp(-2n(1 - u) w / l(b)) (the
+  // heavy-traffic exponential tail of a queue with Poisson arrivals and
+  // fixed service times), w = SLO - l(b), and u is kept where that is
+  // <= e^-kTailNats. So one worker with little slack runs well below its
+  // throughput, many workers with ample slack close to it.
+  const double l = static_cast<double>(table_.latency(rank, batch_index) + overhead_estimate());
+  const double wait = static_cast<double>(slo) - l;
+  if (wait <= 0) return 0;
+  const double usable = 1 - kTailNats * l / (2 * static_cast<double>(workers) * wait);
+  return usable > 0 ? table_.batch_size(batch_index) * 1e9 / l * usable : 0;
 }
 
 int SloFirstPolicy::EfficientBatch(int rank, Nanos slack) const {
@@ -178,12 +196,11 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   const int64_t workers = Workers(ctx);
   const int64_t free = static_cast<int64_t>(ctx.free_workers.size());
   RefreshCapacity(slo, workers);
+  const double rate = arrivals_.Rate(
+      ctx.now, static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo)));
   int pos = 0;  // position in frontier_
   if (!ctx.assume_overload) {
-    const int rank = RankForLoad(
-        arrivals_.Rate(ctx.now, static_cast<Nanos>(options_.rate_window_slos *
-                                                   static_cast<double>(slo))),
-        slo, workers);
+    const int rank = RankForLoad(rate, slo, workers);
     pos = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), rank) -
                            frontier_.begin());
     // SLO first: faster subnets until the queued queries are all served in time.
@@ -200,7 +217,13 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   }
   const int64_t size = std::min<int64_t>(view.pending, table_.batch_size(fit));
   const int bi = table_.BatchIndexFor(size);
-  if (options_.defer && !ctx.assume_overload && size < table_.batch_size(fit)) {
+  // Deferring pays only where the load needs fuller batches than those
+  // dispatching at once makes (their throughput on every worker is below
+  // the rate); below that, waiting only risks the deadline.
+  if (options_.defer && !ctx.assume_overload && size < table_.batch_size(fit) &&
+      kEagerUtilisation * static_cast<double>(workers) * table_.batch_size(bi) * 1e9 <
+          options_.headroom * rate *
+              static_cast<double>(table_.latency(rank, bi) + overhead_estimate())) {
     // Frontrun: once one more query would no longer fit the head's
     // deadline, waiting cannot grow the batch.
     const Nanos frontrun =

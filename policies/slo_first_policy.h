@@ -44,9 +44,10 @@ struct SloFirstOptions {
 //     headroom x the load measured over the rate window; none does: the
 //     fastest. Then step towards faster subnets until the queries
 //     already queued can all be served before the head's deadline.
-//  3. Batch: the queries that fit the head's deadline on that subnet, sent
-//     when one more would no longer fit (Symphony's deferred batching), or
-//     at once when the queue already holds more.
+//  3. Batch: the queries that fit the head's deadline on that subnet, up to
+//     its most efficient batch; at once if the queue fills it or if batches
+//     of what is queued carry the load, else when one more query would no
+//     longer fit (Symphony's deferred batching).
 // Deterministic; O(log S) per decision once the capacities are built
 // (O(S x B), rebuilt when the SLO, the fleet or a latency estimate moves).
 class SloFirstPolicy : public ProfiledPolicy {
@@ -67,6 +68,9 @@ class SloFirstPolicy : public ProfiledPolicy {
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
 
  private:
+  // Queries/s one of `workers` workers carries with (rank, batch_index) for
+  // queries of this `slo` (see the .cc); 0 if the batch leaves no room to wait.
+  double TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers) const;
   // The batch index `rank` runs for a head with `slack` left: the one with
   // the most queries per second among those that fit; -1 if none fits.
   int EfficientBatch(int rank, Nanos slack) const;
