@@ -30,7 +30,13 @@ JsonWriter SummaryJson(const MarginSummary& m) {
 }
 
 int Run(const BenchmarkArgs& args) {
-  const std::string set = args.extra.size() > 0 ? args.extra[0] : "tune";
+  std::string set = args.extra.size() > 0 ? args.extra[0] : "tune";
+  // tune:OFFSET starts that many cases into the tune set (the set is endless).
+  uint64_t offset = 0;
+  if (set.rfind("tune:", 0) == 0) {
+    offset = std::strtoull(set.c_str() + 5, nullptr, 10);
+    set = "tune";
+  }
   if (set != "tune" && set != "heldout") {
     std::fprintf(stderr, "policy-properties: the seed set is tune or heldout; got \"%s\"\n",
                  set.c_str());
@@ -42,7 +48,7 @@ int Run(const BenchmarkArgs& args) {
     return 2;
   }
   const std::string policy = args.extra.size() > 2 ? args.extra[2] : PolicySpec().name;
-  const uint64_t base = set == "tune" ? kTuneSeedBase : kHeldOutSeedBase;
+  const uint64_t base = set == "tune" ? kTuneSeedBase + offset : kHeldOutSeedBase;
   std::vector<double> to_fixed, to_others, to_hold, to_envelope, goodput;
   int failures = 0;
   for (int i = 0; i < cases; ++i) {
