@@ -41,7 +41,7 @@ struct PolicyConfig {
 struct PolicySpec {
   // The default policy of the router, the simulator, the reproduction and
   // the main job (docs/scheduling.md: why).
-  std::string name = "slo-first";
+  std::string name = "ratefit";
   PolicyConfig config;
 };
 

@@ -25,6 +25,9 @@ constexpr double kTailNats = 6.9;
 // a head such a batch can still serve is not dropped. On a CPU-shaped
 // profile, where batching gains little, that is nearly every head.
 constexpr double kNearBestThroughput = 0.95;
+// Batches sent at once keep up while their throughput on every worker is
+// at least 1/0.7 of the load; past that utilisation queues build and the
+// batches should grow (deferral pays).
 constexpr double kEagerUtilisation = 0.7;
 
 int64_t Workers(const SchedulingContext& ctx) {
@@ -198,6 +201,7 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   // Infeasible heads first (dropped, then asked again), so that the batch is
   // planned from the true head.
   if (view.drop > 0) return Choice{};
+  const Nanos slack = view.slack;
   const Query& head = ctx.queue.Head();
   const Nanos slo = head.deadline - head.arrival;
   const int64_t workers = Workers(ctx);
@@ -211,16 +215,16 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
     pos = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), rank) -
                            frontier_.begin());
     // SLO first: faster subnets until the queued queries are all served in time.
-    while (pos > 0 && !Clears(frontier_[pos], view.pending, view.slack, free, workers)) --pos;
+    while (pos > 0 && !Clears(frontier_[pos], view.pending, slack, free, workers)) --pos;
   }
   int rank = frontier_[pos];
-  int fit = EfficientBatch(rank, view.slack);
+  int fit = EfficientBatch(rank, slack);
   // Not even batch 1 of it fits the head (a profile whose fastest batch 1
   // is not the highest-capacity subnet's): the most accurate subnet that does.
   if (fit < 0) {
-    rank = table_.HighestRankWithin(0, view.slack);
+    rank = table_.HighestRankWithin(0, slack);
     if (rank < 0) return Choice{};
-    fit = EfficientBatch(rank, view.slack);
+    fit = EfficientBatch(rank, slack);
   }
   const int64_t size = std::min<int64_t>(view.pending, table_.batch_size(fit));
   const int bi = table_.BatchIndexFor(size);
@@ -234,7 +238,7 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
     // Frontrun: once one more query would no longer fit the head's
     // deadline, waiting cannot grow the batch.
     const Nanos frontrun =
-        ctx.now + view.slack - table_.latency(rank, table_.BatchIndexFor(size + 1)) -
+        ctx.now + slack - table_.latency(rank, table_.BatchIndexFor(size + 1)) -
         static_cast<Nanos>(kFrontrunMargin * static_cast<double>(slo));
     if (frontrun > ctx.now) {
       Choice wait;

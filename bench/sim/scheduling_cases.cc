@@ -99,6 +99,16 @@ ModelProfile MakeProfile(std::mt19937_64& rng, CaseShape shape, uint64_t seed) {
     }
     p.subnets.push_back(std::move(s));
   }
+  // The fastest batch 1 no faster than kMinL1Ms (measured rows can scale a
+  // subnet below the drawn one).
+  Nanos fastest = p.subnets[0].latency[0];
+  for (const auto& s : p.subnets) fastest = std::min(fastest, s.latency[0]);
+  if (fastest < Millis(kMinL1Ms)) {
+    const double up = static_cast<double>(Millis(kMinL1Ms)) / static_cast<double>(fastest);
+    for (auto& s : p.subnets) {
+      for (Nanos& l : s.latency) l = static_cast<Nanos>(std::ceil(static_cast<double>(l) * up));
+    }
+  }
   // No latency above kMaxLatencyMs: drop the largest batch sizes past it.
   size_t keep = p.batch_sizes.size();
   while (keep > 1) {

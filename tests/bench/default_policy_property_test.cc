@@ -1,77 +1,312 @@
-// The default policy's promises (bench/sim/policy_verdict.h) on generated
-// profiles and traces it was never tuned on: the held-out seeds of
-// bench/sim/scheduling_cases.h (kHeldOutSeedBase). Nobody looks at these
-// cases while designing a policy; `superserve-bench policy-properties tune`
-// is the set to look at.
+// Property test of the default policy (issue 20, items 1 and 2): on generated
+// profiles and traces, in the simulator (simulated clock, fixed seeds),
+//   - attainment >= 0.999 wherever some fixed subnet (Clipper+) reaches 0.999,
+//     otherwise >= the best baseline's attainment - 0.002;
+//   - mean accuracy >= the Clipper+ envelope - 0.3 points, the envelope being
+//     the accuracy of the most accurate fixed subnet that reaches 0.999;
+// for every SlackFit bucket count K in {4, 6, 8, 12, 16, 32} (the default
+// policy must not depend on it). Prints every case and the worst margin per K.
 //
-// Asserted on every case, each against references run on the same case:
-//   - attainment >= every other shipped policy's (symphony) - 0.005;
-//   - on one-subnet profiles, goodput at >= 0.99 >= 0.97 x symphony's.
-// Printed for every case, and summarised (minimum, 5th percentile, median),
-// but not asserted, because the default does not yet meet them on every
-// case (docs/scheduling.md, "Where the default falls short"):
-//   - attainment >= the best fixed subnet's - 0.005;
-//   - where a fixed subnet holds 0.999: attainment >= 0.999 and accuracy >=
-//     the most accurate such subnet's - 0.3 points.
-// The policy under test is PolicySpec().name, or POLICY_UNDER_TEST (the
-// mutation check: POLICY_UNDER_TEST=clipper+ fails the goodput promise).
-// Four shards of 15 cases, so that ctest runs them side by side.
+// The policy under test is PolicySpec().name (the default everywhere), or
+// the environment variable POLICY_UNDER_TEST (the mutation check:
+// POLICY_UNDER_TEST=slackfit must fail).
+//
+// Envelope: with up to 12 subnets every subnet runs as Clipper+; with more
+// (100 and 1,000) a sample of 16 subnets evenly spaced in accuracy rank,
+// then every subnet between the most accurate sampled one that holds 0.999
+// and the next sampled one above it when there are at most 6, else a
+// bisection over that interval (it assumes attainment falls with accuracy
+// there). The envelope is then that of the subnets run, a lower bound of
+// the true one when profiles are not monotone.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "bench/sim/policy_verdict.h"
-#include "bench/sim/scheduling_cases.h"
+#include "bench/sim/profile_generators.h"
+#include "bench/sim/simulator.h"
+#include "bench/sim/trace_generators.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 
 namespace superserve {
 namespace {
 
-constexpr int kShards = 4;
-constexpr int kCasesPerShard = 15;
+constexpr double kHold = 0.999;
+constexpr double kMarginFloor = -0.3;
+constexpr double kAttainmentSlack = 0.002;
+const int kBucketCounts[] = {4, 6, 8, 12, 16, 32};
+
+// Per-worker throughput of the best tuple whose latency fits `budget`.
+double BestThroughput(const ModelProfile& p, Nanos budget) {
+  double best = 0;
+  for (const auto& s : p.subnets) {
+    for (size_t bi = 0; bi < p.batch_sizes.size(); ++bi) {
+      if (s.latency[bi] <= budget) {
+        best = std::max(best, p.batch_sizes[bi] * 1e9 / static_cast<double>(s.latency[bi]));
+      }
+    }
+  }
+  return best;
+}
+
+enum class TraceKind { kPoisson, kBursty, kTimeVarying, kMaf };
+
+struct Case {
+  std::string label;
+  const ModelProfile* profile;
+  std::vector<Nanos> arrivals;
+  SimulatorOptions sim;
+};
+
+Case MakeCase(const ModelProfile& p, TraceKind kind, uint64_t seed) {
+  std::mt19937_64 rng(seed * 7919 + 17);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Case c;
+  c.profile = &p;
+  c.sim.workers = u(rng) < 0.5 ? 4 : 8;
+  c.sim.seed = seed;
+  c.sim.noise_cv = 0.03;
+  c.sim.dispatch_overhead = Micros(500);
+  // SLO: 1.5x to 4x the fastest subnet's largest-batch latency.
+  Nanos fastest_max = p.subnets[0].latency.back();
+  for (const auto& s : p.subnets) fastest_max = std::min(fastest_max, s.latency.back());
+  const double slo_factor = 1.5 + 2.5 * u(rng);
+  c.sim.slo = static_cast<Nanos>(slo_factor * static_cast<double>(fastest_max));
+  // Load relative to the capacity of the best tuple within half the SLO.
+  const double capacity = c.sim.workers * BestThroughput(p, c.sim.slo / 2);
+  const double load = 0.3 + 0.55 * u(rng);
+  const double rate = load * capacity;
+  const Nanos duration = Seconds(2);
+  std::string trace;
+  switch (kind) {
+    case TraceKind::kPoisson:
+      c.arrivals = PoissonArrivals(rate, duration, seed);
+      trace = absl::StrFormat("poisson %.0f", rate);
+      break;
+    case TraceKind::kBursty: {
+      const double cv2 = 2.0 + 6.0 * u(rng);
+      c.arrivals = BurstyArrivals(rate / 3, 2 * rate / 3, cv2, duration, seed);
+      trace = absl::StrFormat("bursty %.0f cv2=%.1f", rate, cv2);
+      break;
+    }
+    case TraceKind::kTimeVarying: {
+      const double low = rate * (0.4 + 0.3 * u(rng));
+      const double high = std::min(rate * 1.4, 0.95 * capacity);
+      const double ramp_s = 0.05 + 0.9 * u(rng);  // several accelerations
+      const double accel = (high - low) / ramp_s;
+      c.arrivals = TimeVaryingArrivals(low, high, accel, 2.0, Millis(500), duration, seed);
+      trace = absl::StrFormat("timevarying %.0f->%.0f accel=%.0f/s2", low, high, accel);
+      break;
+    }
+    case TraceKind::kMaf: {
+      MafOptions m;
+      m.mean_rate = rate;
+      m.duration = duration;
+      m.seed = seed;
+      c.arrivals = *MafArrivals(m);
+      trace = absl::StrFormat("maf %.0f", rate);
+      break;
+    }
+  }
+  c.label = absl::StrFormat("%s %s slo=%.1fms(x%.1f) w=%d", p.model, trace,
+                            ToMillis(c.sim.slo), slo_factor, c.sim.workers);
+  return c;
+}
+
+struct Outcome {
+  double attainment = 0;
+  double accuracy = 0;
+};
+
+Outcome RunPolicy(const Case& c, const std::string& policy, const PolicyConfig& config) {
+  auto made = MakePolicy(policy, *c.profile, config);
+  EXPECT_TRUE(made.ok()) << made.status();
+  if (!made.ok()) return {};
+  auto r = Simulate(*c.profile, c.arrivals, made->get(), c.sim);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  return {r->slo_attainment(), r->mean_accuracy()};
+}
+
+Outcome RunFixed(const Case& c, int subnet_index) {
+  PolicyConfig config;
+  config.fixed_subnet_id = c.profile->subnets[subnet_index].id;
+  return RunPolicy(c, "clipper+", config);
+}
+
+struct Envelope {
+  double envelope = -1;         // accuracy of the most accurate holding subnet; -1: none
+  double best_attainment = 0;   // over every baseline run
+  int fixed_runs = 0;
+};
+
+Envelope ComputeEnvelope(const Case& c) {
+  const ModelProfile& p = *c.profile;
+  const int s = static_cast<int>(p.subnets.size());
+  Envelope e;
+  std::map<int, Outcome> runs;  // subnet index (= accuracy rank here) -> outcome
+  auto run = [&](int i) {
+    if (!runs.count(i)) runs[i] = RunFixed(c, i);
+    return runs[i];
+  };
+  std::vector<int> sample;
+  if (s <= 12) {
+    for (int i = 0; i < s; ++i) sample.push_back(i);
+  } else {
+    constexpr int kSample = 16;
+    for (int k = 0; k < kSample; ++k) sample.push_back(k * (s - 1) / (kSample - 1));
+  }
+  int best_holding = -1;
+  for (int i : sample) {
+    if (run(i).attainment >= kHold) best_holding = i;
+  }
+  if (s > 12 && best_holding >= 0 && best_holding < s - 1) {
+    const int next = *std::upper_bound(sample.begin(), sample.end(), best_holding);
+    if (next - best_holding <= 7) {
+      for (int i = best_holding + 1; i < next; ++i) {
+        if (run(i).attainment >= kHold) best_holding = i;
+      }
+    } else {
+      int lo = best_holding, hi = next;  // lo holds, hi does not
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        (run(mid).attainment >= kHold ? lo : hi) = mid;
+      }
+      best_holding = lo;
+    }
+  }
+  for (const auto& [i, o] : runs) {
+    e.best_attainment = std::max(e.best_attainment, o.attainment);
+    if (o.attainment >= kHold) e.envelope = std::max(e.envelope, p.subnets[i].accuracy);
+  }
+  for (const char* baseline : {"maxbatch", "maxacc"}) {
+    e.best_attainment = std::max(e.best_attainment, RunPolicy(c, baseline, PolicyConfig()).attainment);
+  }
+  e.fixed_runs = static_cast<int>(runs.size());
+  return e;
+}
 
 std::string PolicyUnderTest() {
   const char* env = std::getenv("POLICY_UNDER_TEST");
   return env != nullptr && *env != '\0' ? env : PolicySpec().name;
 }
 
-class DefaultPolicyPropertyTest : public ::testing::TestWithParam<int> {};
+// One row per (case, K).
+struct Row {
+  std::string label;
+  int k = 0;
+  Envelope envelope;
+  Outcome outcome;
+  double margin() const {
+    return envelope.envelope >= 0 ? outcome.accuracy - envelope.envelope : 0.0;
+  }
+};
 
-TEST_P(DefaultPolicyPropertyTest, PromisesHoldOnHeldOutCases) {
+// Runs every case of one profile shape once per process (the tests below read
+// it) and prints every row and the worst margin per K. One shape per test
+// instance, so that ctest runs the shapes side by side. The seeds are those of
+// one loop over all shapes (profiles 1-12, then cases 13-60 in profile order).
+const std::vector<Row>& Rows(ProfileShape shape) {
+  static std::map<ProfileShape, std::vector<Row>>* cache = new std::map<ProfileShape, std::vector<Row>>();
+  if (auto it = cache->find(shape); it != cache->end()) return it->second;
+  std::vector<Row>& out = (*cache)[shape];
   const std::string policy = PolicyUnderTest();
-  int one_subnet = 0;
-  for (int i = 0; i < kCasesPerShard; ++i) {
-    const SchedulingCase c =
-        MakeSchedulingCase(kHeldOutSeedBase + GetParam() * kCasesPerShard + i);
-    const CaseVerdict v = JudgeCase(c, policy, PolicyConfig(), {"symphony"});
-    std::printf("%s | att %.4f acc %.2f | to fixed %+.4f | to %s %+.4f | %s\n", v.label.c_str(),
-                v.outcome.attainment, v.outcome.accuracy, v.MarginToFixed(),
-                v.best_other.c_str(), v.MarginToOthers(),
-                v.HasEnvelope()
-                    ? absl::StrFormat("to 0.999 %+.4f, to the envelope %+.2f points",
-                                      v.MarginToHold(), v.MarginToEnvelope())
-                          .c_str()
-                    : "no fixed subnet holds 0.999");
-    EXPECT_GE(v.MarginToOthers(), -kAttainmentTolerance)
-        << v.label << ": " << policy << " attains " << v.outcome.attainment << ", "
-        << v.best_other << " " << v.best_other_attainment;
-    if (c.profile.subnets.size() == 1) {
-      ++one_subnet;
-      const GoodputVerdict g = JudgeGoodput(c, policy, "symphony", PolicyConfig());
-      std::printf("  goodput at 0.99: %.0f q/s, symphony %.0f (x%.3f)\n", g.policy_rate,
-                  g.reference_rate, g.Ratio());
-      EXPECT_GE(g.Ratio(), kGoodputRatio) << v.label << ": " << policy << " keeps 0.99 up to "
-                                          << g.policy_rate << " q/s, symphony up to "
-                                          << g.reference_rate;
+  constexpr int kSubnetCounts[] = {6, 10, 100, 1000};
+  constexpr TraceKind kKinds[] = {TraceKind::kPoisson, TraceKind::kBursty, TraceKind::kTimeVarying,
+                                  TraceKind::kMaf};
+  constexpr int kProfilesPerShape = 4, kShapes = 3, kKindsPerProfile = 4;
+  const int shape_index = static_cast<int>(shape);
+  for (int si = 0; si < kProfilesPerShape; ++si) {
+    const int profile_index = shape_index * kProfilesPerShape + si;
+    const ModelProfile p = ShapedProfile(shape, kSubnetCounts[si], 1 + profile_index);
+    for (int ki = 0; ki < kKindsPerProfile; ++ki) {
+      const uint64_t seed =
+          1 + kShapes * kProfilesPerShape + profile_index * kKindsPerProfile + ki;
+      const Case c = MakeCase(p, kKinds[ki], seed);
+      const Envelope e = ComputeEnvelope(c);
+      for (int k : kBucketCounts) {
+        PolicyConfig config;
+        config.slackfit.num_buckets = k;
+        Row row{c.label, k, e, RunPolicy(c, policy, config)};
+        std::printf("K=%-2d %-60s envelope %6.2f (best baseline att %.4f, %d fixed runs) | "
+                    "%s att %.4f acc %6.2f margin %+.2f\n",
+                    k, c.label.c_str(), e.envelope, e.best_attainment, e.fixed_runs,
+                    policy.c_str(), row.outcome.attainment, row.outcome.accuracy, row.margin());
+        out.push_back(row);
+      }
     }
   }
-  std::printf("shard %d: %d one-subnet cases\n", GetParam(), one_subnet);
+  std::map<int, const Row*> worst;
+  int below = 0, with_envelope = 0;
+
+  for (const Row& r : out) {
+    if (r.envelope.envelope < 0) continue;
+    ++with_envelope;
+    if (r.margin() < kMarginFloor) ++below;
+    if (!worst.count(r.k) || r.margin() < worst[r.k]->margin()) worst[r.k] = &r;
+  }
+  std::printf("%s, %s profiles: %zu rows (case x K), %d with a fixed subnet at >= %.3f, %d of "
+              "them below the envelope - %.1f; %zu where none holds\n",
+              policy.c_str(), ProfileShapeName(shape), out.size(), with_envelope, kHold, below,
+              -kMarginFloor, out.size() - with_envelope);
+  for (const auto& [k, r] : worst) {
+    std::printf("worst margin to the envelope, K=%d: %+.3f points (%s)\n", k, r->margin(),
+                r->label.c_str());
+  }
+  return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(HeldOut, DefaultPolicyPropertyTest, ::testing::Range(0, kShards));
+class DefaultPolicyPropertyTest : public ::testing::TestWithParam<ProfileShape> {};
+
+TEST_P(DefaultPolicyPropertyTest, AttainmentHoldsWhereAFixedSubnetHolds) {
+  const std::vector<Row>& rows = Rows(GetParam());
+  int with_envelope = 0;
+  for (const Row& r : rows) {
+    if (r.envelope.envelope < 0) continue;
+    ++with_envelope;
+    EXPECT_GE(r.outcome.attainment, kHold) << "K=" << r.k << " " << r.label;
+  }
+  EXPECT_GT(with_envelope, static_cast<int>(rows.size()) / 2);  // the accuracy rule is exercised
+}
+
+// Where no fixed subnet reaches kHold (overload), at least the best
+// baseline's attainment less kAttainmentSlack.
+TEST_P(DefaultPolicyPropertyTest, AttainmentNearTheBestBaselineWhereNoFixedSubnetHolds) {
+  int without_envelope = 0;
+  for (const Row& r : Rows(GetParam())) {
+    if (r.envelope.envelope >= 0) continue;
+    ++without_envelope;
+    EXPECT_GE(r.outcome.attainment, r.envelope.best_attainment - kAttainmentSlack)
+        << "K=" << r.k << " " << r.label;
+  }
+  // The generated GPU- and CPU-shaped cases include overload (6 and 12 rows
+  // with these seeds); the linear ones happen not to.
+  if (GetParam() != ProfileShape::kLinear) {
+    EXPECT_GT(without_envelope, 0);
+  }
+}
+
+TEST_P(DefaultPolicyPropertyTest, AccuracyWithinThreeTenthsOfTheClipperEnvelope) {
+  for (const Row& r : Rows(GetParam())) {
+    if (r.envelope.envelope < 0) continue;
+    EXPECT_GE(r.margin(), kMarginFloor)
+        << "K=" << r.k << " " << r.label << ": " << r.outcome.accuracy << " vs envelope "
+        << r.envelope.envelope;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DefaultPolicyPropertyTest,
+                         ::testing::Values(ProfileShape::kLinear, ProfileShape::kGpu, ProfileShape::kCpu),
+                         [](const ::testing::TestParamInfo<ProfileShape>& info) {
+                           return std::string(ProfileShapeName(info.param));
+                         });
 
 }  // namespace
 }  // namespace superserve
