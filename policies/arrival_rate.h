@@ -32,6 +32,26 @@ class ArrivalRateEstimator {
     if (span <= 0) span = window_;
     return static_cast<double>(count_) * kNanosPerSecond / static_cast<double>(span);
   }
+  // Queries per second over the shorter window (now - window, now], window
+  // <= the constructed one: O(log n) by bisection of the kept arrivals.
+  double Rate(Nanos now, Nanos window) {
+    Expire(now);
+    if (first_ < 0) return 0;
+    window = std::min(window, window_);
+    size_t lo = 0, hi = count_;  // first kept arrival after now - window
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      if (ring_[(head_ + mid) % ring_.size()] <= now - window) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    Nanos span = std::min(window, now - first_);
+    if (span <= 0) span = window;
+    return static_cast<double>(count_ - lo) * kNanosPerSecond / static_cast<double>(span);
+  }
+  Nanos window() const { return window_; }
 
  private:
   void Expire(Nanos now) {

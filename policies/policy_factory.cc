@@ -10,13 +10,14 @@
 #include "absl/synchronization/mutex.h"
 #include "common/json_writer.h"
 #include "policies/fixed_subnet_policy.h"
+#include "policies/slo_first_policy.h"
 
 namespace superserve {
 namespace {
 
 const std::vector<std::string>& ProductNames() {
   static const std::vector<std::string>* names =
-      new std::vector<std::string>{"ratefit", "symphony", "fixed-subnet"};
+      new std::vector<std::string>{"ratefit", "slo-first", "symphony", "fixed-subnet"};
   return *names;
 }
 
@@ -67,6 +68,9 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeProduct(const std::string& name,
                                                     const PolicyConfig& config) {
   if (name == "ratefit") {
     return std::make_unique<RateFitPolicy>(profile, RateFitOptionsFor(config));
+  }
+  if (name == "slo-first") {
+    return std::make_unique<SloFirstPolicy>(profile, SloFirstOptionsFor(config));
   }
   if (name == "symphony") {
     return std::make_unique<SymphonyPolicy>(profile, SymphonyOptionsFor(config));
@@ -127,6 +131,12 @@ SymphonyOptions SymphonyOptionsFor(const PolicyConfig& config) {
   return o;
 }
 
+SloFirstOptions SloFirstOptionsFor(const PolicyConfig& config) {
+  SloFirstOptions o = config.slo_first;
+  o.base = config.base;
+  return o;
+}
+
 std::string PolicySpecJson(const PolicySpec& spec) {
   const PolicyConfig& c = spec.config;
   const RateFitOptions r = RateFitOptionsFor(c);
@@ -148,6 +158,11 @@ std::string PolicySpecJson(const PolicySpec& spec) {
       .Add("window_fraction", s.window_fraction)
       .Add("frontrun_margin", s.frontrun_margin)
       .Add("rate_window_ns", static_cast<int64_t>(s.rate_window));
+  const SloFirstOptions f = SloFirstOptionsFor(c);
+  JsonWriter slo_first;
+  slo_first.Add("headroom", f.headroom)
+      .Add("rate_window_slos", f.rate_window_slos)
+      .Add("defer", f.defer);
   JsonWriter fixed;
   fixed.Add("subnet_id", c.fixed_subnet_id);
   const OrlojOptions& o = c.orloj;
@@ -176,6 +191,7 @@ std::string PolicySpecJson(const PolicySpec& spec) {
   JsonWriter config;
   config.Add("base", ProfiledJson(c.base))
       .Add("ratefit", ratefit)
+      .Add("slo-first", slo_first)
       .Add("symphony", symphony)
       .Add("fixed-subnet", fixed)
       .Add("orloj", orloj)

@@ -14,6 +14,7 @@
 #include "policies/policy.h"
 #include "policies/profiled_policy.h"
 #include "policies/ratefit_policy.h"
+#include "policies/slo_first_policy.h"
 #include "policies/symphony_policy.h"
 
 namespace superserve {
@@ -48,6 +49,8 @@ struct PolicyConfig {
   Nanos ratefit_rate_window = RateFitOptions().rate_window;
   // symphony (its .base is replaced by `base`).
   SymphonyOptions symphony;
+  // slo-first (its .base is replaced by `base`).
+  SloFirstOptions slo_first;
   // orloj, for dynamic models (a profile with a `dynamic` block).
   OrlojOptions orloj;
   BaselineOptions baselines;
@@ -57,6 +60,7 @@ struct PolicyConfig {
 // passes and what PolicySpecJson prints.
 RateFitOptions RateFitOptionsFor(const PolicyConfig& config);
 SymphonyOptions SymphonyOptionsFor(const PolicyConfig& config);
+SloFirstOptions SloFirstOptionsFor(const PolicyConfig& config);
 
 // A policy by name with its configuration (what --policy and the policy flags
 // say).

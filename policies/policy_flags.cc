@@ -16,7 +16,8 @@
 
 // Defaults come from the option structs, never re-typed here.
 ABSL_FLAG(std::string, policy, superserve::PolicySpec().name,
-          "Scheduling policy. The product: ratefit (the default) | symphony | fixed-subnet "
+          "Scheduling policy. The product: ratefit (the default) | slo-first (the candidate "
+          "default, SLO first then accuracy; docs/scheduling.md) | symphony | fixed-subnet "
           "(and orloj for dynamic models, --dynamic_policy in the router). The paper baselines "
           "from bench/, for comparisons: clipper+ | infaas | maxacc | maxbatch | slackfit (and "
           "clockwork | nexus for dynamic models).");
@@ -60,6 +61,18 @@ ABSL_FLAG(double, ratefit_capacity_quantile,
 ABSL_FLAG(double, ratefit_window_ms,
           superserve::ToMillis(superserve::PolicyConfig().ratefit_rate_window),
           "ratefit: sliding window of the arrival-rate estimate that picks the subnet, ms (> 0).");
+ABSL_FLAG(double, slo_first_headroom, superserve::SloFirstOptions().headroom,
+          "slo-first: a subnet serves while its capacity (the load it carries with about one "
+          "query in a thousand waiting past its deadline, for Poisson arrivals) is at least "
+          "this multiple of the measured load; above 1 keeps capacity spare for burstier "
+          "traffic (fewer late answers, less accuracy), in (0, 1000].");
+ABSL_FLAG(double, slo_first_window_slos, superserve::SloFirstOptions().rate_window_slos,
+          "slo-first: how far back the load is measured, in SLOs; shorter follows a burst "
+          "sooner but reads noise as load, in (0, 1000].");
+ABSL_FLAG(bool, slo_first_defer, superserve::SloFirstOptions().defer,
+          "slo-first: hold a batch that is not full until one more query would no longer fit "
+          "(Symphony's deferred batching) when the load needs fuller batches; false sends at "
+          "once (lower latency, smaller batches).");
 ABSL_FLAG(bool, print_policy_config, false,
           "Print the policy and every option in force for every policy (product and baselines) "
           "as one JSON line and exit.");
@@ -106,6 +119,18 @@ absl::StatusOr<PolicySpec> PolicySpecFromFlags() {
                      absl::StrCat("must be in (0, ", kDayMs, "] (a day); got ", window_ms));
   }
   c.ratefit_rate_window = Millis(window_ms);
+  SloFirstOptions& f = c.slo_first;
+  f.headroom = absl::GetFlag(FLAGS_slo_first_headroom);
+  if (!(f.headroom > 0 && f.headroom <= kMaxFactor)) {
+    return FlagError("slo_first_headroom",
+                     absl::StrCat("must be in (0, ", kMaxFactor, "]; got ", f.headroom));
+  }
+  f.rate_window_slos = absl::GetFlag(FLAGS_slo_first_window_slos);
+  if (!(f.rate_window_slos > 0 && f.rate_window_slos <= kMaxFactor)) {
+    return FlagError("slo_first_window_slos", absl::StrCat("must be in (0, ", kMaxFactor,
+                                                           "]; got ", f.rate_window_slos));
+  }
+  f.defer = absl::GetFlag(FLAGS_slo_first_defer);
   BaselineOptions& b = c.baselines;
   b.slackfit_buckets = absl::GetFlag(FLAGS_buckets);
   if (b.slackfit_buckets < 1) {

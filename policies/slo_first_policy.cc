@@ -1,0 +1,283 @@
+#include "policies/slo_first_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstdlib>
+
+namespace superserve {
+namespace {
+
+// A deferred batch leaves this fraction of the SLO spare: dispatch jitter
+// (timers, RPC) beyond the overhead estimate would otherwise make a batch
+// sent at its last moment late. Symphony's scheduler plans with a high
+// percentile of its network delay for the same reason.
+constexpr double kFrontrunMargin = 0.02;
+// Symphony's sliding window drops a head only once its slack is below this
+// fraction of the window batch's latency: a dispatch a little late shrinks
+// the batch a little instead of dropping the head.
+constexpr double kWindowFraction = 0.9;
+// ln(1000): capacities leave room for the queueing of all but about one
+// query in a thousand (the 0.999 a user expects where a subnet can hold it).
+constexpr double kTailNats = 6.9;
+// Past the peak a batch within this fraction of the best throughput is as
+// good as the best (the serving core's overload plan uses the same 95 %):
+// a head such a batch can still serve is not dropped. On a CPU-shaped
+// profile, where batching gains little, that is nearly every head.
+constexpr double kNearBestThroughput = 0.95;
+// Batches sent at once keep up while their throughput on every worker is
+// at least 1/0.7 of the load; past that utilisation queues build and the
+// batches should grow (deferral pays).
+constexpr double kEagerUtilisation = 0.7;
+
+int64_t Workers(const SchedulingContext& ctx) {
+  return std::max<int64_t>(
+      1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
+}
+
+}  // namespace
+
+SloFirstPolicy::SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options)
+    : ProfiledPolicy("slo-first", profile, options.base),
+      options_(options),
+      arrivals_(Millis(100)) {}
+
+void SloFirstPolicy::OnArrival(const Query& q, Nanos now) {
+  // The window is in SLOs; the SLO is known from the queries. Widened once
+  // (the arrivals kept so far are lost, a few SLOs of rate history).
+  const auto window =
+      static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(q.deadline - q.arrival));
+  if (window > arrivals_.window()) arrivals_ = ArrivalRateEstimator(window);
+  arrivals_.Add(now);
+}
+
+void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
+  const Nanos overhead = overhead_estimate();
+  if (slo_ >= 0 && workers == workers_ && table_.version() == table_version_ &&
+      overhead == overhead_at_build_ && std::llabs(slo - slo_) * 100 <= slo_) {
+    return;
+  }
+  slo_ = slo;
+  workers_ = workers;
+  table_version_ = table_.version();
+  overhead_at_build_ = overhead;
+  const int s = table_.num_subnets();
+  const int nb = table_.num_batches();
+  capacity_.assign(s, 0.0);
+  best_upto_.assign(static_cast<size_t>(s) * nb, 0);
+  for (int r = 0; r < s; ++r) {
+    int* best = &best_upto_[static_cast<size_t>(r) * nb];
+    double best_rate = 0;
+    for (int bi = 0; bi < nb; ++bi) {
+      const double rate =
+          table_.batch_size(bi) * 1e9 / static_cast<double>(table_.latency(r, bi) + overhead);
+      best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
+      best_rate = std::max(best_rate, rate);
+      capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers));
+    }
+  }
+  // The fastest: the most queries per second by a batch that workers taking
+  // turns can deliver (a query waits up to l(b)/n for the next free worker,
+  // then runs l(b): Symphony's staggered bound l(b)(1 + 1/n) <= SLO), which
+  // past the peak answers the most queries in time; failing that, by a
+  // batch that completes within the SLO; failing that, the subnet with the
+  // fastest batch 1.
+  const double turns = 1 + 1 / static_cast<double>(workers);
+  double fastest_rate = -1;
+  for (const double stretch : {turns, 1.0}) {
+    for (int r = 0; r < s; ++r) {
+      for (int bi = 0; bi < nb; ++bi) {
+        const double l = static_cast<double>(table_.latency(r, bi) + overhead);
+        if (l * stretch > static_cast<double>(slo)) continue;
+        const double rate = table_.batch_size(bi) * 1e9 / l;
+        if (rate >= fastest_rate) {  // ties: accuracy
+          fastest_rate = rate;
+          fastest_ = r;
+        }
+      }
+    }
+    if (fastest_rate >= 0) break;
+  }
+  if (fastest_rate < 0) {
+    fastest_ = 0;
+    for (int r = 1; r < s; ++r) {
+      if (table_.latency(r, 0) <= table_.latency(fastest_, 0)) fastest_ = r;
+    }
+  }
+  // The frontier: the fastest, then every more accurate rank whose capacity
+  // exceeds that of all ranks more accurate than it. Capacity falls along
+  // it (after the fastest) as accuracy rises, even where measured profiles
+  // are not monotone.
+  frontier_.clear();
+  double faster_than = 0;  // the highest capacity above the rank looked at
+  std::vector<int> reversed;
+  for (int r = s - 1; r > fastest_; --r) {
+    if (capacity_[r] > faster_than) {
+      reversed.push_back(r);
+      faster_than = capacity_[r];
+    }
+  }
+  frontier_.push_back(fastest_);
+  frontier_.insert(frontier_.end(), reversed.rbegin(), reversed.rend());
+}
+
+int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {
+  RefreshCapacity(slo, workers);
+  const double need = options_.headroom * rate / static_cast<double>(workers);
+  // Capacities fall along frontier_[1..]: the last position that still has
+  // `need`; none has it: the fastest.
+  int lo = 1, hi = static_cast<int>(frontier_.size()) - 1;
+  if (hi < 1 || capacity_[frontier_[1]] < need) return fastest_;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (capacity_[frontier_[mid]] >= need) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return frontier_[lo];
+}
+
+double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
+                                     int64_t workers) const {
+  // The throughput of the batch, times the utilisation at which queries
+  // rarely wait longer than the SLO leaves them: with n workers each running
+  // l(b), the waiting time's tail falls as exp(-2n(1 - u) w / l(b)) (the
+  // heavy-traffic exponential tail of a queue with Poisson arrivals and
+  // fixed service times), w = SLO - l(b), and u is kept where that is
+  // <= e^-kTailNats. So one worker with little slack runs well below its
+  // throughput, many workers with ample slack close to it.
+  const double l = static_cast<double>(table_.latency(rank, batch_index) + overhead_estimate());
+  const double wait = static_cast<double>(slo) - l;
+  if (wait <= 0) return 0;
+  const double usable = 1 - kTailNats * l / (2 * static_cast<double>(workers) * wait);
+  return usable > 0 ? table_.batch_size(batch_index) * 1e9 / l * usable : 0;
+}
+
+int SloFirstPolicy::EfficientBatch(int rank, Nanos slack) const {
+  const int fit = table_.LargestBatchWithin(rank, slack);
+  if (fit < 0) return -1;
+  const int best = best_upto_[static_cast<size_t>(rank) * table_.num_batches() + fit];
+  // Estimates need not rise with batch size: the best below `fit` may not fit.
+  return table_.latency(rank, best) <= slack ? best : fit;
+}
+
+bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free,
+                            int64_t workers) const {
+  const int fit = EfficientBatch(rank, slack);
+  if (fit < 0) return false;
+  const int64_t batches = (pending + table_.batch_size(fit) - 1) / table_.batch_size(fit);
+  if (batches <= free) return true;
+  // The free workers take a batch each now; the rest wait for the busy
+  // workers, which free up within about one batch, and go round all workers.
+  const int64_t rounds = 1 + (batches - free + workers - 1) / workers;
+  return static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, fit)) <=
+         static_cast<double>(slack);
+}
+
+int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate) const {
+  const Nanos overhead = overhead_estimate();
+  const int nb = table_.num_batches();
+  const int efficient = best_upto_[static_cast<size_t>(fastest_) * nb + nb - 1];
+  auto latency = [&](int bi) {
+    return static_cast<double>(table_.latency(fastest_, bi) + overhead);
+  };
+  const double near_best =
+      kNearBestThroughput * table_.batch_size(efficient) / latency(efficient);
+  int64_t target = 1;
+  for (int bi = 1; bi <= efficient; ++bi) {
+    if (table_.batch_size(bi - 1) / latency(bi - 1) >= near_best) break;
+    const double l = latency(bi);
+    const double n = rate * l / kNanosPerSecond / table_.batch_size(bi);  // workers needed
+    if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
+    target = table_.batch_size(bi);
+  }
+  return target;
+}
+
+ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
+                                              const QueueView& view) {
+  // Infeasible heads first (dropped, then asked again), so that the batch is
+  // planned from the true head.
+  if (view.drop > 0) return Choice{};
+  const Nanos slack = view.slack;
+  const Query& head = ctx.queue.Head();
+  const Nanos slo = head.deadline - head.arrival;
+  const int64_t workers = Workers(ctx);
+  const int64_t free = static_cast<int64_t>(ctx.free_workers.size());
+  RefreshCapacity(slo, workers);
+  const double rate = arrivals_.Rate(
+      ctx.now, static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo)));
+  int pos = 0;  // position in frontier_
+  if (!ctx.assume_overload) {
+    const int rank = RankForLoad(rate, slo, workers);
+    pos = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), rank) -
+                           frontier_.begin());
+    // SLO first: faster subnets until the queued queries are all served in time.
+    while (pos > 0 && !Clears(frontier_[pos], view.pending, slack, free, workers)) --pos;
+  }
+  int rank = frontier_[pos];
+  int fit = EfficientBatch(rank, slack);
+  // Not even batch 1 of it fits the head (a profile whose fastest batch 1
+  // is not the highest-capacity subnet's): the most accurate subnet that does.
+  if (fit < 0) {
+    rank = table_.HighestRankWithin(0, slack);
+    if (rank < 0) return Choice{};
+    fit = EfficientBatch(rank, slack);
+  }
+  const int64_t size = std::min<int64_t>(view.pending, table_.batch_size(fit));
+  const int bi = table_.BatchIndexFor(size);
+  // Deferring pays only where the load needs fuller batches than those
+  // dispatching at once makes (their throughput on every worker is below
+  // the rate); below that, waiting only risks the deadline.
+  if (options_.defer && !ctx.assume_overload && size < table_.batch_size(fit) &&
+      kEagerUtilisation * static_cast<double>(workers) * table_.batch_size(bi) * 1e9 <
+          options_.headroom * rate *
+              static_cast<double>(table_.latency(rank, bi) + overhead_estimate())) {
+    // Frontrun: once one more query would no longer fit the head's
+    // deadline, waiting cannot grow the batch.
+    const Nanos frontrun =
+        ctx.now + slack - table_.latency(rank, table_.BatchIndexFor(size + 1)) -
+        static_cast<Nanos>(kFrontrunMargin * static_cast<double>(slo));
+    if (frontrun > ctx.now) {
+      Choice wait;
+      wait.wake_at = frontrun;
+      return wait;
+    }
+  }
+  return Choice{rank, bi};
+}
+
+Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
+  if (!ctx.assume_overload && !ctx.queue.empty() && !ctx.free_workers.empty()) {
+    // Symphony's sliding window at the fastest subnet: a head that only a
+    // batch smaller than the load needs could serve is dropped.
+    const Query& head = ctx.queue.Head();
+    const Nanos slo = head.deadline - head.arrival;
+    RefreshCapacity(slo, Workers(ctx));
+    const int64_t target = TargetBatch(
+        slo, arrivals_.Rate(ctx.now, static_cast<Nanos>(options_.rate_window_slos *
+                                                        static_cast<double>(slo))));
+    const int64_t window = std::min<int64_t>(target, static_cast<int64_t>(ctx.queue.size()));
+    if (window > 1) {
+      const Nanos slack = head.deadline - ctx.now - overhead_estimate();
+      const auto needed =
+          static_cast<double>(table_.latency(fastest_, table_.BatchIndexFor(window)));
+      if (static_cast<double>(slack) < kWindowFraction * needed) return Decision::Idle(1);
+    }
+  }
+  Decision d = ProfiledPolicy::Decide(ctx);
+  if (d.kind == Decision::Kind::kDispatch && !ctx.assume_overload) {
+    last_rank_ = table_.rank_of_subnet(d.subnet_index);
+  }
+  return d;
+}
+
+Nanos SloFirstPolicy::Urgency(const EdfQueue& queue, Nanos now) const {
+  const Query& head = queue.Head();
+  const int64_t size = std::min<int64_t>(static_cast<int64_t>(queue.size()), table_.max_batch());
+  return head.deadline - overhead_estimate() - table_.latency(last_rank_, table_.BatchIndexFor(size));
+}
+
+}  // namespace superserve

@@ -1,0 +1,107 @@
+#ifndef SUPERSERVE_POLICIES_SLO_FIRST_POLICY_H_
+#define SUPERSERVE_POLICIES_SLO_FIRST_POLICY_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "common/model_profile.h"
+#include "common/time.h"
+#include "policies/arrival_rate.h"
+#include "policies/profiled_policy.h"
+
+namespace superserve {
+
+// The options a user may turn (docs/scheduling.md explains each in the
+// user's terms). Every other number in the policy is a named constant.
+struct SloFirstOptions {
+  ProfiledPolicyOptions base;
+  // A subnet serves only while its capacity (the load it carries with
+  // about one query in a thousand waiting past its deadline, for Poisson
+  // arrivals) is at least this multiple of the measured load. Above 1 keeps
+  // capacity spare for traffic burstier than Poisson (fewer late answers,
+  // less accuracy); below 1 trades deadlines for accuracy.
+  double headroom = 1.0;
+  // How far back the load is measured, in multiples of the SLO. Shorter
+  // follows a burst sooner but reads noise as load.
+  double rate_window_slos = 8;
+  // Deferred batching (Symphony): a batch that is not full waits until one
+  // more query would no longer fit its deadline, on the lowest-id free
+  // worker. Larger batches, more goodput near the peak, idle workers stay
+  // idle. false: dispatch at once (lower latency, smaller batches).
+  bool defer = true;
+};
+
+// The default policy: SLO first, accuracy second.
+//
+// Each time a worker is free:
+//  1. Drop the heads that no subnet can serve in time, and, past the peak,
+//     the heads that only a batch smaller than the load needs could serve
+//     (Symphony's sliding window: serving them shrinks every batch behind
+//     them, EDF's overload spiral).
+//  2. Subnet: the most accurate one whose capacity (queries/s over all
+//     workers at its most efficient batch, at the utilisation where about
+//     one query in a thousand would wait past its deadline) covers
+//     headroom x the load measured over the rate window; none does: the
+//     fastest. Then step towards faster subnets until the queries
+//     already queued can all be served before the head's deadline.
+//  3. Batch: the queries that fit the head's deadline on that subnet, up to
+//     its most efficient batch; at once if the queue fills it or if batches
+//     of what is queued carry the load, else when one more query would no
+//     longer fit (Symphony's deferred batching).
+// Deterministic; O(log S) per decision once the capacities are built
+// (O(S x B), rebuilt when the SLO, the fleet or a latency estimate moves).
+class SloFirstPolicy : public ProfiledPolicy {
+ public:
+  SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options);
+  explicit SloFirstPolicy(const ModelProfile& profile)
+      : SloFirstPolicy(profile, SloFirstOptions()) {}
+
+  Decision Decide(const SchedulingContext& ctx) override;
+  Nanos Urgency(const EdfQueue& queue, Nanos now) const override;
+  void OnArrival(const Query& q, Nanos now) override;
+
+  // The accuracy rank the load alone would pick for queries of this `slo`
+  // served by `workers` (tests).
+  int RankForLoad(double rate, Nanos slo, int64_t workers);
+
+ protected:
+  Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
+
+ private:
+  // Queries/s one of `workers` workers carries with (rank, batch_index) for
+  // queries of this `slo` (see the .cc); 0 if the batch leaves no room to wait.
+  double TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers) const;
+  // The batch index `rank` runs for a head with `slack` left: the one with
+  // the most queries per second among those that fit; -1 if none fits.
+  int EfficientBatch(int rank, Nanos slack) const;
+  // Rebuilds capacity_ / frontier_ if the SLO, the workers or an estimate moved.
+  void RefreshCapacity(Nanos slo, int64_t workers);
+  // Whether `pending` queries, the head with `slack` left, are all served
+  // in time at `rank` by `workers` workers, `free` of them free now.
+  bool Clears(int rank, int64_t pending, Nanos slack, int64_t free, int64_t workers) const;
+  // The batch the load needs at the fastest rank (Symphony's target: the
+  // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs
+  // at b), and no larger than the smallest batch within
+  // kNearBestThroughput of the best throughput.
+  int64_t TargetBatch(Nanos slo, double rate) const;
+
+  SloFirstOptions options_;
+  ArrivalRateEstimator arrivals_;
+  // Capacities for (slo_, workers_, table version).
+  Nanos slo_ = -1;
+  int64_t workers_ = 0;
+  uint64_t table_version_ = 0;
+  Nanos overhead_at_build_ = -1;
+  std::vector<double> capacity_;  // per rank: queries/s per worker
+  std::vector<int> frontier_;     // ranks faster than every more accurate one, ascending
+  // [rank][batch index]: the batch index <= it with the most queries per
+  // second (latency plus overhead): past a saturation knee a larger batch
+  // serves fewer.
+  std::vector<int> best_upto_;
+  int fastest_ = 0;               // highest capacity, ties to accuracy
+  int last_rank_ = 0;             // the rank of the last dispatch (Urgency)
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_POLICIES_SLO_FIRST_POLICY_H_

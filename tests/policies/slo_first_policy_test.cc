@@ -1,0 +1,183 @@
+#include "policies/slo_first_policy.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/policies/policy_test_util.h"
+
+namespace superserve {
+namespace {
+
+using testing::HandProfile;
+using testing::ThreeSubnetProfile;
+
+// ThreeSubnetProfile: 70 / 75 / 80 %, batches 1, 2, 4, 8; latencies (ms)
+// 1, 1.5, 2.5, 4.5 | 2, 3, 5, 9 | 4, 6, 10, 18. SLO 40 ms, no overhead, one
+// worker. Capacities (queries/s, the best batch's throughput times
+// 1 - 6.9 l / (2 n (SLO - l))):
+//   80 %: batch 1, 250 x (1 - 27.6/72) = 154; batch 2, 333 x 0.391 = 130;
+//         batches 4 and 8 leave no room to wait;
+//   75 %: batch 2, 667 x (1 - 20.7/74) = 480 (batch 1 409, batch 4 406);
+//   70 %: batch 4, 1600 x (1 - 17.25/75) = 1232.
+// The fastest by throughput within the staggered bound (l <= 20 ms): 70 %
+// at batch 8, 1778 q/s.
+constexpr Nanos kNow = Seconds(10);
+constexpr Nanos kSlo = Millis(40);
+const std::vector<int32_t> kOneWorker = {0};
+
+SloFirstOptions NoOverhead() {
+  SloFirstOptions o;
+  o.base.initial_overhead = 0;
+  return o;
+}
+
+// n queries of SLO 40 ms; the head has `slack_ms` left, the others 1 ms more each.
+void Fill(EdfQueue* q, int n, double slack_ms) {
+  for (int i = 0; i < n; ++i) {
+    const Nanos deadline = kNow + Millis(slack_ms + i);
+    q->Push({static_cast<QueryId>(i + 1), 0, deadline - kSlo, deadline});
+  }
+}
+
+// `rate` queries per second over the last second, each with SLO 40 ms.
+void Arrivals(Policy* p, double rate) {
+  const int n = static_cast<int>(rate);
+  for (int i = 0; i < n; ++i) {
+    const Nanos t = kNow - Seconds(1) + Seconds(1) * (i + 1) / n;
+    p->OnArrival(Query{static_cast<QueryId>(1000 + i), 0, t, t + kSlo}, t);
+  }
+}
+
+Decision DecideOn(Policy* p, const EdfQueue& q, bool assume_overload = false) {
+  SchedulingContext ctx{q, kNow, absl::MakeConstSpan(kOneWorker), 1};
+  ctx.assume_overload = assume_overload;
+  return p->Decide(ctx);
+}
+
+void ExpectDispatch(const Decision& d, int32_t subnet, int32_t batch, int32_t take) {
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.subnet_index, subnet);
+  EXPECT_EQ(d.batch_size, batch);
+  EXPECT_EQ(d.take, take);
+}
+
+TEST(SloFirstPolicyTest, NoLoadServesTheMostAccurateSubnetAtOnce) {
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EXPECT_EQ(p.name(), "slo-first");
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  // No load: nothing to defer for, the one query goes now.
+  ExpectDispatch(DecideOn(&p, q), 2, 1, 1);
+}
+
+TEST(SloFirstPolicyTest, TheLoadPicksTheMostAccurateSubnetWhoseCapacityCoversIt) {
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 2);  // 154 >= 100
+  EXPECT_EQ(p.RankForLoad(154, kSlo, 1), 2);
+  EXPECT_EQ(p.RankForLoad(160, kSlo, 1), 1);  // 480 >= 160 > 154
+  EXPECT_EQ(p.RankForLoad(480, kSlo, 1), 1);
+  EXPECT_EQ(p.RankForLoad(500, kSlo, 1), 0);  // none: the fastest
+  EXPECT_EQ(p.RankForLoad(5000, kSlo, 1), 0);
+  // Two workers wait less: 75 % at batch 4 keeps 1 - 34.5/140 of 800 q/s
+  // on each, 2 x 603 = 1206 in all.
+  EXPECT_EQ(p.RankForLoad(1200, kSlo, 2), 1);
+  EXPECT_EQ(p.RankForLoad(1250, kSlo, 2), 0);
+}
+
+TEST(SloFirstPolicyTest, HeadroomAsksForSpareCapacity) {
+  SloFirstOptions o = NoOverhead();
+  o.headroom = 2;
+  SloFirstPolicy p(ThreeSubnetProfile(), o);
+  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 1);  // 2 x 100 > 154
+  EXPECT_EQ(p.RankForLoad(240, kSlo, 1), 1);  // 480
+  EXPECT_EQ(p.RankForLoad(250, kSlo, 1), 0);
+}
+
+TEST(SloFirstPolicyTest, MeasuredLoadSetsTheSubnet) {
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  SloFirstPolicy at300(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&at300, 300);
+  ExpectDispatch(DecideOn(&at300, q), 1, 1, 1);
+  SloFirstPolicy at600(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&at600, 600);
+  EXPECT_EQ(DecideOn(&at600, q).subnet_index, 0);
+}
+
+TEST(SloFirstPolicyTest, AQueueTheSubnetCannotClearStepsToAFasterOne) {
+  // No load measured: 80 % by the rate. 20 queued, the head 20 ms from its
+  // deadline: 80 % runs batch 8 in 18 ms, 3 batches on one worker take
+  // 54 ms; 75 %, 3 x 9 = 27 ms; 70 %: batch 8 now.
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue twenty;
+  Fill(&twenty, 20, 20);
+  ExpectDispatch(DecideOn(&p, twenty), 0, 8, 8);
+  // 10 queued: 75 % clears them in 2 x 9 = 18 ms.
+  EdfQueue ten;
+  Fill(&ten, 10, 20);
+  ExpectDispatch(DecideOn(&p, ten), 1, 8, 8);
+}
+
+TEST(SloFirstPolicyTest, DefersOnlyWhereTheLoadNeedsFullerBatches) {
+  // 800 q/s: 70 % (the fastest); batch 1 carries 0.7 x 1000 = 700 < 800 on
+  // the one worker, so the lone query waits until one more would no longer
+  // fit: 35 - l(2) - 2 % of the SLO = 35 - 1.5 - 0.8 ms.
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&p, 800);
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  const Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
+  EXPECT_EQ(d.wake_at, kNow + Micros(32700));
+  // Without deferral it goes at once.
+  SloFirstOptions eager = NoOverhead();
+  eager.defer = false;
+  SloFirstPolicy e(ThreeSubnetProfile(), eager);
+  Arrivals(&e, 800);
+  ExpectDispatch(DecideOn(&e, q), 0, 1, 1);
+}
+
+TEST(SloFirstPolicyTest, DropsAHeadOnlyTheLoadsBatchCouldServeTooLate) {
+  // 800 q/s on 70 %: the target batch is 8 (l(8)(1 + 1/n) = 4.5 x 3.2 ms
+  // <= 40, n = 800 x 4.5 ms / 8). With 8 queued a head under 0.9 x 4.5 ms
+  // of slack is dropped; with 4.5 ms it is served at batch 8.
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&p, 800);
+  EdfQueue tight;
+  Fill(&tight, 8, 3);
+  const Decision d = DecideOn(&p, tight);
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 1);
+  EdfQueue enough;
+  Fill(&enough, 8, 4.5);
+  ExpectDispatch(DecideOn(&p, enough), 0, 8, 8);
+}
+
+TEST(SloFirstPolicyTest, TheOverloadPlanIsAnsweredWithTheFastestSubnetAtOnce) {
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  ExpectDispatch(DecideOn(&p, q, /*assume_overload=*/true), 0, 1, 1);
+}
+
+TEST(SloFirstPolicyTest, NeverABatchLargerThanTheMostEfficientOne) {
+  // Saturation: batch 8 (10 ms) serves 800 q/s, batch 4 (2.5 ms) 1600.
+  SloFirstPolicy p(HandProfile({1, 2, 4, 8}, {70}, {{1, 1.5, 2.5, 10}}), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 8, 35);
+  ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
+}
+
+TEST(SloFirstPolicyTest, BatchSizesNeedNotBePowersOfTwo) {
+  // Batches 1, 3, 5: five queued go as one batch of 5; two as a batch of 3.
+  SloFirstPolicy p(HandProfile({1, 3, 5}, {70}, {{1, 2, 3}}), NoOverhead());
+  EdfQueue five;
+  Fill(&five, 5, 35);
+  ExpectDispatch(DecideOn(&p, five), 0, 5, 5);
+  EdfQueue two;
+  Fill(&two, 2, 35);
+  ExpectDispatch(DecideOn(&p, two), 0, 3, 2);
+}
+
+}  // namespace
+}  // namespace superserve
