@@ -14,7 +14,7 @@ namespace superserve {
 // superserve_policies defines no flags). Every default is the default of the
 // option structs (PolicyConfig, BaselineOptions, ProfiledPolicyOptions,
 // LatencyTable::Options, RateFitOptions):
-//   --policy                     ratefit (product: ratefit, symphony,
+//   --policy                     ratefit (product: ratefit, slo-first, symphony,
 //                                fixed-subnet; baselines: slackfit, maxbatch,
 //                                maxacc, infaas, clipper+)
 //   --fixed_subnet               -1 (fixed-subnet, clipper+: the most accurate)
@@ -24,6 +24,9 @@ namespace superserve {
 //   --ratefit_pace               1
 //   --ratefit_capacity_quantile  0.99
 //   --ratefit_window_ms          100
+//   --slo_first_headroom         1
+//   --slo_first_window_slos      8
+//   --slo_first_defer            true
 //   --buckets                    8 (slackfit's K)
 //   --drop_below_first_bucket    false (slackfit)
 //   --bucket_ties                throughput (slackfit)
