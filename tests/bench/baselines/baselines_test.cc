@@ -31,9 +31,9 @@ class BaselinesTest : public ::testing::Test {
 TEST_F(BaselinesTest, EveryBaselineIsMadeByNameAfterTheProduct) {
   RegisterBaselinePolicies();  // twice: idempotent
   const std::vector<std::string> names = PolicyNames();
-  const std::vector<std::string> product = {"ratefit", "symphony", "fixed-subnet"};
+  const std::vector<std::string> product = {"ratefit", "slo-first", "symphony", "fixed-subnet"};
   ASSERT_GE(names.size(), product.size());
-  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 3), product)
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 4), product)
       << "the product first";
   for (const char* name : {"slackfit", "maxbatch", "maxacc", "infaas", "clipper+"}) {
     EXPECT_EQ(std::count(names.begin(), names.end(), name), 1) << name;
