@@ -150,6 +150,10 @@ class ManifestTest(unittest.TestCase):
         flags = dict(a.split("=", 1) for a in c["args"])
         ports = {p["name"]: p["containerPort"] for p in c["ports"]}
         self.assertTrue(flags["--listen"].endswith(f":{ports['grpc']}"))
+        self.assertTrue(flags["--worker_listen"].endswith(f":{ports['workers']}"))
+        # The default policy (README "Scheduling"), as a first deployment
+        # should run it; it read --policy=slackfit with no reason given.
+        self.assertNotIn("--policy", flags)
         self.assertTrue(flags["--metrics_listen"].endswith(f":{ports['metrics']}"))
         self.assertEqual(d["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"],
                          str(ports["metrics"]))
@@ -174,7 +178,15 @@ class ManifestTest(unittest.TestCase):
         flags = dict(a.split("=", 1) for a in c["args"])
         host, port = flags["--router"].rsplit(":", 1)
         router_svc = self.by[("Service", host)]
-        self.assertIn(int(port), [p["port"] for p in router_svc["spec"]["ports"]])
+        # The Service port that leads to the router's worker port
+        # (--worker_listen), not its client port: docs/deploy.md said 8500.
+        by_port = {p["port"]: p for p in router_svc["spec"]["ports"]}
+        self.assertIn(int(port), by_port)
+        self.assertEqual(by_port[int(port)]["targetPort"], "workers")
+        with open(os.path.join(SRC, "docs/deploy.md")) as f:
+            deploy_md = f.read()
+        self.assertIn(f"--router={host}:{port}", deploy_md)
+        self.assertNotRegex(deploy_md, rf"--router={host}:(?!{port}\b)[0-9]+")
         self.assertNotIn("--emulate", c["args"])  # real executors in the base
         self.assertEqual(flags["--model_repo"], c["volumeMounts"][0]["mountPath"])
 
@@ -212,12 +224,18 @@ class ManifestTest(unittest.TestCase):
             self.assertEqual(m["external"]["target"]["type"], "AverageValue")
             self.assertRegex(m["external"]["target"]["averageValue"], QUANTITY)
 
+    def test_the_top_folder_renders_the_base(self):
+        # `kubectl apply -k deploy/k8s` (docs/deploy.md) failed: no
+        # kustomization at the top.
+        top = render(K8S)
+        self.assertEqual(top, self.base)
+
     def test_kubectl_renders_both_variants_when_installed(self):
         kubectl = shutil.which("kubectl")
         if kubectl is None:
             # The checks above are the validation; this one adds kubectl's own.
             self.skipTest("kubectl not installed")
-        for d, objects in ((os.path.join(K8S, "base"), self.base),
+        for d, objects in ((K8S, self.base), (os.path.join(K8S, "base"), self.base),
                            (os.path.join(K8S, "gpu"), self.gpu)):
             out = subprocess.run([kubectl, "kustomize", d], check=True, capture_output=True,
                                  text=True, timeout=60).stdout
