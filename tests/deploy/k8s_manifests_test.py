@@ -66,16 +66,31 @@ def deep_merge(base, patch):
     return copy.deepcopy(patch)
 
 
+# Kustomization fields these manifests may use: what kustomize v2 (Debian's
+# kubernetes-client, kubectl 1.20) reads, and newer kustomize still does
+# (`labels:` and `patches:` with a target are v3+ and fail there).
+KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "bases", "patchesStrategicMerge"}
+
+
 def render(directory):
-    """The objects a kustomization produces (resources + patches)."""
+    """The objects a kustomization produces (resources, bases and
+    strategic-merge patches, each patch naming its target by its own kind
+    and name)."""
     kust = load(os.path.join(directory, "kustomization.yaml"))[0]
+    unknown = set(kust) - KUSTOMIZATION_KEYS
+    assert not unknown, f"{directory}/kustomization.yaml: {unknown} (kustomize v2 cannot read them)"
     objects = []
-    for r in kust.get("resources", []):
+    for r in kust.get("bases", []) + kust.get("resources", []):
         path = os.path.normpath(os.path.join(directory, r))
-        objects += render(path) if os.path.isdir(path) else load(path)
-    for p in kust.get("patches", []):
-        patch = load(os.path.join(directory, p["path"]))[0]
-        t = p["target"]
+        if os.path.isdir(path):
+            assert r in kust.get("bases", []), f"{directory}: folder {r} under resources (v2: bases)"
+            objects += render(path)
+        else:
+            objects += load(path)
+    for p in kust.get("patchesStrategicMerge", []):
+        patch = load(os.path.join(directory, p))[0]
+        t = {"kind": patch["kind"], "name": patch["metadata"]["name"]}
+        p = {"path": p}
         hits = [o for o in objects if o["kind"] == t["kind"] and o["metadata"]["name"] == t["name"]]
         assert len(hits) == 1, f"patch {p['path']} matches {len(hits)} objects"
         i = objects.index(hits[0])
@@ -223,6 +238,11 @@ class ManifestTest(unittest.TestCase):
             self.assertIn(m["external"]["metric"]["name"], served)
             self.assertEqual(m["external"]["target"]["type"], "AverageValue")
             self.assertRegex(m["external"]["target"]["averageValue"], QUANTITY)
+
+    def test_every_object_carries_the_part_of_label(self):
+        for o in self.base + self.gpu:
+            self.assertEqual(o["metadata"]["labels"]["app.kubernetes.io/part-of"], "superserve",
+                             (o["kind"], o["metadata"]["name"]))
 
     def test_the_top_folder_renders_the_base(self):
         # `kubectl apply -k deploy/k8s` (docs/deploy.md) failed: no
