@@ -2,10 +2,13 @@
 types Kubernetes requires for its kind, uses only known keys in the parts
 it fills (a typo such as `readinesProbe` fails), and the pieces refer to
 each other consistently (selectors, Services, volumes, probes, ports, the
-HPA's target and metrics, the GPU overlay). When kubectl is installed,
-`kubectl kustomize` must also render both variants."""
+HPA's target and metrics, the GPU overlay). Every object matches the
+Kubernetes API schema of its kind (npm's kubernetes-models, offline:
+tests/deploy/k8s_schema). When kubectl is installed, `kubectl kustomize`
+must also render both variants."""
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -17,6 +20,7 @@ import yaml
 SRC = os.environ.get("SUPERSERVE_SOURCE_DIR",
                      os.path.abspath(os.path.join(os.path.dirname(__file__), "../..")))
 K8S = os.path.join(SRC, "deploy/k8s")
+SCHEMA_DIR = os.path.join(SRC, "tests/deploy/k8s_schema")
 
 API_VERSIONS = {
     "Deployment": "apps/v1", "StatefulSet": "apps/v1", "Service": "v1",
@@ -249,6 +253,39 @@ class ManifestTest(unittest.TestCase):
         # kustomization at the top.
         top = render(K8S)
         self.assertEqual(top, self.base)
+
+    def validate_schemas(self, objects):
+        """Runs tests/deploy/k8s_schema/validate.mjs (the Kubernetes API
+        schemas of the npm package kubernetes-models) on `objects`."""
+        return subprocess.run([shutil.which("node"), os.path.join(SCHEMA_DIR, "validate.mjs")],
+                              input=json.dumps(objects), capture_output=True, text=True,
+                              timeout=120, cwd=SCHEMA_DIR)
+
+    def test_objects_match_the_kubernetes_api_schemas(self):
+        if shutil.which("node") is None or not os.path.isdir(
+                os.path.join(SCHEMA_DIR, "node_modules", "kubernetes-models")):
+            # scripts/install-deps installs both (the README's test command runs it).
+            self.skipTest("node or tests/deploy/k8s_schema/node_modules missing: "
+                          "run scripts/install-deps")
+        for name, objects in (("base", self.base), ("gpu", self.gpu)):
+            r = self.validate_schemas(objects)
+            self.assertEqual(r.returncode, 0, f"{name}:\n{r.stdout}{r.stderr}")
+            self.assertEqual(sum(line.startswith("ok ") for line in r.stdout.splitlines()),
+                             len(objects), r.stdout)
+        # The validator catches what the checks above do not look at: a
+        # port that is not a number, a missing required field.
+        broken = copy.deepcopy(self.base)
+        router = next(o for o in broken if o["kind"] == "Deployment")
+        router["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "8500"
+        r = self.validate_schemas(broken)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("containerPort must be integer", r.stdout)
+        broken = copy.deepcopy(self.base)
+        hpa = next(o for o in broken if o["kind"] == "HorizontalPodAutoscaler")
+        del hpa["spec"]["maxReplicas"]
+        r = self.validate_schemas(broken)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("maxReplicas", r.stdout)
 
     def test_kubectl_renders_both_variants_when_installed(self):
         kubectl = shutil.which("kubectl")
