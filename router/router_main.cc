@@ -134,6 +134,20 @@ int main(int argc, char** argv) {
       "defaults are superserve-sim's (one shared set); --print-policy-config prints the\n"
       "effective configuration.\nPolicies: ");
   for (const auto& name : PolicyNames()) absl::StrAppend(&usage, name, " ");
+  absl::StrAppend(&usage, "\nDynamic-model policies (--dynamic_policy): orloj clockwork nexus");
+  // --help leads with what a new user sets; policy tuning and limits are
+  // behind --helpfull.
+  SetHelpSections({
+      {"Addresses (the printed line \"listening grpc=P worker=P metrics=P\" gives the ports)",
+       {"listen", "worker_listen", "metrics_listen", "port_file"}},
+      {"Models",
+       {"model_repo", "repository_poll_s", "policy", "dynamic_policy", "model_policy",
+        "default_slo_ms"}},
+      {"Tokens", {"fleet_token_file", "admin_token_file", "allow_unauthenticated_workers"}},
+      {"TLS (docs/security.md)",
+       {"tls_cert_file", "tls_key_file", "tls_client_ca_file", "worker_tls"}},
+      {"Running", {"drain_timeout_s", "log_level"}},
+  });
   InitMain(argc, argv, usage);
   PolicySpec policy = PolicySpecFromFlagsOrExit("superserve-router");
 
