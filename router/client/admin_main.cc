@@ -135,6 +135,12 @@ int Fail(const char* what, const grpc::Status& s) {
   return ExitFor(s);
 }
 
+// A latency in ms to three significant figures (0.381, 9.11, 28.5, 136), as
+// a whole number from 1000 on; a tiny model's 0.031 ms keeps its digits.
+std::string Ms(double ms) {
+  return ms >= 1000 ? absl::StrFormat("%.0f", ms) : absl::StrFormat("%.3g", ms);
+}
+
 std::string Describe(const v1::ModelInfo& m) {
   // A dynamic (early-exit) model has no subnets: its accuracy and time
   // depend on the input (per-application histograms in its profile), so
@@ -146,9 +152,9 @@ std::string Describe(const v1::ModelInfo& m) {
                                                m.min_accuracy(), m.max_accuracy());
   std::string latency;
   if (!dynamic && m.max_latency_us() > 0) {
-    latency = absl::StrFormat(" latency@batch%d=%.2f..%.2f ms",
-                              m.batch_sizes_size() > 0 ? m.batch_sizes(0) : 1,
-                              m.min_latency_us() / 1000, m.max_latency_us() / 1000);
+    latency = absl::StrCat(" latency@batch", m.batch_sizes_size() > 0 ? m.batch_sizes(0) : 1,
+                           "=", Ms(m.min_latency_us() / 1000), "..",
+                           Ms(m.max_latency_us() / 1000), " ms");
   }
   return absl::StrCat(m.name(), "  family=", m.family(), what, " batch_sizes=[",
                       absl::StrJoin(m.batch_sizes(), ","), "]", latency, " workers=", m.workers(),

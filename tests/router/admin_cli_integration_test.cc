@@ -108,13 +108,13 @@ TEST_F(AdminCli, ExitCodesForUsageTokensAndUnknownModels) {
   EXPECT_EQ(list.exit_code, 0) << list.output;
   EXPECT_THAT(list.output, HasSubstr("emu  family=emulated subnets=4"));
   EXPECT_THAT(list.output, HasSubstr("workers=1"));
-  // Accuracy and latency rounded, with units (latencies read
-  // "latency_ms@b1=0.380853..9.11264").
+  // Accuracy (2 decimals) and latency (3 significant figures) rounded, with
+  // units (latencies read "latency_ms@b1=0.380853..9.11264").
   EXPECT_THAT(list.output,
               ::testing::ContainsRegex("accuracy=[0-9]+\\.[0-9][0-9]\\.\\.[0-9]+\\.[0-9][0-9]% "));
   EXPECT_THAT(list.output,
               ::testing::ContainsRegex(
-                  " latency@batch[0-9]+=[0-9]+\\.[0-9][0-9]\\.\\.[0-9]+\\.[0-9][0-9] ms "));
+                  " latency@batch[0-9]+=[0-9.]{1,5}\\.\\.[0-9.]{1,5} ms "));
 
   std::ofstream(work_ + "/wrong.token") << "not-the-token";
   auto wrong = Run({"--admin_token_file=" + work_ + "/wrong.token", "list"}, false);
