@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
                        "the router's EDF queue and a scheduling policy over emulated workers. A "
                        "profile with a dynamic block (per-application execution-time histograms) is "
                        "a dynamic DNN: schedule it with --policy orloj (baselines: clockwork|nexus); the trace's "
-                       "app column names each query's application. The policy "
+                       "application (or app) column names each query's application. The policy "
                        "flags and their defaults are superserve-router's (one shared set); "
                        "--print-policy-config prints the effective configuration.");
   using namespace superserve;
@@ -226,9 +226,9 @@ int main(int argc, char** argv) {
     const auto& apps = profile->dynamic.applications;
     if (trace->app.empty() && trace->size() > 0 && apps.size() > 1) {
       std::fprintf(stderr,
-                   "superserve-sim: trace %s has no app column, and profile %s has %zu "
-                   "applications (\"%s\", ...): name each query's application in an app "
-                   "column\n",
+                   "superserve-sim: trace %s has no application (or app) column, and profile %s has "
+                   "%zu applications (\"%s\", ...): name each query's application in an "
+                   "application column\n",
                    absl::GetFlag(FLAGS_trace).c_str(), profile->model.c_str(), apps.size(),
                    apps.front().application.c_str());
       return 1;

@@ -141,6 +141,19 @@ int main(int argc, char** argv) {
   for (const auto& name : PolicyNames()) absl::StrAppend(&usage, name, " ");
   absl::StrAppend(&usage, "\nDynamic-model policies (--dynamic_policy): ");
   for (const auto& name : DynamicPolicyNames()) absl::StrAppend(&usage, name, " ");
+  // --help leads with what a new user sets; policy tuning and limits are
+  // behind --helpfull.
+  SetHelpSections({
+      {"Addresses (the printed line \"listening grpc=P worker=P metrics=P\" gives the ports)",
+       {"listen", "worker_listen", "metrics_listen", "port_file"}},
+      {"Models",
+       {"model_repo", "repository_poll_s", "policy", "dynamic_policy", "model_policy",
+        "default_slo_ms"}},
+      {"Tokens", {"fleet_token_file", "admin_token_file", "allow_unauthenticated_workers"}},
+      {"TLS (docs/security.md)",
+       {"tls_cert_file", "tls_key_file", "tls_client_ca_file", "worker_tls"}},
+      {"Running", {"drain_timeout_s", "log_level"}},
+  });
   InitMain(argc, argv, usage);
   PolicySpec policy = PolicySpecFromFlagsOrExit("superserve-router");
 

@@ -30,7 +30,9 @@ struct RouterMetrics::ApplicationMetrics {
 
 struct RouterMetrics::ModelMetrics {
   prometheus::Counter* by_outcome[kNumOutcomes];
-  prometheus::Gauge* attainment;
+  // Created with the model's first answer (SetAttainment): before any, the
+  // fraction is undefined, and a series at 0 read as "every query missed".
+  std::atomic<prometheus::Gauge*> attainment{nullptr};
   prometheus::Histogram* latency;
   prometheus::Histogram* accuracy;
   prometheus::Histogram* batch;
@@ -177,7 +179,6 @@ RouterMetrics::ModelMetrics& RouterMetrics::Model(const std::string& model) {
       slot->by_outcome[i] =
           &queries_->Add({{"model", model}, {"status", QueryOutcomeName(QueryOutcome(i))}});
     }
-    slot->attainment = &attainment_->Add({{"model", model}});
     slot->latency = &latency_->Add(
         {{"model", model}},
         prometheus::Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05,
@@ -225,7 +226,15 @@ void RouterMetrics::Record(ModelMetrics& m, const std::string& model, QueryOutco
   m.by_outcome[static_cast<int>(outcome)]->Increment();
   int64_t ok = outcome == QueryOutcome::kOk ? m.ok.fetch_add(1) + 1 : m.ok.load();
   int64_t all = m.terminal.fetch_add(1) + 1;
-  m.attainment->Set(static_cast<double>(ok) / static_cast<double>(all));
+  const double attainment = static_cast<double>(ok) / static_cast<double>(all);
+  prometheus::Gauge* gauge = m.attainment.load(std::memory_order_acquire);
+  if (gauge == nullptr) {
+    // Family::Add is thread-safe and returns the existing gauge for the same
+    // labels; created holding the value, so no scrape sees a 0 before Set.
+    gauge = &attainment_->Add({{"model", model}}, attainment);
+    m.attainment.store(gauge, std::memory_order_release);
+  }
+  gauge->Set(attainment);
   if (outcome == QueryOutcome::kOk || outcome == QueryOutcome::kLate) {
     m.latency->Observe(ToSeconds(latency));
   }

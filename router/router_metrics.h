@@ -30,10 +30,15 @@ struct ServingStats;
 
 // The router's Prometheus metrics (prometheus-cpp), served as text on
 // http://ADDR/metrics. Metric handles are cached per model / worker so the
-// query path never builds label maps. Thread-safe.
+// query path never builds label maps. Thread-safe. Queries naming a model
+// the router does not serve are counted under model="_unknown" (the serving
+// core's label), so a client's arbitrary names cannot grow the series
+// without bound.
 //
 //   superserve_queries_total{model,status}         queries by final status
-//   superserve_slo_attainment{model}               ok / all terminal answers
+//   superserve_slo_attainment{model}               ok / all terminal answers (from
+//                                                  the model's first answer on: absent
+//                                                  before, not 0)
 //   superserve_query_latency_seconds{model}        end-to-end latency, ok+late
 //   superserve_served_accuracy_percent{model}      profiled accuracy of each query served in time
 //   superserve_subnet_queries_total{model,subnet}  queries served per subnet id

@@ -28,8 +28,12 @@ namespace superserve {
 namespace {
 
 // Failed attempts in a row are logged when the reason changes, for the first
-// few, and then once every this many (every 30-40 s at the 2 s cap).
+// three, at every power of two (4, 8, 16: a user watching the log sees the
+// worker is still trying within seconds, not after 30-40 s of silence) and
+// then once every this many (every 30-40 s at the 2 s cap).
 constexpr int64_t kLogEveryNthAttempt = 20;
+
+bool LogAttempt(int64_t n) { return n <= 3 || (n & (n - 1)) == 0 || n % kLogEveryNthAttempt == 0; }
 
 constexpr char kConnectionFailed[] = "connection failed";
 constexpr char kNotInTime[] = "connection not established in time";
@@ -172,7 +176,7 @@ absl::Status RouterLink::Run() {
                         << " ms, but it will likely refuse again until its settings or this "
                            "worker's are changed";
         last_logged = why;
-      } else if (n <= 3 || n % kLogEveryNthAttempt == 0 || why != last_logged) {
+      } else if (LogAttempt(n) || why != last_logged) {
         // Waiting for a router that has not started yet is routine; losing
         // one that served is not.
         const std::string line =

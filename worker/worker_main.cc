@@ -143,6 +143,14 @@ int MeasureProfiles(superserve::Executor* executor,
 
 int main(int argc, char** argv) {
   using namespace superserve;
+  // --help leads with what a new user sets; reconnection tuning and testing
+  // flags are behind --helpfull.
+  SetHelpSections({
+      {"Router and models", {"router", "model_repo", "models", "name"}},
+      {"Tokens and TLS (docs/security.md)", {"fleet_token_file", "tls_ca_file"}},
+      {"Execution", {"device", "threads", "emulate", "instances", "measure_profiles_to"}},
+      {"Running", {"connect_timeout_s", "reconnect", "log_level"}},
+  });
   InitMain(argc, argv,
            "superserve-worker --router ADDR --model-repo DIR [--threads N] [--emulate]\n"
            "                  [--fleet_token_file F] [--tls_ca_file CA]\n\n"

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/trace_columns.h"
 
 namespace superserve {
 
@@ -83,11 +84,15 @@ absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
   SplitCsv(Strip(line), &header);
   const std::string header_line = line;
   int col_arrival = -1, col_app = -1, col_model = -1;
+  std::string app_name;  // as the header spells it
   for (int i = 0; i < static_cast<int>(header.size()); ++i) {
     std::string_view h = Strip(header[i]);
-    if (h == "arrival_us") col_arrival = i;
-    if (h == "app") col_app = i;
-    if (h == "model") col_model = i;
+    if (h == kTraceArrivalColumn) col_arrival = i;
+    if (IsTraceApplicationColumn(absl::string_view(h.data(), h.size()))) {
+      col_app = i;
+      app_name = std::string(h);
+    }
+    if (h == kTraceModelColumn) col_model = i;
   }
   if (col_arrival < 0) {
     return absl::InvalidArgumentError(
@@ -126,9 +131,9 @@ absl::StatusOr<Trace> Trace::ReadCsv(const std::string& path) {
     // byte in one would silently cut it.
     for (int col : {col_app, col_model}) {
       if (col >= 0 && cells[col].find('\0') != std::string_view::npos) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "trace ", path, " line ", row, ": column ", col == col_app ? "app" : "model",
-            " contains a NUL byte"));
+        return absl::InvalidArgumentError(absl::StrCat("trace ", path, " line ", row, ": column ",
+                                                       col == col_app ? app_name : "model",
+                                                       " contains a NUL byte"));
       }
     }
     t.arrivals.push_back(ns);

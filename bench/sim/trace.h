@@ -13,8 +13,10 @@ namespace superserve {
 
 // An arrival trace: one query per row, arrival times relative to the trace's
 // start, ascending. On disk it is CSV with header `arrival_us` and optional
-// columns `app` and `model` (names). The one reader shared by the simulator
-// and the load generator.
+// columns `application` (or `app`) and `model` (names); WriteCsv writes
+// `app`. The simulator's reader; the load generator's
+// (router/client/trace_csv.h) takes the same column names
+// (common/trace_columns.h).
 struct Trace {
   std::vector<Nanos> arrivals;
   // Either empty or one entry per arrival: an index into the names tables.

@@ -1,14 +1,14 @@
 // superserve-admin: registers, unregisters and lists models on a running
 // router through its Admin service (docs/packages.md). Exit codes are meant
 // for scripts; see kUsage.
-#include <algorithm>
-#include <atomic>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,12 +16,13 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/init.h"
 #include "common/model_repository.h"
-#include "common/tar_package.h"
-#include "common/secret.h"
 #include "common/progress.h"
+#include "common/secret.h"
+#include "common/tar_package.h"
 #include "grpcpp/grpcpp.h"
 #include "router/client/inference_client.h"
 #include "superserve/v1/admin.grpc.pb.h"
@@ -86,34 +87,80 @@ int ExitFor(const grpc::Status& s) {
   }
 }
 
+// The gRPC code's name as the protocol spells it (FAILED_PRECONDITION, ...).
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN_CODE";
+  }
+}
+
 int Fail(const char* what, const grpc::Status& s) {
-  std::fprintf(stderr, "superserve-admin: %s failed: %s: %s\n", what,
-               s.error_code() == grpc::StatusCode::UNAUTHENTICATED     ? "UNAUTHENTICATED"
-               : s.error_code() == grpc::StatusCode::PERMISSION_DENIED ? "PERMISSION_DENIED"
-               : s.error_code() == grpc::StatusCode::UNAVAILABLE       ? "UNAVAILABLE"
-               : s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ? "DEADLINE_EXCEEDED"
-               : s.error_code() == grpc::StatusCode::NOT_FOUND         ? "NOT_FOUND"
-               : s.error_code() == grpc::StatusCode::ALREADY_EXISTS    ? "ALREADY_EXISTS"
-               : s.error_code() == grpc::StatusCode::INVALID_ARGUMENT  ? "INVALID_ARGUMENT"
-                                                                       : "ERROR",
+  std::fprintf(stderr, "superserve-admin: %s failed: %s: %s\n", what, CodeName(s.error_code()),
                s.error_message().c_str());
   return ExitFor(s);
 }
 
+// A latency in ms to three significant figures (0.381, 9.11, 28.5, 136), as
+// a whole number from 1000 on; a tiny model's 0.031 ms keeps its digits.
+std::string Ms(double ms) {
+  return ms >= 1000 ? absl::StrFormat("%.0f", ms) : absl::StrFormat("%.3g", ms);
+}
+
 std::string Describe(const v1::ModelInfo& m) {
-  return absl::StrCat(m.name(), "  family=", m.family(), " subnets=", m.num_subnets(),
-                      " accuracy=", m.min_accuracy(), "..", m.max_accuracy(),
-                      "% batch_sizes=[", absl::StrJoin(m.batch_sizes(), ","), "]",
-                      m.max_latency_us() > 0
-                          ? absl::StrCat(" latency_ms@b", m.batch_sizes_size() > 0 ? m.batch_sizes(0) : 1,
-                                         "=", absl::SixDigits(m.min_latency_us() / 1000), "..",
-                                         absl::SixDigits(m.max_latency_us() / 1000))
-                          : "",
-                      " workers=",
-                      m.workers(),
-                      m.version() > 0 ? absl::StrCat(" version=", m.version(),
-                                                     m.current() ? " (current)" : "")
-                                      : "");
+  // A dynamic (early-exit) model has no subnets: its accuracy and time
+  // depend on the input (per-application histograms in its profile), so
+  // there is no subnet range to show (it read "subnets=0 accuracy=100..0%").
+  const bool dynamic = m.num_subnets() == 0;
+  std::string what = dynamic ? " dynamic (early exits; time and accuracy per application: "
+                               "its profile)"
+                             : absl::StrFormat(" subnets=%d accuracy=%.2f..%.2f%%", m.num_subnets(),
+                                               m.min_accuracy(), m.max_accuracy());
+  std::string latency;
+  if (!dynamic && m.max_latency_us() > 0) {
+    latency = absl::StrCat(" latency@batch", m.batch_sizes_size() > 0 ? m.batch_sizes(0) : 1,
+                           "=", Ms(m.min_latency_us() / 1000), "..",
+                           Ms(m.max_latency_us() / 1000), " ms");
+  }
+  return absl::StrCat(m.name(), "  family=", m.family(), what, " batch_sizes=[",
+                      absl::StrJoin(m.batch_sizes(), ","), "]", latency, " workers=", m.workers(),
+                      m.version() > 0
+                          ? absl::StrCat(" version=", m.version(), m.current() ? " (current)" : "")
+                          : "");
 }
 
 class Admin {
@@ -281,11 +328,13 @@ int Run(const std::vector<std::string>& args) {
     answered = true;
   });
   const auto start = std::chrono::steady_clock::now();
-  std::printf("registering %s: the workers load the package ...\n", arg.c_str());
-  std::fflush(stdout);
+  // The progress lines only once the call has taken a second: a refusal
+  // (a bad package, a name clash) comes at once, before any worker loads
+  // anything, and was preceded by "the workers load the package ...".
   for (int tick = 1; !answered; ++tick) {
     for (int i = 0; i < 10 && !answered; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (!answered) {
+      if (tick == 1) std::printf("registering %s: the workers load the package ...\n", arg.c_str());
       std::printf("  ... %d s\n", tick);
       std::fflush(stdout);
     }

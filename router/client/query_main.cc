@@ -21,6 +21,9 @@ ABSL_FLAG(std::string, tls_ca_file, "",
           "PEM CA to verify the router's TLS certificate (docs/security.md); empty = plaintext.");
 ABSL_FLAG(std::string, model, "fmnist", "Model name to query (its folder name in the repository).");
 ABSL_FLAG(std::string, application, "", "Application tag sent with every query (optional).");
+ABSL_FLAG(uint32_t, version, 0,
+          "Pin this version of the model (its manifest's `version`); 0 = the current one. A "
+          "version the router does not serve is INVALID_ARGUMENT.");
 ABSL_FLAG(int64_t, image, 0, "Index of the first Fashion-MNIST test image to send (0-9999).");
 ABSL_FLAG(int64_t, count, 1, "How many consecutive test images to send, one call each.");
 ABSL_FLAG(double, timeout_ms, 100, "Each query's deadline (the gRPC deadline), ms.");
@@ -31,8 +34,8 @@ ABSL_FLAG(std::string, dataset_dir, superserve::kFashionMnistDir,
 int main(int argc, char** argv) {
   using namespace superserve;
   InitMain(argc, argv,
-           "superserve-query [--router HOST:PORT] [--model NAME] [--image I] [--count N] "
-           "[--timeout_ms MS]\n\n"
+           "superserve-query [--router HOST:PORT] [--model NAME] [--version V] [--image I] "
+           "[--count N] [--timeout_ms MS]\n\n"
            "Sends Fashion-MNIST test images (pixels/255, the model's own normalisation is applied\n"
            "by the worker) to the router, one Inference.Infer call per image with the given\n"
            "deadline, and prints per image the label, the prediction, what served it (a\n"
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
     if (!absl::GetFlag(FLAGS_application).empty()) {
       request.set_application(absl::GetFlag(FLAGS_application));
     }
+    request.set_model_version(absl::GetFlag(FLAGS_version));
     const Nanos start = RealClock::Get()->Now();
     auto response = client.Infer(request, timeout);
     const double latency_ms = (RealClock::Get()->Now() - start) / 1e6;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/trace_columns.h"
 
 namespace superserve {
 
@@ -32,13 +33,13 @@ absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path) 
     if (!have_header) {
       for (int i = 0; i < static_cast<int>(cols.size()); ++i) {
         absl::string_view c = absl::StripAsciiWhitespace(cols[i]);
-        if (c == "arrival_us") arrival_col = i;
+        if (c == kTraceArrivalColumn) arrival_col = i;
         if (c == "slo_us" || c == "deadline_us") {
           slo_col = i;
           slo_name = std::string(c);
         }
-        if (c == "application" || c == "app") app_col = i;
-        if (c == "model") model_col = i;
+        if (IsTraceApplicationColumn(c)) app_col = i;
+        if (c == kTraceModelColumn) model_col = i;
       }
       if (arrival_col < 0) {
         return absl::InvalidArgumentError(

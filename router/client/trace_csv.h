@@ -31,7 +31,8 @@ constexpr double kMaxTraceArrivalUs = 9.2e15;
 // an error naming its line and the allowed range (inf, nan and values past
 // int64 once waited forever or wrapped to a negative SLO).
 // (The client side's own small reader, so that superserve-loadgen does not
-// depend on bench/; it reads the same format as the simulator's.)
+// depend on bench/; the column names are the simulator's, from
+// common/trace_columns.h.)
 absl::StatusOr<std::vector<TraceArrival>> ReadTraceCsv(const std::string& path);
 
 }  // namespace superserve

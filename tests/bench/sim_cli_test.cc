@@ -118,7 +118,27 @@ TEST(SimCliTest, DynamicProfileNeedsTheTracesAppColumn) {
                        Write("noapp.csv", "arrival_us\n1000\n2000\n") +
                        " --policy orloj --workers 1 --slo-ms 36 --json");
   EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("has no app column, and profile dyn has 2 applications"));
+  EXPECT_THAT(r.out,
+              HasSubstr("has no application (or app) column, and profile dyn has 2 applications"));
+}
+
+// One trace format (issue 44): a trace whose application column is named
+// `application` (the load generator's name; superserve-sim refused it as
+// having no app column) replays as the same trace with `app`: the same
+// result, and an application the profile lacks is named.
+TEST(SimCliTest, ReplaysATraceWithAnApplicationColumn) {
+  const std::string run = "--profile " + DynamicProfile() + " --policy orloj --workers 1 " +
+                          "--slo-ms 36 --seed 3 --json --trace ";
+  const std::string rows = "1000,short\n2000,long\n3000,short\n4000,long\n";
+  const SimRun app = Sim(run + Write("app.csv", "arrival_us,app\n" + rows));
+  ASSERT_EQ(app.status, 0) << app.out;
+  const SimRun application = Sim(run + Write("application.csv", "arrival_us,application\n" + rows));
+  ASSERT_EQ(application.status, 0) << application.out;
+  EXPECT_THAT(application.out, HasSubstr("\"queries\":4")) << application.out;
+  EXPECT_EQ(application.out, app.out);
+  const SimRun unknown = Sim(run + Write("unknown.csv", "arrival_us,application\n1000,medium\n"));
+  EXPECT_EQ(unknown.status, 1) << unknown.out;
+  EXPECT_THAT(unknown.out, HasSubstr("trace application \"medium\" is not in profile dyn"));
 }
 
 // A trace saved with a UTF-8 byte order mark reads as without one.

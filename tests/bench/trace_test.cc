@@ -274,6 +274,34 @@ TEST(TraceTest, SkipsAUtf8ByteOrderMark) {
   EXPECT_EQ(r->app_names[0], "cam");
 }
 
+// One trace format (issue 44): the load generator's `application` column
+// name reads as the simulator's `app`, into the same names and indices
+// (tests/router/load_generator_test.cc replays the same kind of file).
+TEST(TraceTest, ReadsAnApplicationColumnAsApp) {
+  std::vector<Trace> read;
+  for (const char* column : {"app", "application"}) {
+    const std::string path = TempPath(std::string("named-") + column + ".csv");
+    {
+      std::ofstream f(path);
+      f << "arrival_us,model," << column << "\n0,fmnist-exit,easy\n10,fmnist-exit,hard\n"
+        << "20,fmnist,easy\n";
+    }
+    auto r = Trace::ReadCsv(path);
+    ASSERT_TRUE(r.ok()) << column << ": " << r.status();
+    read.push_back(*std::move(r));
+  }
+  const Trace& app = read[0];
+  const Trace& application = read[1];
+  ASSERT_EQ(application.app.size(), 3u);
+  EXPECT_EQ(application.app_names, (std::vector<std::string>{"easy", "hard"}));
+  EXPECT_EQ(application.app, (std::vector<int32_t>{0, 1, 0}));
+  EXPECT_EQ(application.model_names, (std::vector<std::string>{"fmnist-exit", "fmnist"}));
+  EXPECT_EQ(application.arrivals, app.arrivals);
+  EXPECT_EQ(application.app, app.app);
+  EXPECT_EQ(application.app_names, app.app_names);
+  EXPECT_EQ(application.model, app.model);
+}
+
 // --exec_times: one value in us per line; errors name the line and its text
 // (a non-number used to end the read early: "1 execution times for 3
 // arrivals"), an empty file is an error (it used to be ignored), and a value

@@ -2,10 +2,13 @@
 types Kubernetes requires for its kind, uses only known keys in the parts
 it fills (a typo such as `readinesProbe` fails), and the pieces refer to
 each other consistently (selectors, Services, volumes, probes, ports, the
-HPA's target and metrics, the GPU overlay). When kubectl is installed,
-`kubectl kustomize` must also render both variants."""
+HPA's target and metrics, the GPU overlay). Every object matches the
+Kubernetes API schema of its kind (npm's kubernetes-models, offline:
+tests/deploy/k8s_schema). When kubectl is installed, `kubectl kustomize`
+must also render both variants."""
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -17,6 +20,7 @@ import yaml
 SRC = os.environ.get("SUPERSERVE_SOURCE_DIR",
                      os.path.abspath(os.path.join(os.path.dirname(__file__), "../..")))
 K8S = os.path.join(SRC, "deploy/k8s")
+SCHEMA_DIR = os.path.join(SRC, "tests/deploy/k8s_schema")
 
 API_VERSIONS = {
     "Deployment": "apps/v1", "StatefulSet": "apps/v1", "Service": "v1",
@@ -66,16 +70,31 @@ def deep_merge(base, patch):
     return copy.deepcopy(patch)
 
 
+# Kustomization fields these manifests may use: what kustomize v2 (Debian's
+# kubernetes-client, kubectl 1.20) reads, and newer kustomize still does
+# (`labels:` and `patches:` with a target are v3+ and fail there).
+KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "bases", "patchesStrategicMerge"}
+
+
 def render(directory):
-    """The objects a kustomization produces (resources + patches)."""
+    """The objects a kustomization produces (resources, bases and
+    strategic-merge patches, each patch naming its target by its own kind
+    and name)."""
     kust = load(os.path.join(directory, "kustomization.yaml"))[0]
+    unknown = set(kust) - KUSTOMIZATION_KEYS
+    assert not unknown, f"{directory}/kustomization.yaml: {unknown} (kustomize v2 cannot read them)"
     objects = []
-    for r in kust.get("resources", []):
+    for r in kust.get("bases", []) + kust.get("resources", []):
         path = os.path.normpath(os.path.join(directory, r))
-        objects += render(path) if os.path.isdir(path) else load(path)
-    for p in kust.get("patches", []):
-        patch = load(os.path.join(directory, p["path"]))[0]
-        t = p["target"]
+        if os.path.isdir(path):
+            assert r in kust.get("bases", []), f"{directory}: folder {r} under resources (v2: bases)"
+            objects += render(path)
+        else:
+            objects += load(path)
+    for p in kust.get("patchesStrategicMerge", []):
+        patch = load(os.path.join(directory, p))[0]
+        t = {"kind": patch["kind"], "name": patch["metadata"]["name"]}
+        p = {"path": p}
         hits = [o for o in objects if o["kind"] == t["kind"] and o["metadata"]["name"] == t["name"]]
         assert len(hits) == 1, f"patch {p['path']} matches {len(hits)} objects"
         i = objects.index(hits[0])
@@ -150,6 +169,10 @@ class ManifestTest(unittest.TestCase):
         flags = dict(a.split("=", 1) for a in c["args"])
         ports = {p["name"]: p["containerPort"] for p in c["ports"]}
         self.assertTrue(flags["--listen"].endswith(f":{ports['grpc']}"))
+        self.assertTrue(flags["--worker_listen"].endswith(f":{ports['workers']}"))
+        # The default policy (README "Scheduling"), as a first deployment
+        # should run it; it read --policy=slackfit with no reason given.
+        self.assertNotIn("--policy", flags)
         self.assertTrue(flags["--metrics_listen"].endswith(f":{ports['metrics']}"))
         self.assertEqual(d["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"],
                          str(ports["metrics"]))
@@ -174,7 +197,15 @@ class ManifestTest(unittest.TestCase):
         flags = dict(a.split("=", 1) for a in c["args"])
         host, port = flags["--router"].rsplit(":", 1)
         router_svc = self.by[("Service", host)]
-        self.assertIn(int(port), [p["port"] for p in router_svc["spec"]["ports"]])
+        # The Service port that leads to the router's worker port
+        # (--worker_listen), not its client port: docs/deploy.md said 8500.
+        by_port = {p["port"]: p for p in router_svc["spec"]["ports"]}
+        self.assertIn(int(port), by_port)
+        self.assertEqual(by_port[int(port)]["targetPort"], "workers")
+        with open(os.path.join(SRC, "docs/deploy.md")) as f:
+            deploy_md = f.read()
+        self.assertIn(f"--router={host}:{port}", deploy_md)
+        self.assertNotRegex(deploy_md, rf"--router={host}:(?!{port}\b)[0-9]+")
         self.assertNotIn("--emulate", c["args"])  # real executors in the base
         self.assertEqual(flags["--model_repo"], c["volumeMounts"][0]["mountPath"])
 
@@ -212,12 +243,56 @@ class ManifestTest(unittest.TestCase):
             self.assertEqual(m["external"]["target"]["type"], "AverageValue")
             self.assertRegex(m["external"]["target"]["averageValue"], QUANTITY)
 
+    def test_every_object_carries_the_part_of_label(self):
+        for o in self.base + self.gpu:
+            self.assertEqual(o["metadata"]["labels"]["app.kubernetes.io/part-of"], "superserve",
+                             (o["kind"], o["metadata"]["name"]))
+
+    def test_the_top_folder_renders_the_base(self):
+        # `kubectl apply -k deploy/k8s` (docs/deploy.md) failed: no
+        # kustomization at the top.
+        top = render(K8S)
+        self.assertEqual(top, self.base)
+
+    def validate_schemas(self, objects):
+        """Runs tests/deploy/k8s_schema/validate.mjs (the Kubernetes API
+        schemas of the npm package kubernetes-models) on `objects`."""
+        return subprocess.run([shutil.which("node"), os.path.join(SCHEMA_DIR, "validate.mjs")],
+                              input=json.dumps(objects), capture_output=True, text=True,
+                              timeout=120, cwd=SCHEMA_DIR)
+
+    def test_objects_match_the_kubernetes_api_schemas(self):
+        if shutil.which("node") is None or not os.path.isdir(
+                os.path.join(SCHEMA_DIR, "node_modules", "kubernetes-models")):
+            # scripts/install-deps installs both (the README's test command runs it).
+            self.skipTest("node or tests/deploy/k8s_schema/node_modules missing: "
+                          "run scripts/install-deps")
+        for name, objects in (("base", self.base), ("gpu", self.gpu)):
+            r = self.validate_schemas(objects)
+            self.assertEqual(r.returncode, 0, f"{name}:\n{r.stdout}{r.stderr}")
+            self.assertEqual(sum(line.startswith("ok ") for line in r.stdout.splitlines()),
+                             len(objects), r.stdout)
+        # The validator catches what the checks above do not look at: a
+        # port that is not a number, a missing required field.
+        broken = copy.deepcopy(self.base)
+        router = next(o for o in broken if o["kind"] == "Deployment")
+        router["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "8500"
+        r = self.validate_schemas(broken)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("containerPort must be integer", r.stdout)
+        broken = copy.deepcopy(self.base)
+        hpa = next(o for o in broken if o["kind"] == "HorizontalPodAutoscaler")
+        del hpa["spec"]["maxReplicas"]
+        r = self.validate_schemas(broken)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("maxReplicas", r.stdout)
+
     def test_kubectl_renders_both_variants_when_installed(self):
         kubectl = shutil.which("kubectl")
         if kubectl is None:
             # The checks above are the validation; this one adds kubectl's own.
             self.skipTest("kubectl not installed")
-        for d, objects in ((os.path.join(K8S, "base"), self.base),
+        for d, objects in ((K8S, self.base), (os.path.join(K8S, "base"), self.base),
                            (os.path.join(K8S, "gpu"), self.gpu)):
             out = subprocess.run([kubectl, "kustomize", d], check=True, capture_output=True,
                                  text=True, timeout=60).stdout

@@ -108,6 +108,13 @@ TEST_F(AdminCli, ExitCodesForUsageTokensAndUnknownModels) {
   EXPECT_EQ(list.exit_code, 0) << list.output;
   EXPECT_THAT(list.output, HasSubstr("emu  family=emulated subnets=4"));
   EXPECT_THAT(list.output, HasSubstr("workers=1"));
+  // Accuracy (2 decimals) and latency (3 significant figures) rounded, with
+  // units (latencies read "latency_ms@b1=0.380853..9.11264").
+  EXPECT_THAT(list.output,
+              ::testing::ContainsRegex("accuracy=[0-9]+\\.[0-9][0-9]\\.\\.[0-9]+\\.[0-9][0-9]% "));
+  EXPECT_THAT(list.output,
+              ::testing::ContainsRegex(
+                  " latency@batch[0-9]+=[0-9.]{1,5}\\.\\.[0-9.]{1,5} ms "));
 
   std::ofstream(work_ + "/wrong.token") << "not-the-token";
   auto wrong = Run({"--admin_token_file=" + work_ + "/wrong.token", "list"}, false);
@@ -138,6 +145,8 @@ TEST_F(AdminCli, MalformedPackageIsRefusedNamingTheField) {
   EXPECT_THAT(r.output, HasSubstr("INVALID_ARGUMENT"));
   EXPECT_THAT(r.output, HasSubstr("manifest.json: field kind"));
   EXPECT_THAT(r.output, HasSubstr("hypernet"));
+  // Refused before any worker loaded anything: no loading progress first.
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("the workers load the package")));
   auto list = Run({"list"});
   EXPECT_THAT(list.output, ::testing::Not(HasSubstr("bad")));
 }
@@ -148,7 +157,7 @@ TEST_F(AdminCli, RegisteredPackageIsLoadedByTheWorkersAnswersAndUnregistersUnder
   WritePackage("emu2");
   auto r = Run({"register", "emu2", "--wait_ready_s=20"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("registering emu2"));
+  EXPECT_THAT(r.output, HasSubstr("ready after"));
   EXPECT_THAT(r.output, ::testing::ContainsRegex("#[0-9]+: ready \\(loaded in [0-9]+ ms\\)"));
   EXPECT_THAT(r.output, HasSubstr("emu2  family=emulated subnets=4"));
   EXPECT_THAT(r.output, HasSubstr("workers=1"));
@@ -392,6 +401,8 @@ TEST_F(AdminCli, ASecondVersionTakesOverWithoutAFailedQueryAndTheFirstCanBePinne
   auto current = Run({"unregister", "emu", "--version=2"});
   EXPECT_EQ(current.exit_code, 1) << current.output;
   EXPECT_THAT(current.output, HasSubstr("is the current one"));
+  // The status code by name (it read "ERROR").
+  EXPECT_THAT(current.output, HasSubstr("unregister failed: FAILED_PRECONDITION: "));
   auto old = Run({"unregister", "emu", "--version=1"});
   EXPECT_EQ(old.exit_code, 0) << old.output;
   v1::InferRequest one = req;

@@ -748,6 +748,14 @@ TEST(EngineIntegration, QueryCommandAnswersEachImageAndNamesErrors) {
   out = run({"--model=nope"}, &code);
   EXPECT_EQ(code, 1);
   EXPECT_THAT(out, HasSubstr("unknown model \"nope\""));
+  // --version pins a version: emu's own (its manifest's 1) answers; one the
+  // router does not serve is named (the field reaches the router).
+  out = run({"--model=emu", "--version=1"}, &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr(" subnet ")) << out;
+  out = run({"--model=emu", "--version=7"}, &code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_THAT(out, HasSubstr("has no version 7")) << out;
 }
 
 }  // namespace

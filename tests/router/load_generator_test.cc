@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "router/client/inference_client.h"
+#include "router/client/trace_csv.h"
 #include "superserve/v1/inference.grpc.pb.h"
 
 namespace superserve {
@@ -41,6 +43,12 @@ class ScriptedInference final : public v1::Inference::Service {
   ~ScriptedInference() override { server_->Shutdown(std::chrono::system_clock::now()); }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
   int streams() const { return streams_.load(); }
+  // The application tag of every query answered at once (expected 0), in
+  // the order they arrived.
+  std::vector<std::string> applications() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return applications_;
+  }
 
   grpc::Status InferStream(
       grpc::ServerContext*,
@@ -51,7 +59,11 @@ class ScriptedInference final : public v1::Inference::Service {
     if (expected_ == 0) {  // answer each message's queries at once, OK
       while (stream->Read(&in)) {
         v1::InferStreamResponse out;
-        for (const auto& q : in.queries()) out.add_answers()->set_tag(q.tag());
+        for (const auto& q : in.queries()) {
+          out.add_answers()->set_tag(q.tag());
+          std::lock_guard<std::mutex> lock(mu_);
+          applications_.push_back(q.request().application());
+        }
         if (!stream->Write(out)) break;
       }
       return grpc::Status::OK;
@@ -80,6 +92,8 @@ class ScriptedInference final : public v1::Inference::Service {
   std::chrono::milliseconds spacing_;
   int port_ = 0;
   std::atomic<int> streams_{0};
+  mutable std::mutex mu_;
+  std::vector<std::string> applications_;
   std::unique_ptr<grpc::Server> server_;
 };
 
@@ -184,6 +198,32 @@ TEST(ReplayTraceTest, SeveralSendersShareTheRowsAndKeepTheirTimes) {
     EXPECT_GE(r.sent, trace[i].arrival - Micros(150)) << "row " << i << " sent early";
   }
   EXPECT_EQ(server.streams(), 3);
+}
+
+// One trace format (issue 44): a trace file whose application column is
+// named `application` (what superserve-sim reads too, tests/bench) replays
+// with each row's application on its query.
+TEST(ReplayTraceTest, ReplaysATraceFileWithAnApplicationColumn) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/application-trace-", getpid(), ".csv");
+  std::ofstream(path) << "arrival_us,application\n0,short\n100,long\n200,short\n";
+  auto trace = ReadTraceCsv(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ScriptedInference server(/*answer=*/true, /*expected=*/0, std::chrono::milliseconds(0));
+  InferenceClient client(server.address(), Transport::kStream);
+  ReplayOptions o = Options();
+  o.default_slo = Seconds(2);
+  o.drain_timeout = Seconds(2);  // every answer comes; no gap under a sanitizer ends the wait
+  auto records = ReplayTrace(client, *trace, OneInput(), o);
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 3u);
+  const std::vector<std::string> want = {"short", "long", "short"};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE((*records)[i].answered) << "row " << i;
+    EXPECT_EQ((*records)[i].application, want[i]) << "row " << i;
+  }
+  EXPECT_EQ(server.applications(), want) << "the queries the server read, in send order";
 }
 
 // Options a replay cannot keep: a NaN or infinite time scale (the sends'

@@ -1,6 +1,7 @@
 // The router's side of the exactly-once count on /metrics: accepted,
 // answered and pending come from one serving-core snapshot per scrape, and
-// stop when the core goes away (docs/faults.md).
+// stop when the core goes away (docs/faults.md). And the attainment gauge
+// exists only once a model has answers.
 #include <string>
 
 #include "gtest/gtest.h"
@@ -32,6 +33,21 @@ TEST(ServingTotalsMetric, EachScrapeReadsOneSnapshot) {
   EXPECT_EQ(scrapes, 2) << "one snapshot per scrape";
   metrics.ExportServingTotals(nullptr);
   EXPECT_FALSE(MetricValue(metrics.Scrape(), "superserve_queries_pending").ok());
+}
+
+// A model with no answers yet has no attainment series (it read 0, "every
+// query missed", while the model was idle); its first answer creates it.
+TEST(SloAttainmentMetric, AbsentUntilTheModelsFirstAnswer) {
+  RouterMetrics metrics;
+  metrics.SetQueueDepth("idle", 0);  // every serving tick reports each model's queue
+  metrics.OnBatch("idle", 1);
+  const std::string before = metrics.Scrape();
+  EXPECT_NE(before.find("superserve_queue_depth{model=\"idle\"} 0"), std::string::npos) << before;
+  EXPECT_FALSE(MetricValue(before, "superserve_slo_attainment{model=\"idle\"}").ok()) << before;
+  metrics.OnQueryDone("idle", QueryOutcome::kLate, Millis(5), 0, -1);
+  EXPECT_EQ(*MetricValue(metrics.Scrape(), "superserve_slo_attainment{model=\"idle\"}"), 0);
+  metrics.OnQueryDone("idle", QueryOutcome::kOk, Millis(5), 90, 3);
+  EXPECT_EQ(*MetricValue(metrics.Scrape(), "superserve_slo_attainment{model=\"idle\"}"), 0.5);
 }
 
 }  // namespace

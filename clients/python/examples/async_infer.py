@@ -2,7 +2,7 @@
 """asyncio: concurrent unary queries and an async stream.
 
   PYTHONPATH=clients/python:build/python clients/python/examples/async_infer.py \
-      --router 127.0.0.1:8500 --model emu
+      --router 127.0.0.1:8500 --model fmnist
 """
 import argparse
 import asyncio

@@ -2,7 +2,7 @@
 """One query with a deadline, then typed errors.
 
   PYTHONPATH=clients/python:build/python clients/python/examples/infer.py \
-      --router 127.0.0.1:8500 --model emu
+      --router 127.0.0.1:8500 --model fmnist
 """
 import argparse
 

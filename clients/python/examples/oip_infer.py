@@ -3,7 +3,7 @@
 (any OIP client works the same way: tritonclient.grpc, KServe's client).
 
   PYTHONPATH=build/python clients/python/examples/oip_infer.py \
-      --router 127.0.0.1:8500 --model emu
+      --router 127.0.0.1:8500 --model fmnist
 """
 import argparse
 

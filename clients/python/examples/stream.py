@@ -2,7 +2,7 @@
 """Many queries over one stream; answers arrive in completion order.
 
   PYTHONPATH=clients/python:build/python clients/python/examples/stream.py \
-      --router 127.0.0.1:8500 --model emu --queries 10000
+      --router 127.0.0.1:8500 --model fmnist --queries 10000
 """
 import argparse
 import time

@@ -5,7 +5,7 @@ import asyncio
 import grpc
 
 from superserve import errors
-from superserve.client import (CHANNEL_OPTIONS, InferResult, answer_of, check_count,
+from superserve.client import (CHANNEL_OPTIONS, InferResult, answer_of, check_count, check_version,
                                check_timeout, closed_error, make_request, timeout_us, unanswered)
 from superserve.tensors import to_wire
 from superserve.v1 import inference_pb2, inference_pb2_grpc
@@ -33,21 +33,23 @@ class AsyncClient:
             raise errors.Unavailable(grpc.StatusCode.UNAVAILABLE,
                                      f"router not reachable within {timeout} s") from None
 
-    async def infer(self, model, array, *, timeout=None, application=""):
+    async def infer(self, model, array, *, timeout=None, application="", version=0):
         """As Client.infer, awaitable."""
         self._check_open()
         t = check_timeout(timeout if timeout is not None else self.default_timeout)
+        req = make_request(model, array, application, version)
         try:
-            resp = await self._stub.Infer(make_request(model, array, application), timeout=t)
+            resp = await self._stub.Infer(req, timeout=t)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e) from None
         return InferResult(resp)
 
     async def stream(self, model, inputs, *, timeout=None, application="", max_in_flight=1024,
-                     batch=64):
+                     batch=64, version=0):
         """As Client.stream, as an async generator; `inputs` is an iterable or
         an async iterable of arrays."""
         self._check_open()
+        version = check_version(version)
         t = timeout if timeout is not None else self.default_timeout
         tus = timeout_us(t)
         window = asyncio.Semaphore(check_count(max_in_flight, "max_in_flight"))
@@ -78,6 +80,7 @@ class AsyncClient:
                 q.request.model = model
                 if application:
                     q.request.application = application
+                q.request.model_version = version
                 to_wire(x, q.request.input)
                 i += 1
                 if len(msg.queries) >= batch:

@@ -61,8 +61,20 @@ class StreamAnswer:
         return self.result
 
 
-def make_request(model, array, application=""):
-    req = inference_pb2.InferRequest(model=model, application=application)
+def check_version(version):
+    """`version` (a model version, its manifest's `version`; 0 = the current
+    one) as an int in [0, 2**32 - 1], or TypeError / ValueError."""
+    if isinstance(version, bool) or not isinstance(version, numbers.Integral):
+        raise TypeError(f"version must be an int >= 0 (0 = the current one), got {version!r}")
+    if not 0 <= version <= 0xFFFFFFFF:
+        raise ValueError(f"version must be in [0, 4294967295] (0 = the current one), "
+                         f"got {version!r}")
+    return int(version)
+
+
+def make_request(model, array, application="", version=0):
+    req = inference_pb2.InferRequest(model=model, application=application,
+                                     model_version=check_version(version))
     to_wire(array, req.input)
     return req
 
@@ -149,20 +161,23 @@ class Client:
             raise errors.Unavailable(grpc.StatusCode.UNAVAILABLE,
                                      f"router not reachable within {timeout} s") from None
 
-    def infer(self, model, array, *, timeout=None, application=""):
+    def infer(self, model, array, *, timeout=None, application="", version=0):
         """One query: `array` is one sample (the model's input shape, no batch
-        dimension). `timeout` (seconds) is the query's deadline. Returns an
-        InferResult or raises a SuperserveError subclass."""
+        dimension). `timeout` (seconds) is the query's deadline. `version`
+        pins a version of the model (its manifest's `version`; 0 = the
+        current one; one the router does not serve is InvalidArgument).
+        Returns an InferResult or raises a SuperserveError subclass."""
         self._check_open()
         t = check_timeout(timeout if timeout is not None else self.default_timeout)
+        req = make_request(model, array, application, version)
         try:
-            resp = self._stub.Infer(make_request(model, array, application), timeout=t)
+            resp = self._stub.Infer(req, timeout=t)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e) from None
         return InferResult(resp)
 
     def stream(self, model, inputs, *, timeout=None, application="", max_in_flight=1024,
-               batch=64):
+               batch=64, version=0):
         """Sends every array in `inputs` (any iterable) as its own query over
         one InferStream and yields a StreamAnswer per query, in completion
         order. Each query's deadline is `timeout` seconds after the router
@@ -171,8 +186,10 @@ class Client:
         slowly and latency matters). Raises a SuperserveError if the stream
         itself fails; an exception from `inputs` (or TypeError for an array
         the wire cannot carry) ends the stream and is raised here. A query
-        the stream ended without answering gets an Unavailable error."""
+        the stream ended without answering gets an Unavailable error.
+        `version` pins a model version, as in infer."""
         self._check_open()
+        version = check_version(version)
         t = timeout if timeout is not None else self.default_timeout
         tus = timeout_us(t)
         max_in_flight = check_count(max_in_flight, "max_in_flight")
@@ -207,6 +224,7 @@ class Client:
                 r.model = model
                 if application:
                     r.application = application
+                r.model_version = version
                 to_wire(x, r.input)
                 if len(msg.queries) >= batch:
                     sent.update(q.tag for q in msg.queries)

@@ -54,6 +54,32 @@ class ClientTest(unittest.TestCase):
         again = self.client.infer("emu", sample(0).astype(np.float64))
         np.testing.assert_array_equal(again.output, r.output)
 
+    def test_a_version_can_be_pinned(self):
+        # emu is version 1 (its manifest): pinned, it answers; a version the
+        # router does not serve is InvalidArgument naming it, from infer,
+        # stream and the asyncio client alike (the field reaches the router).
+        self.assertEqual(self.client.infer("emu", sample(0), version=1).output.shape, (10,))
+        with self.assertRaises(superserve.InvalidArgument) as e:
+            self.client.infer("emu", sample(0), version=7)
+        self.assertIn("has no version 7", e.exception.message)
+        answers = list(self.client.stream("emu", [sample(0), sample(1)], version=7))
+        self.assertEqual(len(answers), 2)
+        for a in answers:
+            self.assertIsInstance(a.error, superserve.InvalidArgument)
+        self.assertEqual([a.error for a in self.client.stream("emu", [sample(0)], version=1)],
+                         [None])
+
+        async def pinned():
+            async with superserve.AsyncClient(self.cluster.address) as c:
+                with self.assertRaises(superserve.InvalidArgument):
+                    await c.infer("emu", sample(0), version=7)
+                return (await c.infer("emu", sample(0), version=1)).output.shape
+        self.assertEqual(asyncio.run(pinned()), (10,))
+        for bad, error in ((-1, ValueError), (2**32, ValueError), (1.5, TypeError),
+                           (True, TypeError), ("1", TypeError)):
+            with self.subTest(version=bad), self.assertRaises(error):
+                self.client.infer("emu", sample(0), version=bad)
+
     def test_typed_errors(self):
         with self.assertRaises(superserve.InvalidArgument) as e:
             self.client.infer("nope", sample(0))

@@ -144,7 +144,7 @@ class TorchScriptExportTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         status = self.admin("status", "tinycnn-measured")
         self.assertEqual(status.returncode, 0, status.stdout + status.stderr)
-        m = re.search(r"latency_ms@b1=([0-9.e+-]+)\.\.([0-9.e+-]+)", status.stdout)
+        m = re.search(r"latency@batch1=([0-9.e+-]+)\.\.([0-9.e+-]+) ms", status.stdout)
         self.assertIsNotNone(m, status.stdout)
         fastest, slowest = float(m.group(1)), float(m.group(2))
         self.assertGreater(fastest, 0.0)
@@ -175,7 +175,7 @@ class TorchScriptExportTest(unittest.TestCase):
                                      f"--router={cluster.address}", "status", "tinycnn-repo"],
                                     env=env, capture_output=True, text=True, timeout=60)
             self.assertEqual(status.returncode, 0, status.stdout + status.stderr)
-            self.assertRegex(status.stdout, r"latency_ms@b1=[0-9.]+\.\.[0-9.]+")
+            self.assertRegex(status.stdout, r"latency@batch1=[0-9.]+\.\.[0-9.]+ ms")
             with superserve.Client(cluster.address, default_timeout=5.0) as c:
                 images, _ = sx.load_fashion_mnist("t10k")
                 ans = c.infer("tinycnn-repo", images[0].numpy(), timeout=5.0)
