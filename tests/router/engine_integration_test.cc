@@ -260,7 +260,7 @@ TEST_P(EngineIntegrationByTransport, KilledWorkerLosesNoQuery) {
 // A hung worker (SIGSTOP: it neither heartbeats nor answers) is declared dead
 // within the missed-heartbeat limit and its queries go to the other worker;
 // when it wakes up (SIGCONT) its late result is ignored, it finds its stream
-// closed, reconnects and is admitted again under a new id, and serves.
+// closed, reconnects and is admitted again, and serves.
 TEST(EngineIntegration, HungWorkerIsReplacedAndReadmittedWhenItWakes) {
   auto cluster =
       StartCluster(2, {"--heartbeat_ms=100", "--missed_heartbeats=3", "--ratefit_pace=0"});
@@ -306,10 +306,9 @@ TEST(EngineIntegration, HungWorkerIsReplacedAndReadmittedWhenItWakes) {
     EXPECT_EQ(r.code, absl::StatusCode::kOk);
     names.insert(r.worker);
   }
+  // The woken process serves again: it registered anew (dead workers' ids
+  // are recycled, serving/worker_pool.h, so its new id may equal its old).
   EXPECT_EQ(names.size(), 2u) << "both workers serve again";
-  EXPECT_TRUE(std::any_of(names.begin(), names.end(),
-                          [](const std::string& n) { return absl::EndsWith(n, "#2"); }))
-      << "the woken worker registered anew (ids 0 and 1 were the first two)";
 }
 
 // --- Clockwork's action windows with real processes: a worker delayed on
