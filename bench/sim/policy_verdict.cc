@@ -11,7 +11,7 @@ namespace superserve {
 namespace {
 
 // The product policy that runs one subnet.
-constexpr char kFixedSubnet[] = "clipper+";
+constexpr char kFixedSubnet[] = "fixed-subnet";
 
 PolicyOutcome Run(const SchedulingCase& c, const std::vector<Nanos>& arrivals,
                   const std::string& policy, const PolicyConfig& config) {

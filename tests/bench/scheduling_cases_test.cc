@@ -95,7 +95,7 @@ TEST(PolicyVerdictTest, APolicyJudgedAgainstItselfHasNoMargin) {
     c = MakeSchedulingCase(seed);
     if (c.profile.subnets.size() == 1) break;
   }
-  const CaseVerdict v = JudgeCase(c, "clipper+", PolicyConfig(), {"clipper+"});
+  const CaseVerdict v = JudgeCase(c, "fixed-subnet", PolicyConfig(), {"fixed-subnet"});
   EXPECT_EQ(v.fixed_runs, 1);
   EXPECT_DOUBLE_EQ(v.MarginToFixed(), 0);
   EXPECT_DOUBLE_EQ(v.MarginToOthers(), 0);
