@@ -210,17 +210,32 @@ void DropDominated(ModelProfile* m) {
   for (size_t i = 0; i < n; ++i) {
     if (!dominated[i]) kept.push_back(m->subnets[i]);
   }
+  // One warning per subnet, or one line for them all when there are many
+  // (a measured profile of a hundred subnets may have most dominated).
+  constexpr int kOneLineFrom = 4;
+  const auto count = std::count(dominated.begin(), dominated.end(), 1);
+  std::string all;
   for (size_t i = 0; i < n; ++i) {
     if (!dominated[i]) continue;
     const SubnetProfile& s = m->subnets[i];
     for (const SubnetProfile& k : kept) {
       if (!Dominates(k, s)) continue;
-      m->warnings.push_back(
-          absl::StrCat("profile \"", m->model, "\": subnet id=", s.id, " (accuracy ", s.accuracy,
-                       "%) is dominated by subnet id=", k.id, " (accuracy ", k.accuracy,
-                       "%, at least as fast at every batch size); left out of the choices"));
+      if (count >= kOneLineFrom) {
+        absl::StrAppend(&all, all.empty() ? "" : ", ", s.id, " (by ", k.id, ")");
+      } else {
+        m->warnings.push_back(absl::StrCat(
+            "profile \"", m->model, "\": subnet id=", s.id, " (accuracy ", s.accuracy,
+            "%) is dominated by subnet id=", k.id, " (accuracy ", k.accuracy,
+            "%, at least as fast at every batch size); left out of the choices"));
+      }
       break;
     }
+  }
+  if (!all.empty()) {
+    m->warnings.push_back(absl::StrCat(
+        "profile \"", m->model, "\": ", count, " of ", n,
+        " subnets are dominated (another at least as accurate and at least as fast at every "
+        "batch size) and left out of the choices: ids ", all));
   }
   m->subnets = std::move(kept);
 }
