@@ -148,7 +148,8 @@ std::vector<at::Tensor> EarlyExitNet::Parameters() { return impl_->net->paramete
 
 std::vector<at::Tensor> EarlyExitNet::ForwardAllExits(const at::Tensor& x) {
   std::vector<at::Tensor> out;
-  torch::Tensor h = x;
+  // On the weights' device (MoveTo); the logits stay there.
+  torch::Tensor h = x.to(impl_->device);
   for (size_t i = 0; i < impl_->net->stages.size(); ++i) {
     h = impl_->net->stages[i]->forward(h);
     out.push_back(impl_->net->exits[i]->forward(h));

@@ -75,7 +75,8 @@ class EarlyExitNet {
   absl::StatusOr<ExitOutputs> Run(const float* input, int64_t n, int max_exit = -1);
 
   // Training: train/eval mode and the logits of every exit for the whole
-  // batch (no early leaving), for a joint loss.
+  // batch (no early leaving), for a joint loss. `x` may be on any device: it
+  // is copied to the weights'; the logits are on the weights' device.
   void SetTraining(bool training);
   std::vector<at::Tensor> ForwardAllExits(const at::Tensor& x);
   std::vector<at::Tensor> Parameters();

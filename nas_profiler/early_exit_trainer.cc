@@ -132,7 +132,8 @@ absl::StatusOr<std::vector<EarlyExitEval>> EvaluateEarlyExit(
         auto logits = net.ForwardAllExits(x);
         std::vector<torch::Tensor> pred, conf;
         for (int i = 0; i < exits; ++i) {
-          auto [c, p] = torch::softmax(logits[i], 1).max(1);
+          // Back on the CPU: read below through data_ptr.
+          auto [c, p] = torch::softmax(logits[i].to(torch::kCPU), 1).max(1);
           pred.push_back(p.contiguous());
           conf.push_back(c.contiguous());
           correct_at[i] += p.eq(y).sum().item<int64_t>();
