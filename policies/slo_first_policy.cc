@@ -30,7 +30,7 @@ constexpr double kNearBestThroughput = 0.95;
 // batches should grow (deferral pays).
 constexpr double kEagerUtilisation = 0.7;
 
-int64_t Workers(const SchedulingContext& ctx) {
+int64_t FleetWorkers(const SchedulingContext& ctx) {
   return std::max<int64_t>(
       1, std::max<int64_t>(ctx.live_workers, static_cast<int64_t>(ctx.free_workers.size())));
 }
@@ -204,7 +204,7 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   const Nanos slack = view.slack;
   const Query& head = ctx.queue.Head();
   const Nanos slo = head.deadline - head.arrival;
-  const int64_t workers = Workers(ctx);
+  const int64_t workers = FleetWorkers(ctx);
   const int64_t free = static_cast<int64_t>(ctx.free_workers.size());
   RefreshCapacity(slo, workers);
   const double rate = arrivals_.Rate(
@@ -255,7 +255,7 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     // batch smaller than the load needs could serve is dropped.
     const Query& head = ctx.queue.Head();
     const Nanos slo = head.deadline - head.arrival;
-    RefreshCapacity(slo, Workers(ctx));
+    RefreshCapacity(slo, FleetWorkers(ctx));
     const int64_t target = TargetBatch(
         slo, arrivals_.Rate(ctx.now, static_cast<Nanos>(options_.rate_window_slos *
                                                         static_cast<double>(slo))));

@@ -13,7 +13,7 @@ namespace {
 // The product policy that runs one subnet.
 constexpr char kFixedSubnet[] = "fixed-subnet";
 
-PolicyOutcome Run(const SchedulingCase& c, const std::vector<Nanos>& arrivals,
+PolicyOutcome RunOnCase(const SchedulingCase& c, const std::vector<Nanos>& arrivals,
                   const std::string& policy, const PolicyConfig& config) {
   auto made = MakePolicy(policy, c.profile, config);
   if (!made.ok()) return {};
@@ -37,7 +37,7 @@ CaseVerdict JudgeCase(const SchedulingCase& c, const std::string& policy,
                       const PolicyConfig& config, const std::vector<std::string>& others) {
   CaseVerdict v;
   v.label = c.label;
-  v.outcome = Run(c, c.arrivals, policy, config);
+  v.outcome = RunOnCase(c, c.arrivals, policy, config);
   const ModelProfile& p = c.profile;
   const int s = static_cast<int>(p.subnets.size());
   // Subnet indices in ascending accuracy.
@@ -52,7 +52,7 @@ CaseVerdict JudgeCase(const SchedulingCase& c, const std::string& policy,
     if (it != fixed.end()) return it->second;
     PolicyConfig fc;
     fc.fixed_subnet_id = p.subnets[by_accuracy[pos]].id;
-    return fixed[pos] = Run(c, c.arrivals, kFixedSubnet, fc);
+    return fixed[pos] = RunOnCase(c, c.arrivals, kFixedSubnet, fc);
   };
   constexpr int kSample = 12;
   std::vector<int> sample;
@@ -89,7 +89,7 @@ CaseVerdict JudgeCase(const SchedulingCase& c, const std::string& policy,
   }
   v.fixed_runs = static_cast<int>(fixed.size());
   for (const std::string& other : others) {
-    const PolicyOutcome o = Run(c, c.arrivals, other, PolicyConfig());
+    const PolicyOutcome o = RunOnCase(c, c.arrivals, other, PolicyConfig());
     if (o.attainment >= v.best_other_attainment) {
       v.best_other_attainment = o.attainment;
       v.best_other = other;
@@ -110,8 +110,8 @@ GoodputVerdict JudgeGoodput(const SchedulingCase& c, const std::string& policy,
     const Nanos duration =
         std::max(Seconds(6000 / rate), std::min<Nanos>(20 * c.sim.slo, Seconds(30000 / rate)));
     const std::vector<Nanos> arrivals = PoissonArrivals(rate, duration, c.seed + step);
-    if (Run(c, arrivals, policy, config).attainment >= 0.99) v.policy_rate = rate;
-    if (Run(c, arrivals, reference, PolicyConfig()).attainment >= 0.99) v.reference_rate = rate;
+    if (RunOnCase(c, arrivals, policy, config).attainment >= 0.99) v.policy_rate = rate;
+    if (RunOnCase(c, arrivals, reference, PolicyConfig()).attainment >= 0.99) v.reference_rate = rate;
   }
   return v;
 }
