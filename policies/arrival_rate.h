@@ -52,6 +52,8 @@ class ArrivalRateEstimator {
     return static_cast<double>(count_ - lo) * kNanosPerSecond / static_cast<double>(span);
   }
   Nanos window() const { return window_; }
+  // A longer window from now on; the arrivals kept so far stay.
+  void Widen(Nanos window) { window_ = std::max(window_, window); }
 
  private:
   void Expire(Nanos now) {

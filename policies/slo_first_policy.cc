@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 
 namespace superserve {
 namespace {
@@ -29,6 +29,10 @@ constexpr double kNearBestThroughput = 0.95;
 // at least 1/0.7 of the load; past that utilisation queues build and the
 // batches should grow (deferral pays).
 constexpr double kEagerUtilisation = 0.7;
+// The load is measured over at most this long: the estimator keeps every
+// arrival of its window, and a client's day-long deadline must not make it
+// keep a day of arrivals.
+constexpr Nanos kMaxRateWindow = Seconds(10);
 
 int64_t FleetWorkers(const SchedulingContext& ctx) {
   return std::max<int64_t>(
@@ -43,11 +47,11 @@ SloFirstPolicy::SloFirstPolicy(const ModelProfile& profile, SloFirstOptions opti
       arrivals_(Millis(100)) {}
 
 void SloFirstPolicy::OnArrival(const Query& q, Nanos now) {
-  // The window is in SLOs; the SLO is known from the queries. Widened once
-  // (the arrivals kept so far are lost, a few SLOs of rate history).
-  const auto window =
-      static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(q.deadline - q.arrival));
-  if (window > arrivals_.window()) arrivals_ = ArrivalRateEstimator(window);
+  // The window is in SLOs; the SLO is known from the queries.
+  const auto window = std::min(
+      kMaxRateWindow,
+      static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(q.deadline - q.arrival)));
+  arrivals_.Widen(window);
   arrivals_.Add(now);
 }
 

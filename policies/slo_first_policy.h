@@ -60,6 +60,9 @@ class SloFirstPolicy : public ProfiledPolicy {
   Nanos Urgency(const EdfQueue& queue, Nanos now) const override;
   void OnArrival(const Query& q, Nanos now) override;
 
+  // How far back arrivals are kept (the widest rate window asked for,
+  // bounded; tests).
+  Nanos kept_arrival_window() const { return arrivals_.window(); }
   // The accuracy rank the load alone would pick for queries of this `slo`
   // served by `workers` (tests).
   int RankForLoad(double rate, Nanos slo, int64_t workers);

@@ -153,6 +153,19 @@ TEST(SloFirstPolicyTest, DropsAHeadOnlyTheLoadsBatchCouldServeTooLate) {
   ExpectDispatch(DecideOn(&p, enough), 0, 8, 8);
 }
 
+TEST(SloFirstPolicyTest, ADayLongDeadlineKeepsAtMostTenSecondsOfArrivals) {
+  // 8 SLOs of a day would keep 8 days of arrivals in memory.
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&p, 300);
+  EXPECT_EQ(p.kept_arrival_window(), 8 * kSlo);
+  p.OnArrival(Query{1, 0, kNow, kNow + Seconds(86400)}, kNow);
+  EXPECT_EQ(p.kept_arrival_window(), Seconds(10));
+  // The load is still read over 8 of the head's SLOs: 300 q/s, 75 %.
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  EXPECT_EQ(DecideOn(&p, q).subnet_index, 1);
+}
+
 TEST(SloFirstPolicyTest, TheOverloadPlanIsAnsweredWithTheFastestSubnetAtOnce) {
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
