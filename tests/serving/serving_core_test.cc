@@ -488,6 +488,7 @@ TEST(ServingCoreRegistrationTest, TheWorkerIsToldOutsideTheLockAndBeforeAnyBatch
   EXPECT_EQ(events_on_return, 1u) << "a batch reached the worker before its registration ended";
   EXPECT_EQ(channel->events, (std::vector<std::string>{"registered", "batch"}));
   EXPECT_EQ(query.answers, 0) << "dispatched, not answered";
+  core.Shutdown();  // answers `query` while it is still alive
 }
 
 // A worker that reconnects 10,000 times leaves no trail: the record of a
@@ -522,6 +523,7 @@ TEST(ServingCoreRegistrationTest, ReconnectingWorkersLeaveABoundedNumberOfRecord
   q.deadline = clock.Now() + Millis(100);
   core.Submit(&query, q);
   EXPECT_EQ(core.Stats().batches, 1);
+  core.Shutdown();  // answers `query` while it is still alive
 }
 
 // A worker the core declared dead keeps its id until its owner reports it
@@ -595,6 +597,7 @@ TEST(ServingCoreIdleTest, AnIdleCoreAsksForFewTicks) {
   q.deadline = clock.Now() + Millis(100);
   core.Submit(&query, q);
   EXPECT_LE(core.Tick(), clock.Now() + o.tick_interval);
+  core.Shutdown();  // answers `query` while it is still alive
 }
 
 }  // namespace
