@@ -10,28 +10,13 @@
 #include "policies/orloj_policy.h"
 #include "policies/orloj_score.h"
 #include "policies/policy_factory.h"
+#include "tests/policies/policy_test_util.h"
 
 namespace superserve {
 namespace {
 
-struct App {
-  std::string name;
-  double lo_us, hi_us;  // uniform
-};
-
-// A dynamic profile: batch of k takes c0 + c1 * k * max(l); each application
-// uniform on [lo, hi) in one bin, equal counts.
-ModelProfile DynamicProfile(double c0_us, double c1, std::vector<int32_t> batches,
-                            std::vector<App> apps) {
-  ModelProfile p;
-  p.model = "dyn";
-  p.batch_sizes = std::move(batches);
-  p.is_dynamic = true;
-  p.dynamic.batch_overhead_us = c0_us;
-  p.dynamic.per_request_factor = c1;
-  for (const App& a : apps) p.dynamic.applications.push_back({a.name, {a.lo_us, a.hi_us}, {100}});
-  return p;
-}
+using testing::App;
+using testing::DynamicProfile;
 
 EmpiricalDistribution Uniform(double lo, double hi) {
   return *EmpiricalDistribution::FromHistogram({lo, hi}, {1});

@@ -1,6 +1,8 @@
 #ifndef SUPERSERVE_TESTS_POLICIES_POLICY_TEST_UTIL_H_
 #define SUPERSERVE_TESTS_POLICIES_POLICY_TEST_UTIL_H_
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/model_profile.h"
@@ -32,6 +34,26 @@ inline ModelProfile HandProfile(const std::vector<int32_t>& batches,
 inline ModelProfile ThreeSubnetProfile() {
   return HandProfile({1, 2, 4, 8}, {70, 75, 80},
                      {{1, 1.5, 2.5, 4.5}, {2, 3, 5, 9}, {4, 6, 10, 18}});
+}
+
+// One application of DynamicProfile: execution times uniform on [lo, hi).
+struct App {
+  std::string name;
+  double lo_us, hi_us;
+};
+
+// A dynamic profile: a batch of k takes c0 + c1 * k * max(l); each
+// application uniform on [lo, hi) in one bin, equal counts.
+inline ModelProfile DynamicProfile(double c0_us, double c1, std::vector<int32_t> batches,
+                                   std::vector<App> apps) {
+  ModelProfile p;
+  p.model = "dyn";
+  p.batch_sizes = std::move(batches);
+  p.is_dynamic = true;
+  p.dynamic.batch_overhead_us = c0_us;
+  p.dynamic.per_request_factor = c1;
+  for (const App& a : apps) p.dynamic.applications.push_back({a.name, {a.lo_us, a.hi_us}, {100}});
+  return p;
 }
 
 // Queue of n queries, all with deadline `deadline` (ids 1..n).
