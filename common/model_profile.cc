@@ -193,7 +193,7 @@ void RaiseDips(ModelProfile* m) {
   }
 }
 
-// Leaves dominated subnets out of m->subnets, with a warning each naming
+// Moves dominated subnets from m->subnets to m->left_out, with a warning each naming
 // a subnet that dominates it and is kept (dominance is transitive, so one
 // always is).
 void DropDominated(ModelProfile* m) {
@@ -208,7 +208,7 @@ void DropDominated(ModelProfile* m) {
   if (std::find(dominated.begin(), dominated.end(), 1) == dominated.end()) return;
   std::vector<SubnetProfile> kept;
   for (size_t i = 0; i < n; ++i) {
-    if (!dominated[i]) kept.push_back(m->subnets[i]);
+    (dominated[i] ? m->left_out : kept).push_back(m->subnets[i]);
   }
   // One warning per subnet, or one line for them all when there are many
   // (a measured profile of a hundred subnets may have most dominated).
@@ -594,7 +594,7 @@ void ModelProfile::ToProto(v1::ModelProfile* p) const {
     p->mutable_input_normalization()->set_mean(input_mean);
     p->mutable_input_normalization()->set_std(input_std);
   }
-  for (const auto& s : subnets) {
+  for (const auto& s : EverySubnet()) {
     auto* sp = p->add_subnets();
     sp->set_id(s.id);
     sp->set_accuracy(s.accuracy);
@@ -659,6 +659,15 @@ int ModelProfile::SubnetIndex(int32_t id) const {
     if (subnets[i].id == id) return static_cast<int>(i);
   }
   return -1;
+}
+
+std::vector<SubnetProfile> ModelProfile::EverySubnet() const {
+  if (left_out.empty()) return subnets;
+  std::vector<SubnetProfile> every = subnets;
+  every.insert(every.end(), left_out.begin(), left_out.end());
+  std::stable_sort(every.begin(), every.end(),
+                   [](const SubnetProfile& a, const SubnetProfile& b) { return a.id < b.id; });
+  return every;
 }
 
 }  // namespace superserve

@@ -93,13 +93,18 @@ inline constexpr int32_t kMaxBatchSize = 1 << 16;
 //   - a table latency below the previous batch size's is raised to it
 //     (latency must be non-decreasing in batch size);
 //   - a subnet dominated by another (at least as accurate and at least as
-//     fast at every batch size, strictly better in one) is left out of
-//     `subnets`, so that no policy chooses it.
+//     fast at every batch size, strictly better in one) is moved from
+//     `subnets` to `left_out`, so that no policy chooses it.
 struct ModelProfile {
   std::string model;
   std::string family;
   std::vector<int32_t> batch_sizes;
   std::vector<SubnetProfile> subnets;
+  // The dominated subnets loading left out of `subnets`, in id order. A
+  // checkpoint still holds their slots: calibration and re-profiling address
+  // every slot (EverySubnet), and ToProto writes them back, so a profile that
+  // is loaded and saved keeps every subnet it had.
+  std::vector<SubnetProfile> left_out;
   std::vector<int64_t> input_shape;
   int32_t num_classes = 0;
   std::string measured_on;
@@ -145,6 +150,9 @@ struct ModelProfile {
   int PaddedBatchIndex(int64_t n) const;
   // Index in subnets of the subnet with this id, or -1.
   int SubnetIndex(int32_t id) const;
+  // `subnets` and `left_out` together, in id order: every slot of the
+  // checkpoint the profile describes.
+  std::vector<SubnetProfile> EverySubnet() const;
   int32_t max_batch() const { return batch_sizes.empty() ? 0 : batch_sizes.back(); }
 };
 

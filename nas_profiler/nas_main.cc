@@ -1,9 +1,10 @@
 // superserve-nas: trains the Fashion-MNIST supernet, calibrates SubnetNorm per
 // subnet, searches the accuracy-latency Pareto frontier, evaluates subnets and
 // re-profiles latencies. See docs/nas.md.
-#include <chrono>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -413,8 +414,11 @@ int Eval() {
   auto profile = LoadProfile();
   if (!profile.ok()) return Fail(profile.status());
   const int id = absl::GetFlag(FLAGS_subnet);
-  const int index = profile->SubnetIndex(id);
-  if (index < 0) {
+  // Any slot, a dominated one (left out of the serving choices) too.
+  const std::vector<SubnetProfile> every = profile->EverySubnet();
+  const auto subnet = std::find_if(every.begin(), every.end(),
+                                   [id](const SubnetProfile& s) { return s.id == id; });
+  if (subnet == every.end()) {
     return Fail(absl::NotFoundError(absl::StrCat("subnet ", id, " is not in the profile")));
   }
   // The profile's accuracies were measured with one thread and this batch
@@ -424,11 +428,11 @@ int Eval() {
   if (!test.ok()) return Fail(test.status());
   auto test_set = ImageDataset::FromLabeledImages(*test);
   if (!test_set.ok()) return Fail(test_set.status());
-  ControlTuple control = profile->subnets[index].control;
+  ControlTuple control = subnet->control;
   control.subnet_id = id;
   auto result = EvaluateSubnet(**model, control, *test_set, kEvalBatchSize);
   if (!result.ok()) return Fail(result.status());
-  const double profiled = profile->subnets[index].accuracy;
+  const double profiled = subnet->accuracy;
   Log(absl::StrFormat("subnet %d: test accuracy %.2f%% (%d/%d), profile says %.2f%%", id,
                       result->accuracy_percent, result->correct, result->total, profiled));
   if (absl::GetFlag(FLAGS_json)) {
@@ -472,11 +476,12 @@ int Calibrate() {
   const auto start = std::chrono::steady_clock::now();
   if (auto s = CalibrateProfileSlots(**model, profile, calibration); !s.ok()) return Fail(s);
   if (auto s = (*model)->Save(output); !s.ok()) return Fail(s);
-  Log(absl::StrCat("calibrated ", profile.subnets.size(), " slots on ", calibration.size(),
+  const size_t slots = profile.EverySubnet().size();
+  Log(absl::StrCat("calibrated ", slots, " slots on ", calibration.size(),
                    " images in ", SecondsSince(start), " s; wrote ", output));
   if (absl::GetFlag(FLAGS_json)) {
     JsonWriter json;
-    json.Add("slots", static_cast<int64_t>(profile.subnets.size()))
+    json.Add("slots", static_cast<int64_t>(slots))
         .Add("seconds", SecondsSince(start));
     std::cout << json.ToString() << std::endl;
   }

@@ -193,14 +193,16 @@ std::vector<CandidatePoint> Points(const std::vector<CandidateResult>& candidate
 
 absl::Status CalibrateProfileSlots(OfaResNet& model, const ModelProfile& profile,
                                    const ImageDataset& calibration) {
+  // Every slot, the dominated subnets loading left out of the choices too.
+  const std::vector<SubnetProfile> every = profile.EverySubnet();
   std::vector<ControlTuple> slots;
-  for (size_t i = 0; i < profile.subnets.size(); ++i) {
-    if (profile.subnets[i].id != static_cast<int32_t>(i)) {
+  for (size_t i = 0; i < every.size(); ++i) {
+    if (every[i].id != static_cast<int32_t>(i)) {
       return absl::InvalidArgumentError(absl::StrCat("profile subnet ", i, " has id ",
-                                                     profile.subnets[i].id, "; slots need ids 0..",
-                                                     profile.subnets.size() - 1, " in order"));
+                                                     every[i].id, "; slots need ids 0..",
+                                                     every.size() - 1, " in order"));
     }
-    slots.push_back(profile.subnets[i].control);
+    slots.push_back(every[i].control);
   }
   if (auto s = model.SetSlots(slots); !s.ok()) return s;
   ProgressBar bar("calibrate", static_cast<int64_t>(slots.size()));
@@ -217,6 +219,11 @@ absl::Status CalibrateProfileSlots(OfaResNet& model, const ModelProfile& profile
 
 absl::StatusOr<int> ProfileLatencies(OfaResNet& model, ModelProfile& profile, int warmup,
                                      int repeats) {
+  // Every slot is measured, the subnets loading left out as dominated too:
+  // with new figures they may not be, and the profile written keeps them all
+  // (which are dominated is decided again when it is loaded).
+  profile.subnets = profile.EverySubnet();
+  profile.left_out.clear();
   int raised = 0;
   ProgressBar bar("latency", static_cast<int64_t>(profile.subnets.size()));
   for (SubnetProfile& subnet : profile.subnets) {

@@ -1,6 +1,6 @@
 // superserve-nas's and superserve-early-exit's flag checks (runs the
 // binaries; every case is refused before the data set is read, in well under
-// a second).
+// a second), and calibrate/eval on the bundled model's dominated slots.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/model_profile.h"
 #include "tests/cli_run.h"
 
 namespace superserve {
@@ -106,6 +107,33 @@ TEST(NasCli, ACheckpointThatIsAFifoIsRefusedNotWaitedOn) {
     EXPECT_NE(r.out.find(fifo + ": is a FIFO"), std::string::npos) << tool << "\n" << r.out;
   }
   std::remove(fifo.c_str());
+}
+
+// The bundled profile has dominated subnets, which loading leaves out of the
+// serving choices; their checkpoint slots are still there. calibrate used to
+// refuse the profile ("slots need ids 0..30 in order") and eval said such a
+// subnet "is not in the profile".
+TEST(NasCli, CalibrateAndEvalAddressEverySlotADominatedOneToo) {
+  const std::string src = SUPERSERVE_TEST_SOURCE_DIR;
+  auto profile = ModelProfile::LoadFile(src + "/models/fmnist/profile.json");
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  ASSERT_FALSE(profile->left_out.empty());
+  const size_t every = profile->EverySubnet().size();
+  const std::string out =
+      ::testing::TempDir() + "/nas_cli_calibrated_" + std::to_string(getpid()) + ".pt";
+  const std::string ck = " --checkpoint=" + src + "/models/fmnist/checkpoint.pt";
+  const std::string pr = " --profile=" + src + "/models/fmnist/profile.json";
+  auto calibrated = RunTool("superserve-nas", "calibrate" + ck + pr +
+                                                  " --calibration_images=32 --json --output=" + out);
+  ASSERT_EQ(calibrated.status, 0) << calibrated.out;
+  EXPECT_NE(calibrated.out.find("\"slots\":" + std::to_string(every)), std::string::npos)
+      << calibrated.out;
+  const int dominated = profile->left_out.front().id;
+  auto evaluated = RunTool("superserve-nas", "eval" + ck + pr + " --json --subnet=" +
+                                                 std::to_string(dominated));
+  EXPECT_EQ(evaluated.status, 0) << evaluated.out;
+  EXPECT_NE(evaluated.out.find("\"matches_profile\":true"), std::string::npos) << evaluated.out;
+  std::remove(out.c_str());
 }
 
 }  // namespace

@@ -265,7 +265,12 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
   EXPECT_EQ(profile->family, "ofa_resnet");
   EXPECT_EQ(profile->input_shape, (std::vector<int64_t>{1, 28, 28}));
   EXPECT_EQ(profile->num_classes, 10);
-  ASSERT_EQ(profile->subnets.size(), result->frontier.size());
+  // The file holds every frontier subnet; loading leaves out of the choices
+  // one whose measured latencies (timing noise) make it dominated, with a
+  // warning, and keeps it in left_out.
+  ASSERT_EQ(profile->subnets.size() + profile->left_out.size(), result->frontier.size());
+  EXPECT_EQ(profile->left_out.empty(), profile->warnings.empty());
+  const std::vector<SubnetProfile> every = profile->EverySubnet();
   // The frontier is sorted by ranking latency and strictly increasing in
   // ranking (predicted) accuracy.
   for (size_t i = 1; i < result->frontier.size(); ++i) {
@@ -277,8 +282,8 @@ TEST(SearchTest, SearchWritesAValidProfileThatEvalReproduces) {
 
   auto reloaded = OfaResNet::Load(checkpoint);
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
-  ASSERT_EQ((*reloaded)->NumSlots(), static_cast<int>(profile->subnets.size()));
-  for (const SubnetProfile& subnet : profile->subnets) {
+  ASSERT_EQ((*reloaded)->NumSlots(), static_cast<int>(every.size()));
+  for (const SubnetProfile& subnet : every) {
     auto test = EvaluateSubnet(**reloaded, subnet.control, Data().splits.test, kEvalBatchSize);
     ASSERT_TRUE(test.ok()) << test.status();
     EXPECT_EQ(test->accuracy_percent, subnet.accuracy) << "subnet " << subnet.id;
