@@ -594,7 +594,7 @@ void ModelProfile::ToProto(v1::ModelProfile* p) const {
     p->mutable_input_normalization()->set_mean(input_mean);
     p->mutable_input_normalization()->set_std(input_std);
   }
-  for (const auto& s : EverySubnet()) {
+  for (const auto& s : subnets) {
     auto* sp = p->add_subnets();
     sp->set_id(s.id);
     sp->set_accuracy(s.accuracy);

@@ -100,10 +100,10 @@ struct ModelProfile {
   std::string family;
   std::vector<int32_t> batch_sizes;
   std::vector<SubnetProfile> subnets;
-  // The dominated subnets loading left out of `subnets`, in id order. A
-  // checkpoint still holds their slots: calibration and re-profiling address
-  // every slot (EverySubnet), and ToProto writes them back, so a profile that
-  // is loaded and saved keeps every subnet it had.
+  // The dominated subnets loading left out of `subnets`. A checkpoint still
+  // holds their slots: calibration, evaluation and re-profiling address every
+  // slot (EverySubnet). ToProto writes `subnets` only (what a copy edited by
+  // hand keeps is what it says), so re-profiling moves them back first.
   std::vector<SubnetProfile> left_out;
   std::vector<int64_t> input_shape;
   int32_t num_classes = 0;

@@ -162,22 +162,17 @@ TEST(ModelProfileTest, LeavesADominatedSubnetOutWithAWarning) {
             std::string::npos)
       << m->warnings[0];
   EXPECT_EQ(m->SubnetIndex(11), -1);
-  // Left out of the choices, not of the profile: its checkpoint slot is still
-  // addressed (EverySubnet, in id order) and saving writes it back.
+  // Left out of the choices, not of the checkpoint: its slot is still
+  // addressed (EverySubnet, in id order). Saving writes the choices only.
   ASSERT_EQ(m->left_out.size(), 1u);
   EXPECT_EQ(m->left_out[0].id, 11);
+  EXPECT_EQ(m->left_out[0].latency.back(), Micros(901));
   ids.clear();
   for (const auto& s : m->EverySubnet()) ids.push_back(s.id);
   EXPECT_EQ(ids, (std::vector<int32_t>{10, 11, 12, 13}));
   v1::ModelProfile saved;
   m->ToProto(&saved);
-  ASSERT_EQ(saved.subnets_size(), 4);
-  EXPECT_EQ(saved.subnets(1).id(), 11);
-  EXPECT_EQ(saved.subnets(1).latency_us(2), 901);
-  auto again = ModelProfile::FromProto(saved);
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->subnets.size(), 3u);
-  EXPECT_EQ(again->left_out.size(), 1u);
+  EXPECT_EQ(saved.subnets_size(), 3);
   // Equal latency everywhere but more accurate also dominates.
   auto q = ValidProto();
   for (int b = 0; b < 3; ++b) q.mutable_subnets(0)->set_latency_us(b, q.subnets(1).latency_us(b));
