@@ -68,19 +68,24 @@ std::string EmuProfile() {
   return ReadAll(kSource + "/tests/router/testdata/emulated_repo/emu/profile.json");
 }
 
+// The smallest zip archive: an end-of-central-directory record alone (no
+// entries). The loader checks only that a .pt checkpoint is a whole archive.
+const std::string kEmptyZip = std::string("PK\x05\x06", 4) + std::string(18, '\0');
+
 struct Package {
   std::string dir_name = "emu";
   std::string manifest = kManifest;
   std::string profile = EmuProfile();
   bool with_profile = true;
   bool with_checkpoint = true;
+  std::string checkpoint = kEmptyZip;
 };
 
 std::string WritePackage(const TempDir& tmp, const Package& p) {
   const fs::path dir = fs::path(tmp.path()) / p.dir_name;
   Write(dir / "manifest.json", p.manifest);
   if (p.with_profile) Write(dir / "profile.json", p.profile);
-  if (p.with_checkpoint) Write(dir / "weights.pt", "not really torch");
+  if (p.with_checkpoint) Write(dir / "weights.pt", p.checkpoint);
   return dir.string();
 }
 
@@ -105,6 +110,22 @@ TEST(ModelPackage, ValidPackageLoadsWithItsManifest) {
   EXPECT_DOUBLE_EQ(e->manifest->default_slo_ms, 50);
   EXPECT_THAT(e->manifest->architecture_json, HasSubstr("\"subnets\":4"));
   EXPECT_EQ(e->profile.subnets.size(), 4u);
+}
+
+// The bundled checkpoints (torch::save and torch.jit.save archives) are whole
+// archives; their last byte cut off, they are not.
+TEST(ModelPackage, BundledCheckpointsAreCompleteZipArchivesAndTheirTruncationsAreNot) {
+  TempDir tmp;
+  for (const std::string package : {"models/fmnist", "models/dynamic/fmnist-exit"}) {
+    const std::string path = kSource + "/" + package + "/checkpoint.pt";
+    EXPECT_TRUE(CheckZipArchive(path).ok()) << path << ": " << CheckZipArchive(path);
+    const std::string whole = ReadAll(path);
+    const fs::path cut = fs::path(tmp.path()) / "cut.pt";
+    Write(cut, whole.substr(0, whole.size() - 1));
+    EXPECT_FALSE(CheckZipArchive(cut.string()).ok()) << package;
+  }
+  auto e = LoadModelDirectory(kSource + "/models/fmnist");
+  EXPECT_TRUE(e.ok()) << e.status();
 }
 
 TEST(ModelPackage, CamelCaseJsonNamesAreAccepted) {
@@ -267,6 +288,25 @@ TEST(ModelPackage, MalformedPackagesAreRejectedNamingTheField) {
        {"field checkpoint", "inside the package"}},
       {"checkpoint file missing", [](Package* p) { p->with_checkpoint = false; },
        {"field checkpoint", "weights.pt", "no such file"}},
+      // A copy cut short (head -c 100000 checkpoint.pt) passed every check
+      // and failed only when a worker loaded it.
+      {"checkpoint truncated",
+       [](Package* p) {
+         p->checkpoint = ReadAll(kSource + "/models/fmnist/checkpoint.pt").substr(0, 100000);
+       },
+       {"field checkpoint", "\"weights.pt\"", "no end-of-central-directory record",
+        "100000 bytes", "truncated"}},
+      {"checkpoint not a zip archive", [](Package* p) { p->checkpoint = "not really torch"; },
+       {"field checkpoint", "\"weights.pt\"", "not a LibTorch archive"}},
+      {"checkpoint's central directory beyond the end of the file",
+       [](Package* p) {
+         // The end record of a 1000-entry archive whose entries were cut off:
+         // 4000 directory bytes at byte 5000 of a 22-byte file.
+         p->checkpoint = std::string("PK\x05\x06\0\0\0\0\xe8\x03\xe8\x03\xa0\x0f\0\0\x88\x13\0\0\0\0",
+                                     22);
+       },
+       {"field checkpoint", "\"weights.pt\"", "central directory (4000 bytes at byte 5000)",
+        "22-byte file"}},
       {"family differs from the profile",
        [](Package* p) { p->manifest = Replace(p->manifest, "\"emulated\"", "\"ofa_resnet\""); },
        {"field family", "ofa_resnet", "emulated"}},

@@ -442,6 +442,21 @@ TEST(AdminCliValidate, ChecksAPackageWithoutARouter) {
   auto bad = run(work + "/emu");
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("manifest.json: field default_slo_ms"));
+  // A checkpoint cut short (head -c 100000 checkpoint.pt) was "valid" and
+  // failed only when a worker loaded it after register.
+  const std::string source = testing::SourceDir() + "/models/fmnist";
+  fs::create_directories(work + "/fmnist");
+  for (const char* f : {"manifest.json", "profile.json"}) {
+    fs::copy_file(source + "/" + f, work + "/fmnist/" + f);
+  }
+  std::ofstream(work + "/fmnist/checkpoint.pt", std::ios::binary)
+      << ReadAll(source + "/checkpoint.pt").substr(0, 100000);
+  auto truncated = run(work + "/fmnist");
+  EXPECT_EQ(truncated.exit_code, 1) << truncated.output;
+  EXPECT_THAT(truncated.output, HasSubstr("model package " + work + "/fmnist: manifest.json: "
+                                          "field checkpoint: \"checkpoint.pt\": not a complete "
+                                          "LibTorch archive"));
+  EXPECT_THAT(truncated.output, HasSubstr("truncated"));
   fs::remove_all(work);
 }
 
