@@ -77,6 +77,38 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
   return e;
 }
 
+namespace {
+
+// The file that makes `dir` a package ("" if none), as LoadModelRepository
+// tells one: a manifest.json or a profile.json.
+std::string PackageFile(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* f : {"manifest.json", "profile.json"}) {
+    if (fs::exists(dir / f, ec)) return f;
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::Status CheckNotAPackage(const std::string& flag, const std::string& repo) {
+  const std::string own = PackageFile(repo);
+  if (own.empty()) return absl::OkStatus();
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(repo, ec)) {
+    std::error_code de;
+    if (d.is_directory(de) && !PackageFile(d.path()).empty()) return absl::OkStatus();
+  }
+  fs::path parent = fs::path(repo).lexically_normal();
+  if (!parent.has_filename()) parent = parent.parent_path();  // "models/fmnist/"
+  parent = parent.parent_path();
+  const std::string meant = parent.empty() ? "." : parent.string();
+  return absl::InvalidArgumentError(absl::StrCat(
+      flag, " ", repo, " is a model package (it has a ", own,
+      "), not a repository: pass the folder that holds the packages, its parent: ", flag, " ",
+      meant));
+}
+
 absl::StatusOr<std::vector<ModelEntry>> LoadModelRepository(const std::string& repo) {
   std::error_code ec;
   if (!fs::is_directory(repo, ec)) {

@@ -187,6 +187,45 @@ TEST_F(RouterStartup, BadAddressesAndFlagsAreRefusedNamingTheFlag) {
   }
 }
 
+// --model_repo models/fmnist (one package) instead of models/: the worker
+// served nothing with a warning, the router said the folder had "no
+// <model>/profile.json" or, with an admin token, served nothing. An empty
+// repository is still a fleet's start before superserve-admin register.
+TEST_F(RouterStartup, APackageFolderPassedAsTheRepositoryIsRefusedNamingItsParent) {
+  const std::vector<std::string> listen = {"--listen=127.0.0.1:0", "--worker_listen=127.0.0.1:0",
+                                           "--metrics_listen="};
+  for (const std::string& package : {EmulatedRepo() + "/emu", EmulatedRepo() + "/emu/"}) {
+    const std::string want = "--model_repo " + package +
+                             " is a model package (it has a manifest.json), not a repository: "
+                             "pass the folder that holds the packages, its parent: --model_repo " +
+                             EmulatedRepo();
+    std::vector<std::string> flags = listen;
+    flags.push_back("--admin_token=fine");
+    flags.push_back("--model_repo=" + package);  // later flags win
+    Exit router = RefusedRouter(flags);
+    EXPECT_EQ(router.code, 2) << router.log;
+    EXPECT_THAT(router.log, HasSubstr("superserve-router: " + want));
+    Exit worker = RunFor({BinDir() + "/superserve-worker", "--router=127.0.0.1:1",
+                          "--model_repo=" + package, "--emulate", "--connect_timeout_s=0.1",
+                          "--reconnect=false"},
+                         absl::StrCat(dir_, "/worker", ++runs_, ".log"));
+    EXPECT_EQ(worker.code, 2) << worker.log;
+    EXPECT_THAT(worker.log, HasSubstr("superserve-worker: " + want));
+  }
+  const std::string empty = dir_ + "/empty-repo";
+  std::filesystem::create_directories(empty);
+  Exit worker = RunFor({BinDir() + "/superserve-worker", "--router=127.0.0.1:1",
+                        "--model_repo=" + empty, "--emulate", "--connect_timeout_s=0.1",
+                        "--reconnect=false"},
+                       dir_ + "/worker-empty.log");
+  EXPECT_THAT(worker.log, HasSubstr("no models in " + empty)) << worker.log;
+  EXPECT_THAT(worker.log, Not(HasSubstr("is a model package")));
+  std::vector<std::string> flags = listen;
+  flags.push_back("--admin_token=fine");
+  flags.push_back("--model_repo=" + empty);
+  EXPECT_GT(ServingRouter(flags)["grpc"], 0);
+}
+
 // Tokens with a byte gRPC metadata cannot carry: the router took them, and
 // every worker and superserve-admin presenting one aborted inside gRPC
 // ("Illegal header value", SIGABRT) without naming the file.
