@@ -26,6 +26,15 @@ absl::StatusOr<std::string> ReadFile(const fs::path& path) {
   return ReadSmallFile(path.string(), kMaxManifestBytes);
 }
 
+// What to do when a package's folder is not named after its model.
+std::string FolderRule(const std::string& model, const std::string& folder) {
+  return absl::StrCat(
+      ": a package's folder is named after its model, a new version's too: put this package "
+      "of ", model, " in a folder named ", model, " (e.g. ", folder, "/", model,
+      "/, with a higher manifest version to replace a served one), or name the model ",
+      folder, " in manifest.json and profile.json");
+}
+
 }  // namespace
 
 absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
@@ -44,10 +53,13 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
     auto manifest = ModelManifest::FromJson(*json);
     if (!manifest.ok()) return InPackage(directory, manifest.status());
     if (manifest->name != e.name) {
+      // The rule holds everywhere a package travels (the repository scan,
+      // a .tar, the copy each worker is sent), so a second version
+      // (myfmnist-v2/) is refused too: say what to do.
       return InPackage(directory, absl::InvalidArgumentError(absl::StrCat(
                                       "manifest.json: field name: \"", manifest->name,
                                       "\" differs from the package directory's name \"",
-                                      e.name, "\"")));
+                                      e.name, "\"", FolderRule(manifest->name, e.name))));
     }
     e.manifest = *std::move(manifest);
   }
@@ -71,7 +83,8 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
     return absl::InvalidArgumentError(absl::StrCat("model directory ", directory,
                                                    ": profile.json names model \"",
                                                    profile->model, "\", expected \"", e.name,
-                                                   "\" (the directory name)"));
+                                                   "\" (the directory name)",
+                                                   FolderRule(profile->model, e.name)));
   }
   e.profile = *std::move(profile);
   return e;

@@ -37,8 +37,12 @@ ABSL_FLAG(std::string, tls_client_ca_file, "",
 ABSL_FLAG(bool, worker_tls, false,
           "The worker port uses TLS too, with the same certificate (workers: --tls_ca_file).");
 ABSL_FLAG(std::string, admin_token_file, "",
-          "File holding the Admin bearer token (preferred over --admin_token, which shows in "
-          "the process list). Never logged.");
+          "File holding the Admin bearer token that superserve-admin presents (its own "
+          "--admin_token_file or $SUPERSERVE_ADMIN_TOKEN); preferred over --admin_token, which "
+          "shows in the process list. Make one: head -c 32 /dev/urandom | base64 > admin.token; "
+          "chmod 600 admin.token. One line of printable ASCII (0x20-0x7E), any length; "
+          "surrounding whitespace is dropped. Never logged. Without a token the Admin service "
+          "is off.");
 ABSL_FLAG(int64_t, max_applications, 1024,
           "Distinct application tags the router tracks; a query with a new tag beyond it is "
           "INVALID_ARGUMENT. 0 = unbounded.");

@@ -250,6 +250,15 @@ TEST(ModelPackage, MalformedPackagesAreRejectedNamingTheField) {
       {"name differs from the directory",
        [](Package* p) { p->dir_name = "other"; },
        {"field name", "directory", "other"}},
+      // A second version in its own folder was refused without the rule.
+      {"a new version in a folder named after the version",
+       [](Package* p) {
+         p->dir_name = "emu-v2";
+         p->manifest = Replace(p->manifest, "\"version\": 1", "\"version\": 2");
+       },
+       {"field name: \"emu\" differs from the package directory's name \"emu-v2\"",
+        "a package's folder is named after its model, a new version's too",
+        "in a folder named emu (e.g. emu-v2/emu/, with a higher manifest version"}},
       {"version 0",
        [](Package* p) { p->manifest = Replace(p->manifest, "\"version\": 1", "\"version\": 0"); },
        {"field version", "0"}},

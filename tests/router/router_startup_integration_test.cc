@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -224,6 +226,31 @@ TEST_F(RouterStartup, APackageFolderPassedAsTheRepositoryIsRefusedNamingItsParen
   flags.push_back("--admin_token=fine");
   flags.push_back("--model_repo=" + empty);
   EXPECT_GT(ServingRouter(flags)["grpc"], 0);
+}
+
+// A new user could not find how to make admin.token, nor that a second
+// version's folder must be named like the model (myfmnist-v2/ was refused).
+TEST(RouterStartupHelp, TheAdminTokenRecipeAndThePackageFolderRuleAreInTheHelp) {
+  const std::string dir = MakeWorkDir();
+  const std::string recipe = "head -c 32 /dev/urandom | base64 > admin.token; chmod 600 admin.token";
+  Exit admin = RunFor({BinDir() + "/superserve-admin", "--help"}, dir + "/admin-help.log");
+  EXPECT_EQ(admin.code, 0) << admin.log;
+  EXPECT_THAT(admin.log, HasSubstr(recipe));
+  EXPECT_THAT(admin.log, HasSubstr("superserve-router --admin_token_file admin.token"));
+  EXPECT_THAT(admin.log, HasSubstr("printable ASCII (0x20-0x7E"));
+  EXPECT_THAT(admin.log, HasSubstr("version 2 of myfmnist goes in another folder"));
+  EXPECT_THAT(admin.log, HasSubstr("not in myfmnist-v2/"));
+  // The flag's text wraps differently in the router's help: compare words.
+  Exit router = RunFor({BinDir() + "/superserve-router", "--help"}, dir + "/router-help.log");
+  EXPECT_EQ(router.code, 0) << router.log;
+  std::string words = router.log;
+  words.erase(std::unique(words.begin(), words.end(),
+                          [](char a, char b) { return std::isspace(a) && std::isspace(b); }),
+              words.end());
+  std::replace(words.begin(), words.end(), '\n', ' ');
+  EXPECT_THAT(words, HasSubstr(recipe)) << router.log;
+  EXPECT_THAT(words, HasSubstr("printable ASCII (0x20-0x7E)")) << router.log;
+  std::filesystem::remove_all(dir);
 }
 
 // Tokens with a byte gRPC metadata cannot carry: the router took them, and
