@@ -46,6 +46,7 @@ void QueryResponder::Deliver(QueryAnswer answer) {
 
 Dispatcher::Dispatcher(DispatcherOptions options, const Clock* clock, RouterMetrics* metrics)
     : options_(std::move(options)),
+      metrics_(metrics),
       core_(options_.serving, clock, metrics, [this](Nanos t) { RequestTick(t); }),
       hot_(HotModels::Hooks{
           [this](const ModelProfile& p, const ModelDigest& d, const std::string& name,
@@ -116,7 +117,11 @@ absl::Status Dispatcher::RemoveModel(const std::string& name) {
     std::lock_guard<std::mutex> lock(digests_mu_);
     digests_.erase(name);
   }
-  return core_.RemoveModel(name);
+  if (auto s = core_.RemoveModel(name); !s.ok()) return s;
+  // After the core answered what it held (those answers are counted): the
+  // model's series leave /metrics with it.
+  if (metrics_ != nullptr) metrics_->RemoveModel(name);
+  return absl::OkStatus();
 }
 
 HotModels::Outcome Dispatcher::RegisterPackage(const std::string& path,

@@ -223,6 +223,14 @@ TEST_F(AdminCli, RegisteredPackageIsLoadedByTheWorkersAnswersAndUnregistersUnder
   EXPECT_EQ(un.exit_code, 0) << un.output;
   EXPECT_THAT(un.output, HasSubstr("unregistered emu2"));
   EXPECT_EQ(Run({"status", "emu2"}).exit_code, 1);
+  // Gone from the list and from /metrics (its series stayed until a restart).
+  auto listed = Run({"list"});
+  EXPECT_THAT(listed.output, HasSubstr("emu  family="));
+  EXPECT_THAT(listed.output, ::testing::Not(HasSubstr("emu2")));
+  auto scrape = cluster_->ScrapeMetrics();
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_THAT(*scrape, HasSubstr("model=\"emu\""));
+  EXPECT_THAT(*scrape, ::testing::Not(HasSubstr("model=\"emu2\""))) << *scrape;
   EXPECT_GT(emu_ok.load(), 20);
   EXPECT_EQ(emu_failed.load(), 0) << emu_failure;
   EXPECT_GT(emu2_ok.load(), 5);
