@@ -306,6 +306,15 @@ std::vector<v1::ModelInfo> Dispatcher::ListModels() const {
     info.set_max_latency_us(m.max_latency_us);
     for (int32_t b : m.batch_sizes) info.add_batch_sizes(b);
     info.set_workers(m.workers);
+    if (m.dynamic) {
+      info.set_dynamic(true);
+      for (const std::string& a : m.applications) info.add_applications(a);
+      info.set_num_exits(m.num_exits);
+      info.set_min_exit_accuracy(m.min_exit_accuracy);
+      info.set_max_exit_accuracy(m.max_exit_accuracy);
+      info.set_min_exec_us(m.min_exec_us);
+      info.set_max_exec_us(m.max_exec_us);
+    }
     if (auto owner = versions_.OwnerOf(m.name)) {
       info.set_version(owner->version);
       info.set_current(owner->current);

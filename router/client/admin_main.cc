@@ -155,14 +155,36 @@ std::string Ms(double ms) {
 }
 
 std::string Describe(const v1::ModelInfo& m) {
-  // A dynamic (early-exit) model has no subnets: its accuracy and time
-  // depend on the input (per-application histograms in its profile), so
-  // there is no subnet range to show (it read "subnets=0 accuracy=100..0%").
-  const bool dynamic = m.num_subnets() == 0;
-  std::string what = dynamic ? " dynamic (early exits; time and accuracy per application: "
-                               "its profile)"
-                             : absl::StrFormat(" subnets=%d accuracy=%.2f..%.2f%%", m.num_subnets(),
-                                               m.min_accuracy(), m.max_accuracy());
+  // A dynamic (early-exit) model has no subnets (it read "subnets=0
+  // accuracy=100..0%"): its accuracy and time depend on the input, so it
+  // shows its applications, its exits and their ranges instead.
+  const bool dynamic = m.dynamic() || m.num_subnets() == 0;
+  std::string what;
+  if (dynamic) {
+    std::vector<std::string> apps(m.applications().begin(), m.applications().end());
+    constexpr size_t kNamed = 5;  // a profile may hold many; the count says how many
+    if (apps.size() > kNamed) {
+      apps.resize(kNamed);
+      apps.push_back("...");
+    }
+    what = absl::StrCat(" dynamic: ", m.applications_size(),
+                        m.applications_size() == 1 ? " application" : " applications",
+                        apps.empty() ? "" : absl::StrCat(" (", absl::StrJoin(apps, ", "), ")"));
+    if (m.num_exits() > 0) {
+      absl::StrAppend(&what, ", ", m.num_exits(), m.num_exits() == 1 ? " exit" : " exits");
+    }
+    if (m.max_exit_accuracy() > 0) {
+      absl::StrAppend(&what, absl::StrFormat(", exit accuracy %.2f..%.2f%%", m.min_exit_accuracy(),
+                                             m.max_exit_accuracy()));
+    }
+    if (m.max_exec_us() > 0) {
+      absl::StrAppend(&what, ", exec time ", Ms(m.min_exec_us() / 1000), "..",
+                      Ms(m.max_exec_us() / 1000), " ms");
+    }
+  } else {
+    what = absl::StrFormat(" subnets=%d accuracy=%.2f..%.2f%%", m.num_subnets(), m.min_accuracy(),
+                           m.max_accuracy());
+  }
   std::string latency;
   if (!dynamic && m.max_latency_us() > 0) {
     latency = absl::StrCat(" latency@batch", m.batch_sizes_size() > 0 ? m.batch_sizes(0) : 1,
@@ -251,10 +273,14 @@ int Run(const std::vector<std::string>& args) {
                    std::string(entry.status().message()).c_str());
       return kRefused;
     }
-    std::printf("valid: %s (%s, %s, %zu subnets%s)\n", entry->name.c_str(),
+    const ModelProfile& p = entry->profile;
+    const std::string what =
+        p.is_dynamic ? absl::StrCat("dynamic: ", p.dynamic.applications.size(),
+                                    " applications, ", p.dynamic.exit_accuracy.size(), " exits")
+                     : absl::StrCat(p.subnets.size(), " subnets");
+    std::printf("valid: %s (%s, %s, %s)\n", entry->name.c_str(),
                 entry->manifest.has_value() ? "package with manifest" : "older layout, no manifest",
-                entry->profile.family.c_str(), entry->profile.subnets.size(),
-                entry->profile.is_dynamic ? ", dynamic" : "");
+                p.family.c_str(), what.c_str());
     return kOk;
   }
   std::string token;

@@ -253,6 +253,25 @@ TEST_F(AdminCli, RegisteredPackageIsLoadedByTheWorkersAnswersAndUnregistersUnder
   EXPECT_TRUE(freed) << "no worker log in " << work_ << " says it unloaded emu2";
 }
 
+// A dynamic (early-exit) model was listed "subnets=0 accuracy=100..0%": it
+// shows its applications, its exits and their ranges instead.
+TEST_F(AdminCli, ADynamicModelIsListedWithItsApplicationsAndExits) {
+  auto r = Run({"register", testing::SourceDir() + "/models/dynamic/fmnist-exit",
+                "--wait_ready_s=20"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  auto list = Run({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.output;
+  // The profile: applications easy, hard, noisy; exit accuracy 98.16,
+  // 97.10, 76.53 %; histogram bins from 312.36 to 9103.27 µs.
+  EXPECT_THAT(list.output,
+              HasSubstr("fmnist-exit  family=early_exit dynamic: 3 applications (easy, hard, "
+                        "noisy), 3 exits, exit accuracy 76.53..98.16%, exec time 0.312..9.1 ms "
+                        "batch_sizes=[1,2,4,8,16] workers=1"))
+      << list.output;
+  EXPECT_THAT(list.output, ::testing::Not(HasSubstr("subnets=0")));
+  EXPECT_THAT(list.output, HasSubstr("emu  family=emulated subnets=4"));
+}
+
 TEST_F(AdminCli, ATarPackageRegistersLikeItsFolder) {
   WritePackage("emu3");
   const std::string cmd = "tar -cf '" + repo_ + "/emu3.tar' -C '" + repo_ + "' emu3";
@@ -441,7 +460,8 @@ TEST(AdminCliValidate, ChecksAPackageWithoutARouter) {
   };
   auto good = run(testing::SourceDir() + "/models/dynamic/fmnist-exit");
   EXPECT_EQ(good.exit_code, 0) << good.output;
-  EXPECT_THAT(good.output, HasSubstr("valid: fmnist-exit (package with manifest, early_exit"));
+  EXPECT_THAT(good.output, HasSubstr("valid: fmnist-exit (package with manifest, early_exit, "
+                                     "dynamic: 3 applications, 3 exits)"));
   fs::create_directories(work + "/emu");
   std::ofstream(work + "/emu/profile.json") << ReadAll(EmulatedRepo() + "/emu/profile.json");
   std::ofstream(work + "/emu/manifest.json")
