@@ -58,8 +58,8 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
       // (myfmnist-v2/) is refused too: say what to do.
       return InPackage(directory, absl::InvalidArgumentError(absl::StrCat(
                                       "manifest.json: field name: \"", manifest->name,
-                                      "\" differs from the package directory's name \"",
-                                      e.name, "\"", FolderRule(manifest->name, e.name))));
+                                      "\" differs from the package directory's name \"", e.name,
+                                      "\"", FolderRule(manifest->name, e.name))));
     }
     e.manifest = *std::move(manifest);
   }
@@ -80,11 +80,9 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
       return InPackage(directory, s);
     }
   } else if (profile->model != e.name) {
-    return absl::InvalidArgumentError(absl::StrCat("model directory ", directory,
-                                                   ": profile.json names model \"",
-                                                   profile->model, "\", expected \"", e.name,
-                                                   "\" (the directory name)",
-                                                   FolderRule(profile->model, e.name)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model directory ", directory, ": profile.json names model \"", profile->model,
+        "\", expected \"", e.name, "\" (the directory name)", FolderRule(profile->model, e.name)));
   }
   e.profile = *std::move(profile);
   return e;

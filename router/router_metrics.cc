@@ -262,7 +262,8 @@ void RouterMetrics::OnBatchRefused(const std::string& model, const std::string& 
 
 void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, Nanos latency,
                                 double accuracy, int32_t subnet_id) {
-  WithModel(model, [&](ModelMetrics& m) { Record(m, model, outcome, latency, accuracy, subnet_id); });
+  WithModel(model,
+            [&](ModelMetrics& m) { Record(m, model, outcome, latency, accuracy, subnet_id); });
 }
 
 void RouterMetrics::Record(ModelMetrics& m, const std::string& model, QueryOutcome outcome,

@@ -275,8 +275,8 @@ int Run(const std::vector<std::string>& args) {
     }
     const ModelProfile& p = entry->profile;
     const std::string what =
-        p.is_dynamic ? absl::StrCat("dynamic: ", p.dynamic.applications.size(),
-                                    " applications, ", p.dynamic.exit_accuracy.size(), " exits")
+        p.is_dynamic ? absl::StrCat("dynamic: ", p.dynamic.applications.size(), " applications, ",
+                                    p.dynamic.exit_accuracy.size(), " exits")
                      : absl::StrCat(p.subnets.size(), " subnets");
     std::printf("valid: %s (%s, %s, %s)\n", entry->name.c_str(),
                 entry->manifest.has_value() ? "package with manifest" : "older layout, no manifest",

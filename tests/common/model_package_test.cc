@@ -311,8 +311,8 @@ TEST(ModelPackage, MalformedPackagesAreRejectedNamingTheField) {
        [](Package* p) {
          // The end record of a 1000-entry archive whose entries were cut off:
          // 4000 directory bytes at byte 5000 of a 22-byte file.
-         p->checkpoint = std::string("PK\x05\x06\0\0\0\0\xe8\x03\xe8\x03\xa0\x0f\0\0\x88\x13\0\0\0\0",
-                                     22);
+         p->checkpoint =
+             std::string("PK\x05\x06\0\0\0\0\xe8\x03\xe8\x03\xa0\x0f\0\0\x88\x13\0\0\0\0", 22);
        },
        {"field checkpoint", "\"weights.pt\"", "central directory (4000 bytes at byte 5000)",
         "22-byte file"}},

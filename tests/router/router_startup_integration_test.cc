@@ -232,7 +232,8 @@ TEST_F(RouterStartup, APackageFolderPassedAsTheRepositoryIsRefusedNamingItsParen
 // version's folder must be named like the model (myfmnist-v2/ was refused).
 TEST(RouterStartupHelp, TheAdminTokenRecipeAndThePackageFolderRuleAreInTheHelp) {
   const std::string dir = MakeWorkDir();
-  const std::string recipe = "head -c 32 /dev/urandom | base64 > admin.token; chmod 600 admin.token";
+  const std::string recipe =
+      "head -c 32 /dev/urandom | base64 > admin.token; chmod 600 admin.token";
   Exit admin = RunFor({BinDir() + "/superserve-admin", "--help"}, dir + "/admin-help.log");
   EXPECT_EQ(admin.code, 0) << admin.log;
   EXPECT_THAT(admin.log, HasSubstr(recipe));

@@ -138,7 +138,8 @@ TEST(RouterMetricsRemoval, AnUnregisteredModelsSeriesLeaveTheScrapeAndOthersStay
   const std::string before = metrics.Scrape();
   for (const char* series :
        {"superserve_queries_total{", "superserve_slo_attainment{",
-        "superserve_query_latency_seconds_count{", "superserve_served_accuracy_percent_count{", "superserve_subnet_queries_total{",
+        "superserve_query_latency_seconds_count{", "superserve_served_accuracy_percent_count{",
+        "superserve_subnet_queries_total{",
         "superserve_batch_size_count{", "superserve_queue_depth{",
         "superserve_batches_refused_total{", "superserve_workers_needed{",
         "superserve_application_queries_total{application=\"easy\",",
