@@ -128,6 +128,38 @@ TEST(ModelPackage, BundledCheckpointsAreCompleteZipArchivesAndTheirTruncationsAr
   EXPECT_TRUE(e.ok()) << e.status();
 }
 
+// Little-endian bytes of `v`, `n` of them.
+std::string Le(uint64_t v, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  return out;
+}
+
+// An archive over 4 GiB (zip64) keeps its directory's size and offset in a
+// zip64 record that a locator before the end record points at.
+std::string Zip64Tail(uint64_t directory_offset, bool with_locator) {
+  const std::string record = Le(0x06064b50, 4) + Le(44, 8) + Le(45, 2) + Le(45, 2) + Le(0, 4) +
+                             Le(0, 4) + Le(0, 8) + Le(0, 8) + Le(0, 8) + Le(directory_offset, 8);
+  const std::string locator = Le(0x07064b50, 4) + Le(0, 4) + Le(0, 8) + Le(1, 4);
+  const std::string end = Le(0x06054b50, 4) + Le(0, 2) + Le(0, 2) + Le(0xFFFF, 2) +
+                          Le(0xFFFF, 2) + Le(0xFFFFFFFF, 4) + Le(0xFFFFFFFF, 4) + Le(0, 2);
+  return record + (with_locator ? locator : "") + end;
+}
+
+TEST(ModelPackage, Zip64ArchivesAreReadThroughTheirZip64Record) {
+  TempDir tmp;
+  const fs::path path = fs::path(tmp.path()) / "big.pt";
+  Write(path, Zip64Tail(0, true));
+  EXPECT_TRUE(CheckZipArchive(path.string()).ok()) << CheckZipArchive(path.string());
+  Write(path, Zip64Tail(0, false));
+  EXPECT_THAT(std::string(CheckZipArchive(path.string()).message()),
+              HasSubstr("zip64 locator is missing"));
+  // The directory's 64-bit offset past the file's end: cut short.
+  Write(path, Zip64Tail(uint64_t{5} << 32, true));
+  EXPECT_THAT(std::string(CheckZipArchive(path.string()).message()),
+              HasSubstr("central directory (0 bytes at byte 21474836480)"));
+}
+
 TEST(ModelPackage, CamelCaseJsonNamesAreAccepted) {
   auto m = ModelManifest::FromJson(Replace(kManifest, "default_slo_ms", "defaultSloMs"));
   ASSERT_TRUE(m.ok()) << m.status();
