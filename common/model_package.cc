@@ -1,10 +1,14 @@
 #include "common/model_package.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 #include <unordered_set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -38,7 +42,98 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
+// Little-endian fields of a zip record.
+uint64_t ReadLe(const unsigned char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+bool ReadAt(std::ifstream& in, uint64_t offset, unsigned char* out, size_t n) {
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(n));
+  return in.gcount() == static_cast<std::streamsize>(n);
+}
+
 }  // namespace
+
+absl::Status CheckZipArchive(const std::string& path) {
+  // The zip layout (APPNOTE.TXT 4.3): entries, then the central directory,
+  // then the end-of-central-directory record (22 bytes plus a comment of at
+  // most 65535) that ends the file. Only those trailing records are read.
+  constexpr size_t kEocdBytes = 22;
+  constexpr size_t kMaxComment = 65535;
+  constexpr size_t kZip64LocatorBytes = 20;
+  constexpr size_t kZip64EocdBytes = 56;
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) return absl::NotFoundError(absl::StrCat("cannot read it: ", ec.message()));
+  constexpr const char* kTruncated =
+      "; the file looks truncated (an interrupted copy or download?): copy it again";
+  if (size < kEocdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a LibTorch archive (a zip file): ", size, " bytes", kTruncated));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("cannot open it");
+  const uint64_t tail_size = std::min<uint64_t>(size, kEocdBytes + kMaxComment);
+  std::string tail(tail_size, '\0');
+  auto* t = reinterpret_cast<unsigned char*>(tail.data());
+  if (!ReadAt(in, size - tail_size, t, tail_size)) return absl::DataLossError("cannot read it");
+  // The record is the last one whose comment ends exactly at the end of the
+  // file: a stray signature among the weights does not pass for it.
+  int64_t found = -1;
+  for (int64_t i = static_cast<int64_t>(tail_size - kEocdBytes); i >= 0; --i) {
+    if (t[i] == 'P' && t[i + 1] == 'K' && t[i + 2] == 5 && t[i + 3] == 6 &&
+        i + kEocdBytes + ReadLe(t + i + 20, 2) == tail_size) {
+      found = i;
+      break;
+    }
+  }
+  if (found < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a complete LibTorch archive (a zip file): no end-of-central-directory record at "
+        "the end of its ", size, " bytes", kTruncated));
+  }
+  const uint64_t eocd = size - tail_size + static_cast<uint64_t>(found);
+  uint64_t directory_size = ReadLe(t + found + 12, 4);
+  uint64_t directory_offset = ReadLe(t + found + 16, 4);
+  uint64_t directory_end = eocd;  // the directory is followed by the record
+  if (directory_size == 0xFFFFFFFF || directory_offset == 0xFFFFFFFF) {
+    // Zip64 (archives over 4 GiB): a locator just before the record points
+    // at the zip64 end-of-central-directory record with 64-bit fields.
+    unsigned char locator[kZip64LocatorBytes];
+    unsigned char record[kZip64EocdBytes];
+    if (eocd < kZip64LocatorBytes ||
+        !ReadAt(in, eocd - kZip64LocatorBytes, locator, kZip64LocatorBytes) ||
+        ReadLe(locator, 4) != 0x07064b50) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "not a complete LibTorch archive (a zip file): its zip64 locator is missing",
+          kTruncated));
+    }
+    const uint64_t record_offset = ReadLe(locator + 8, 8);
+    if (record_offset + kZip64EocdBytes > eocd ||
+        !ReadAt(in, record_offset, record, kZip64EocdBytes) || ReadLe(record, 4) != 0x06064b50) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "not a complete LibTorch archive (a zip file): its zip64 end-of-central-directory "
+          "record at byte ", record_offset, " is missing", kTruncated));
+    }
+    directory_size = ReadLe(record + 40, 8);
+    directory_offset = ReadLe(record + 48, 8);
+    directory_end = record_offset;
+  }
+  unsigned char header[4];
+  if (directory_offset > directory_end || directory_size > directory_end - directory_offset ||
+      (directory_size > 0 &&
+       (!ReadAt(in, directory_offset, header, 4) || ReadLe(header, 4) != 0x02014b50))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a complete LibTorch archive (a zip file): its central directory (", directory_size,
+        " bytes at byte ", directory_offset, ") is not where its end record says, within the ",
+        size, "-byte file", kTruncated));
+  }
+  return absl::OkStatus();
+}
 
 std::string_view KindName(ModelManifest::Kind kind) {
   switch (kind) {
@@ -191,6 +286,13 @@ absl::Status CheckManifestAgainstPackage(const ModelManifest& m, const ModelProf
     if (!fs::is_regular_file(c, ec)) {
       return FieldError("checkpoint",
                         absl::StrCat("\"", m.checkpoint, "\": no such file in the package"));
+    }
+    // A checkpoint cut short used to pass every check here and fail only
+    // when a worker loaded it (superserve-admin validate said "valid").
+    if (absl::EndsWith(m.checkpoint, ".pt") || absl::EndsWith(m.checkpoint, ".pth")) {
+      if (auto s = CheckZipArchive(c.string()); !s.ok()) {
+        return FieldError("checkpoint", absl::StrCat("\"", m.checkpoint, "\": ", s.message()));
+      }
     }
   }
   return absl::OkStatus();

@@ -41,11 +41,20 @@ struct ModelManifest {
 
 std::string_view KindName(ModelManifest::Kind kind);
 
+// Checks that the file at `path` is a complete zip archive, as every LibTorch
+// checkpoint is (torch::save, torch.jit.save, torch.save since PyTorch 1.6):
+// its end-of-central-directory record ends the file and its central directory
+// lies inside it. Reads only the file's trailing records, without LibTorch,
+// so that the torch-free router and superserve-admin validate refuse a copy
+// cut short. The message says what is wrong, not which file.
+absl::Status CheckZipArchive(const std::string& path);
+
 // The manifest's agreement with the profile and the package's files:
 // name == profile.model, family == profile.family, input shape ==
 // profile.input_shape, classes (when given) == profile.num_classes, kind
 // matches the profile (dynamic <=> histograms, static <=> one subnet), and
-// the checkpoint file exists inside `directory`. Errors name the field.
+// the checkpoint file exists inside `directory` (and, for a .pt or .pth
+// file, is a complete zip archive: CheckZipArchive). Errors name the field.
 absl::Status CheckManifestAgainstPackage(const ModelManifest& manifest,
                                          const ModelProfile& profile,
                                          const std::string& directory);

@@ -26,6 +26,15 @@ absl::StatusOr<std::string> ReadFile(const fs::path& path) {
   return ReadSmallFile(path.string(), kMaxManifestBytes);
 }
 
+// What to do when a package's folder is not named after its model.
+std::string FolderRule(const std::string& model, const std::string& folder) {
+  return absl::StrCat(
+      ": a package's folder is named after its model, a new version's too: put this package "
+      "of ", model, " in a folder named ", model, " (e.g. ", folder, "/", model,
+      "/, with a higher manifest version to replace a served one), or name the model ",
+      folder, " in manifest.json and profile.json");
+}
+
 }  // namespace
 
 absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
@@ -44,10 +53,13 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
     auto manifest = ModelManifest::FromJson(*json);
     if (!manifest.ok()) return InPackage(directory, manifest.status());
     if (manifest->name != e.name) {
+      // The rule holds everywhere a package travels (the repository scan,
+      // a .tar, the copy each worker is sent), so a second version
+      // (myfmnist-v2/) is refused too: say what to do.
       return InPackage(directory, absl::InvalidArgumentError(absl::StrCat(
                                       "manifest.json: field name: \"", manifest->name,
-                                      "\" differs from the package directory's name \"",
-                                      e.name, "\"")));
+                                      "\" differs from the package directory's name \"", e.name,
+                                      "\"", FolderRule(manifest->name, e.name))));
     }
     e.manifest = *std::move(manifest);
   }
@@ -68,13 +80,44 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory) {
       return InPackage(directory, s);
     }
   } else if (profile->model != e.name) {
-    return absl::InvalidArgumentError(absl::StrCat("model directory ", directory,
-                                                   ": profile.json names model \"",
-                                                   profile->model, "\", expected \"", e.name,
-                                                   "\" (the directory name)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model directory ", directory, ": profile.json names model \"", profile->model,
+        "\", expected \"", e.name, "\" (the directory name)", FolderRule(profile->model, e.name)));
   }
   e.profile = *std::move(profile);
   return e;
+}
+
+namespace {
+
+// The file that makes `dir` a package ("" if none), as LoadModelRepository
+// tells one: a manifest.json or a profile.json.
+std::string PackageFile(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* f : {"manifest.json", "profile.json"}) {
+    if (fs::exists(dir / f, ec)) return f;
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::Status CheckNotAPackage(const std::string& flag, const std::string& repo) {
+  const std::string own = PackageFile(repo);
+  if (own.empty()) return absl::OkStatus();
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(repo, ec)) {
+    std::error_code de;
+    if (d.is_directory(de) && !PackageFile(d.path()).empty()) return absl::OkStatus();
+  }
+  fs::path parent = fs::path(repo).lexically_normal();
+  if (!parent.has_filename()) parent = parent.parent_path();  // "models/fmnist/"
+  parent = parent.parent_path();
+  const std::string meant = parent.empty() ? "." : parent.string();
+  return absl::InvalidArgumentError(absl::StrCat(
+      flag, " ", repo, " is a model package (it has a ", own,
+      "), not a repository: pass the folder that holds the packages, its parent: ", flag, " ",
+      meant));
 }
 
 absl::StatusOr<std::vector<ModelEntry>> LoadModelRepository(const std::string& repo) {

@@ -37,6 +37,13 @@ absl::StatusOr<ModelEntry> LoadModelDirectory(const std::string& directory);
 // name. Other directories are skipped; a broken package is an error naming it.
 absl::StatusOr<std::vector<ModelEntry>> LoadModelRepository(const std::string& repo);
 
+// A repository flag pointed at one package instead of the folder holding it
+// (--model_repo models/fmnist for models/): `repo` has a manifest.json or a
+// profile.json of its own and no <repo>/<model>/ package. The error names
+// `flag`, the folder and its parent, the repository meant; OK otherwise (an
+// empty repository too: a fleet may register every model at run time).
+absl::Status CheckNotAPackage(const std::string& flag, const std::string& repo);
+
 }  // namespace superserve
 
 #endif  // SUPERSERVE_COMMON_MODEL_REPOSITORY_H_

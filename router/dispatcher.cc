@@ -46,6 +46,7 @@ void QueryResponder::Deliver(QueryAnswer answer) {
 
 Dispatcher::Dispatcher(DispatcherOptions options, const Clock* clock, RouterMetrics* metrics)
     : options_(std::move(options)),
+      metrics_(metrics),
       core_(options_.serving, clock, metrics, [this](Nanos t) { RequestTick(t); }),
       hot_(HotModels::Hooks{
           [this](const ModelProfile& p, const ModelDigest& d, const std::string& name,
@@ -116,7 +117,11 @@ absl::Status Dispatcher::RemoveModel(const std::string& name) {
     std::lock_guard<std::mutex> lock(digests_mu_);
     digests_.erase(name);
   }
-  return core_.RemoveModel(name);
+  if (auto s = core_.RemoveModel(name); !s.ok()) return s;
+  // After the core answered what it held (those answers are counted): the
+  // model's series leave /metrics with it.
+  if (metrics_ != nullptr) metrics_->RemoveModel(name);
+  return absl::OkStatus();
 }
 
 HotModels::Outcome Dispatcher::RegisterPackage(const std::string& path,
@@ -301,6 +306,15 @@ std::vector<v1::ModelInfo> Dispatcher::ListModels() const {
     info.set_max_latency_us(m.max_latency_us);
     for (int32_t b : m.batch_sizes) info.add_batch_sizes(b);
     info.set_workers(m.workers);
+    if (m.dynamic) {
+      info.set_dynamic(true);
+      for (const std::string& a : m.applications) info.add_applications(a);
+      info.set_num_exits(m.num_exits);
+      info.set_min_exit_accuracy(m.min_exit_accuracy);
+      info.set_max_exit_accuracy(m.max_exit_accuracy);
+      info.set_min_exec_us(m.min_exec_us);
+      info.set_max_exec_us(m.max_exec_us);
+    }
     if (auto owner = versions_.OwnerOf(m.name)) {
       info.set_version(owner->version);
       info.set_current(owner->current);

@@ -155,6 +155,7 @@ class Dispatcher {
   absl::Status CheckModelVersions(const v1::RegisterWorker& hello);
 
   const DispatcherOptions options_;
+  RouterMetrics* const metrics_;  // may be null; not owned
   ServingCore core_;
   ModelVersions versions_;
   HotModels hot_;

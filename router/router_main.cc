@@ -11,6 +11,7 @@
 #include "bench/baselines/baselines.h"
 #include "common/init.h"
 #include "common/logging.h"
+#include "common/model_repository.h"
 #include "common/secret.h"
 #include "common/shutdown_signal.h"
 #include "policies/policy_factory.h"
@@ -36,8 +37,12 @@ ABSL_FLAG(std::string, tls_client_ca_file, "",
 ABSL_FLAG(bool, worker_tls, false,
           "The worker port uses TLS too, with the same certificate (workers: --tls_ca_file).");
 ABSL_FLAG(std::string, admin_token_file, "",
-          "File holding the Admin bearer token (preferred over --admin_token, which shows in "
-          "the process list). Never logged.");
+          "File holding the Admin bearer token that superserve-admin presents (its own "
+          "--admin_token_file or $SUPERSERVE_ADMIN_TOKEN); preferred over --admin_token, which "
+          "shows in the process list. Make one: head -c 32 /dev/urandom | base64 > admin.token; "
+          "chmod 600 admin.token. One line of printable ASCII (0x20-0x7E), any length; "
+          "surrounding whitespace is dropped. Never logged. Without a token the Admin service "
+          "is off.");
 ABSL_FLAG(int64_t, max_applications, 1024,
           "Distinct application tags the router tracks; a query with a new tag beyond it is "
           "INVALID_ARGUMENT. 0 = unbounded.");
@@ -52,7 +57,9 @@ ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:0",
           "Prometheus text endpoint address (port 0 picks one; empty disables).");
-ABSL_FLAG(std::string, model_repo, "", "Model repository: serves every <dir>/<model>/profile.json.");
+ABSL_FLAG(std::string, model_repo, "",
+          "Model repository: serves every <dir>/<model>/profile.json (the folder holding the "
+          "packages, e.g. models, not one package such as models/fmnist).");
 ABSL_FLAG(double, repository_poll_s, 0,
           "Re-scan --model_repo every this many seconds and register new packages, new "
           "versions and removals (Triton's poll mode; docs/packages.md). 0 = off.");
@@ -238,8 +245,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "superserve-router: --model-repo is required\n");
     return 2;
   }
-  // Addresses and TLS flags: a usage error (2) rather than Start's 1.
+  // Addresses and TLS flags: a usage error (2) rather than Start's 1. A
+  // package folder passed as the repository served nothing (with an admin
+  // token) or said "has no <model>/profile.json" though it has one.
   if (auto s = CheckRouterServerOptions(o); !s.ok()) {
+    std::fprintf(stderr, "superserve-router: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  if (auto s = CheckNotAPackage("--model_repo", o.model_repo); !o.model_repo.empty() && !s.ok()) {
     std::fprintf(stderr, "superserve-router: %s\n", std::string(s.message()).c_str());
     return 2;
   }

@@ -170,10 +170,21 @@ absl::StatusOr<int> RouterMetrics::Serve(const std::string& address) {
   return ports.front();
 }
 
-RouterMetrics::ModelMetrics& RouterMetrics::Model(const std::string& model) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& slot = models_[model];
-  if (!slot) {
+template <typename F>
+void RouterMetrics::WithModel(const std::string& model, F&& f) {
+  for (;;) {
+    {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      if (auto it = models_.find(model); it != models_.end()) {
+        f(*it->second);
+        return;
+      }
+    }
+    // Created alone, then used shared like any other (RemoveModel may come
+    // in between: then it is created again).
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    auto& slot = models_[model];
+    if (slot) continue;
     slot = std::make_unique<ModelMetrics>();
     for (int i = 0; i < kNumOutcomes; ++i) {
       slot->by_outcome[i] =
@@ -193,13 +204,17 @@ RouterMetrics::ModelMetrics& RouterMetrics::Model(const std::string& model) {
     slot->queue_depth = &queue_depth_->Add({{"model", model}});
     slot->refused = &refused_->Add({{"model", model}});
   }
-  return *slot;
 }
 
-RouterMetrics::ApplicationMetrics& RouterMetrics::Application(const std::string& model,
-                                                              const std::string& application) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& slot = applications_[absl::StrCat(model, "\n", application)];
+RouterMetrics::ApplicationMetrics& RouterMetrics::ApplicationLocked(
+    const std::string& model, const std::string& application) {
+  const std::string key = absl::StrCat(model, "\n", application);
+  {
+    std::shared_lock<std::shared_mutex> lock(apps_mu_);
+    if (auto it = applications_.find(key); it != applications_.end()) return *it->second;
+  }
+  std::unique_lock<std::shared_mutex> lock(apps_mu_);
+  auto& slot = applications_[key];
   if (!slot) {
     slot = std::make_unique<ApplicationMetrics>();
     for (int i = 0; i < kNumOutcomes; ++i) {
@@ -209,16 +224,46 @@ RouterMetrics::ApplicationMetrics& RouterMetrics::Application(const std::string&
     }
     slot->attainment = &app_attainment_->Add({{"model", model}, {"application", application}});
   }
+  // Stays valid after the lock: only RemoveModel erases, holding mu_ alone.
   return *slot;
 }
 
+void RouterMetrics::RemoveModel(const std::string& model) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (auto it = models_.find(model); it != models_.end()) {
+    ModelMetrics& m = *it->second;
+    for (auto* c : m.by_outcome) queries_->Remove(c);
+    if (auto* g = m.attainment.load()) attainment_->Remove(g);
+    latency_->Remove(m.latency);
+    accuracy_->Remove(m.accuracy);
+    batch_->Remove(m.batch);
+    queue_depth_->Remove(m.queue_depth);
+    refused_->Remove(m.refused);
+    for (auto& [id, c] : m.subnet) subnet_->Remove(c);
+    if (m.workers_needed != nullptr) workers_needed_->Remove(m.workers_needed);
+    models_.erase(it);
+  }
+  const std::string prefix = absl::StrCat(model, "\n");
+  std::unique_lock<std::shared_mutex> apps_lock(apps_mu_);
+  for (auto it = applications_.begin(); it != applications_.end();) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) {
+      ++it;
+      continue;
+    }
+    for (auto* c : it->second->by_outcome) app_queries_->Remove(c);
+    app_attainment_->Remove(it->second->attainment);
+    it = applications_.erase(it);
+  }
+}
+
 void RouterMetrics::OnBatchRefused(const std::string& model, const std::string& worker) {
-  Model(model).refused->Increment();
+  WithModel(model, [](ModelMetrics& m) { m.refused->Increment(); });
 }
 
 void RouterMetrics::OnQueryDone(const std::string& model, QueryOutcome outcome, Nanos latency,
                                 double accuracy, int32_t subnet_id) {
-  Record(Model(model), model, outcome, latency, accuracy, subnet_id);
+  WithModel(model,
+            [&](ModelMetrics& m) { Record(m, model, outcome, latency, accuracy, subnet_id); });
 }
 
 void RouterMetrics::Record(ModelMetrics& m, const std::string& model, QueryOutcome outcome,
@@ -254,17 +299,18 @@ void RouterMetrics::Record(ModelMetrics& m, const std::string& model, QueryOutco
 }
 
 void RouterMetrics::OnQueryDone(const QueryDone& d) {
-  ModelMetrics& m = Model(*d.model);
-  Record(m, *d.model, d.outcome, d.latency, d.accuracy, d.subnet_id);
-  if (d.application != nullptr) {
-    // The core caps distinct tags (--max_applications), so this map is bounded.
-    ApplicationMetrics& a = Application(*d.model, *d.application);
-    a.by_outcome[static_cast<int>(d.outcome)]->Increment();
-    const int64_t ok = d.outcome == QueryOutcome::kOk ? a.ok.fetch_add(1) + 1 : a.ok.load();
-    const int64_t all = a.terminal.fetch_add(1) + 1;
-    a.attainment->Set(static_cast<double>(ok) / static_cast<double>(all));
-  }
-  if (advice_clock_.load(std::memory_order_acquire) != nullptr) OnAnswerForAdvice(m, d.now);
+  WithModel(*d.model, [&](ModelMetrics& m) {
+    Record(m, *d.model, d.outcome, d.latency, d.accuracy, d.subnet_id);
+    if (d.application != nullptr) {
+      // The core caps distinct tags (--max_applications), so this map is bounded.
+      ApplicationMetrics& a = ApplicationLocked(*d.model, *d.application);
+      a.by_outcome[static_cast<int>(d.outcome)]->Increment();
+      const int64_t ok = d.outcome == QueryOutcome::kOk ? a.ok.fetch_add(1) + 1 : a.ok.load();
+      const int64_t all = a.terminal.fetch_add(1) + 1;
+      a.attainment->Set(static_cast<double>(ok) / static_cast<double>(all));
+    }
+    if (advice_clock_.load(std::memory_order_acquire) != nullptr) OnAnswerForAdvice(m, d.now);
+  });
 }
 
 void RouterMetrics::EnableWorkersNeeded(const WorkersNeededOptions& options, const Clock* clock) {
@@ -273,11 +319,12 @@ void RouterMetrics::EnableWorkersNeeded(const WorkersNeededOptions& options, con
 }
 
 void RouterMetrics::SetModelProfile(const ModelProfile& profile) {
-  ModelMetrics& m = Model(profile.model);
-  std::lock_guard<std::mutex> lock(m.advice_mu);
-  m.profile = std::make_unique<ModelProfile>(profile);
-  if (!m.answers) m.answers = std::make_unique<ArrivalRateEstimator>(advice_.window);
-  if (!m.workers_needed) m.workers_needed = &workers_needed_->Add({{"model", profile.model}});
+  WithModel(profile.model, [&](ModelMetrics& m) {
+    std::lock_guard<std::mutex> lock(m.advice_mu);
+    m.profile = std::make_unique<ModelProfile>(profile);
+    if (!m.answers) m.answers = std::make_unique<ArrivalRateEstimator>(advice_.window);
+    if (!m.workers_needed) m.workers_needed = &workers_needed_->Add({{"model", profile.model}});
+  });
 }
 
 void RouterMetrics::OnAnswerForAdvice(ModelMetrics& m, Nanos now) {
@@ -292,7 +339,9 @@ void RouterMetrics::OnAnswerForAdvice(ModelMetrics& m, Nanos now) {
 int32_t RouterMetrics::RefreshWorkersNeeded(const std::string& model) {
   const Clock* clock = advice_clock_.load(std::memory_order_acquire);
   if (clock == nullptr) return -1;
-  return RefreshWorkersNeeded(Model(model), clock->Now(), true);
+  int32_t n = -1;
+  WithModel(model, [&](ModelMetrics& m) { n = RefreshWorkersNeeded(m, clock->Now(), true); });
+  return n;
 }
 
 int32_t RouterMetrics::RefreshWorkersNeeded(ModelMetrics& m, Nanos now, bool force) {
@@ -312,16 +361,17 @@ void RouterMetrics::OnBatchSent(const BatchPlan& batch) {
 }
 
 void RouterMetrics::OnBatch(const std::string& model, int32_t queries) {
-  Model(model).batch->Observe(queries);
+  WithModel(model, [&](ModelMetrics& m) { m.batch->Observe(queries); });
 }
 
 void RouterMetrics::SetQueueDepth(const std::string& model, int64_t depth) {
-  ModelMetrics& m = Model(model);
-  m.queue_depth->Set(static_cast<double>(depth));
-  // Every serving tick: the advice follows a rate that falls to nothing too.
-  if (const Clock* clock = advice_clock_.load(std::memory_order_acquire)) {
-    RefreshWorkersNeeded(m, clock->Now(), false);
-  }
+  WithModel(model, [&](ModelMetrics& m) {
+    m.queue_depth->Set(static_cast<double>(depth));
+    // Every serving tick: the advice follows a rate that falls to nothing too.
+    if (const Clock* clock = advice_clock_.load(std::memory_order_acquire)) {
+      RefreshWorkersNeeded(m, clock->Now(), false);
+    }
+  });
 }
 
 void RouterMetrics::SetWorkerBusyFraction(const std::string& worker, double fraction) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
@@ -109,6 +110,13 @@ class RouterMetrics final : public ServingObserver {
   // is off, the model has no profile, or the objective cannot be met.
   int32_t RefreshWorkersNeeded(const std::string& model);
 
+  // Removes every series of `model` (an unregistered model, or one version
+  // of it): a gone model's gauges froze at their last value (a queue depth, a
+  // workers-needed advice an autoscaler acts on) and its counters stayed in
+  // every scrape until the router restarted. Prometheus reads a series that
+  // comes back (the name registered again) as a counter reset.
+  void RemoveModel(const std::string& model);
+
   // Exports the serving core's totals (the three families above) from
   // `stats` on every scrape; nullptr stops (before the core goes away).
   void ExportServingTotals(std::function<ServingStats()> stats);
@@ -119,8 +127,12 @@ class RouterMetrics final : public ServingObserver {
  private:
   struct ModelMetrics;
   struct ApplicationMetrics;
-  ModelMetrics& Model(const std::string& model);
-  ApplicationMetrics& Application(const std::string& model, const std::string& application);
+  // Runs `f` on the model's metrics, created on first use, with mu_ held
+  // shared: RemoveModel, which holds it alone, cannot free them meanwhile.
+  template <typename F>
+  void WithModel(const std::string& model, F&& f);
+  // The application's metrics, created on first use; mu_ must be held.
+  ApplicationMetrics& ApplicationLocked(const std::string& model, const std::string& application);
   void Record(ModelMetrics& m, const std::string& model, QueryOutcome outcome, Nanos latency,
               double accuracy, int32_t subnet_id);
   void OnAnswerForAdvice(ModelMetrics& m, Nanos now);
@@ -146,9 +158,13 @@ class RouterMetrics final : public ServingObserver {
   WorkersNeededOptions advice_;
   std::atomic<const Clock*> advice_clock_{nullptr};
 
-  std::mutex mu_;  // guards the caches below (not the metric values)
+  // Guards the caches below (not the metric values): held shared while a
+  // cached metric is updated, alone to add or remove a model's.
+  std::shared_mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<ModelMetrics>> models_;
-  // Keyed by model + '\n' + application.
+  // Keyed by model + '\n' + application. apps_mu_ is taken with mu_ held
+  // shared, to add one (RemoveModel holds mu_ alone instead).
+  std::shared_mutex apps_mu_;
   std::unordered_map<std::string, std::unique_ptr<ApplicationMetrics>> applications_;
 };
 

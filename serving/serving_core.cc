@@ -181,6 +181,35 @@ absl::Status ServingCore::AttachWorker(int32_t worker, const std::string& model)
   return absl::OkStatus();
 }
 
+namespace {
+
+// The figures an operator checks a dynamic model by (superserve-admin list).
+void SummarizeDynamic(const DynamicModelProfile& d, ModelSummary* s) {
+  s->dynamic = true;
+  std::vector<double> exits = d.exit_accuracy;
+  for (const ApplicationHistogram& h : d.applications) {
+    s->applications.push_back(h.application);
+    // The model's figures when measured, else every application's.
+    if (d.exit_accuracy.empty()) {
+      exits.insert(exits.end(), h.exit_accuracy.begin(), h.exit_accuracy.end());
+    }
+    s->num_exits = std::max(s->num_exits, static_cast<int32_t>(h.exit_accuracy.size()));
+    for (size_t i = 0; i < h.counts.size(); ++i) {
+      if (h.counts[i] <= 0) continue;
+      const double lo = h.bin_edges_us[i], hi = h.bin_edges_us[i + 1];
+      s->min_exec_us = s->min_exec_us == 0 ? lo : std::min(s->min_exec_us, lo);
+      s->max_exec_us = std::max(s->max_exec_us, hi);
+    }
+  }
+  s->num_exits = std::max(s->num_exits, static_cast<int32_t>(d.exit_accuracy.size()));
+  if (!exits.empty()) {
+    s->min_exit_accuracy = *std::min_element(exits.begin(), exits.end());
+    s->max_exit_accuracy = *std::max_element(exits.begin(), exits.end());
+  }
+}
+
+}  // namespace
+
 std::vector<ModelSummary> ServingCore::ListModels() const {
   absl::MutexLock lock(&mu_);
   std::vector<ModelSummary> out;
@@ -211,6 +240,7 @@ std::vector<ModelSummary> ServingCore::ListModels() const {
     }
     s.input_shape = m->profile.input_shape;
     s.num_classes = m->profile.num_classes;
+    if (m->profile.is_dynamic) SummarizeDynamic(m->profile.dynamic, &s);
     out.push_back(std::move(s));
   }
   return out;

@@ -106,6 +106,17 @@ struct ModelSummary {
   bool closed = false;           // CloseModel: draining before removal
   std::vector<int64_t> input_shape;  // one sample's, no batch dimension
   int32_t num_classes = 0;
+  // A dynamic (early-exit) model's profile, in brief (num_subnets is 0):
+  // its applications, its exits (those with a measured accuracy), the range
+  // of the exits' accuracy over the test set (percent), and the range of its
+  // measured execution times over every application's histogram (µs).
+  bool dynamic = false;
+  std::vector<std::string> applications;
+  int32_t num_exits = 0;
+  double min_exit_accuracy = 0;
+  double max_exit_accuracy = 0;
+  double min_exec_us = 0;
+  double max_exec_us = 0;
 };
 
 struct WorkerRegistration {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "common/time.h"
 
@@ -65,6 +67,36 @@ class Backoff {
   uint64_t rng_;
   Nanos current_ = 0;
   int64_t attempts_ = 0;
+};
+
+// Which failed attempts in a row a worker logs while it cannot reach its
+// router: the first three, each power of two (4, 8, 16: within seconds, a
+// user watching sees it is still trying), one whose reason differs from the
+// last logged, and otherwise one at least every `interval`, so that a worker
+// down for an hour says so about every interval however long each attempt
+// and its backoff take (a count of attempts, every 20th, was minutes apart
+// with 5-s attempt timeouts or a large --reconnect_max_backoff_ms). Pure (the
+// caller passes the time); not thread-safe.
+class ReconnectLogSchedule {
+ public:
+  explicit ReconnectLogSchedule(Nanos interval) : interval_(interval) {}
+
+  // Attempt `n` (1-based, failures in a row) failed at `now` because of `why`.
+  bool Due(int64_t n, Nanos now, std::string_view why) const {
+    return n <= 3 || (n & (n - 1)) == 0 || why != last_why_ || now - last_at_ >= interval_;
+  }
+  // A line about a failure for `why` was logged at `now`.
+  void Logged(Nanos now, std::string_view why) {
+    last_at_ = now;
+    last_why_ = std::string(why);
+  }
+  // Registered: the next failure is attempt 1 again.
+  void Reset() { last_why_.clear(); }
+
+ private:
+  Nanos interval_;
+  Nanos last_at_ = 0;
+  std::string last_why_;
 };
 
 }  // namespace superserve

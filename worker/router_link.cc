@@ -27,13 +27,9 @@
 namespace superserve {
 namespace {
 
-// Failed attempts in a row are logged when the reason changes, for the first
-// three, at every power of two (4, 8, 16: a user watching the log sees the
-// worker is still trying within seconds, not after 30-40 s of silence) and
-// then once every this many (every 30-40 s at the 2 s cap).
-constexpr int64_t kLogEveryNthAttempt = 20;
-
-bool LogAttempt(int64_t n) { return n <= 3 || (n & (n - 1)) == 0 || n % kLogEveryNthAttempt == 0; }
+// A worker that cannot reach its router says so at least this often
+// (ReconnectLogSchedule: also the first attempts and every change of reason).
+constexpr Nanos kReconnectLogInterval = Seconds(30);
 
 constexpr char kConnectionFailed[] = "connection failed";
 constexpr char kNotInTime[] = "connection not established in time";
@@ -120,7 +116,7 @@ absl::Status RouterLink::Run() {
   bool ever_registered = false;
   int64_t failures = 0;      // failed attempts since the last registration
   Nanos down_since = start;  // when the last registered stream ended
-  std::string last_logged;   // the failure reason last logged
+  ReconnectLogSchedule log_schedule(kReconnectLogInterval);
   // Why the last attempt that got an answer failed (a refusal, a refused
   // or closed connection): a later attempt cut short by the deadline must
   // not hide it from the final message.
@@ -139,7 +135,7 @@ absl::Status RouterLink::Run() {
     ever_registered = true;
     backoff.Reset();
     failures = 0;
-    last_logged.clear();
+    log_schedule.Reset();
     last_reason.clear();
   };
 
@@ -175,19 +171,21 @@ absl::Status RouterLink::Run() {
                         << why << "); retrying in " << static_cast<int64_t>(ToMillis(delay))
                         << " ms, but it will likely refuse again until its settings or this "
                            "worker's are changed";
-        last_logged = why;
-      } else if (LogAttempt(n) || why != last_logged) {
+        log_schedule.Logged(clock->Now(), why);
+      } else if (log_schedule.Due(n, clock->Now(), why)) {
         // Waiting for a router that has not started yet is routine; losing
         // one that served is not.
-        const std::string line =
-            absl::StrCat("router ", options_.router, ": attempt ", n, " failed (", why,
-                         "); next in ", static_cast<int64_t>(ToMillis(delay)), " ms");
+        const std::string line = absl::StrCat(
+            "router ", options_.router, ": attempt ", n, " failed (", why, "); next in ",
+            static_cast<int64_t>(ToMillis(delay)), " ms; trying for ",
+            static_cast<int64_t>(ToSeconds(clock->Now() - (ever_registered ? down_since : start))),
+            " s");
         if (ever_registered) {
           SS_LOG(WARNING) << line;
         } else {
           SS_LOG(INFO) << line;
         }
-        last_logged = why;
+        log_schedule.Logged(clock->Now(), why);
       }
     }
     if (SleepUnlessStopped(delay)) break;

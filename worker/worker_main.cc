@@ -34,7 +34,9 @@ ABSL_FLAG(std::string, fleet_token_file, "",
 ABSL_FLAG(std::string, tls_ca_file, "",
           "PEM CA to verify the router's certificate when it runs --worker_tls; empty = "
           "plaintext.");
-ABSL_FLAG(std::string, model_repo, "", "Model repository directory (<repo>/<model>/profile.json + checkpoint).");
+ABSL_FLAG(std::string, model_repo, "",
+          "Model repository: the folder holding the packages (<repo>/<model>/profile.json + "
+          "checkpoint), e.g. models, not one package such as models/fmnist.");
 ABSL_FLAG(std::string, models, "", "Comma-separated subset of the repository's models (default: all).");
 ABSL_FLAG(int32_t, threads, 1, "Intra-op threads for the torch executor, 1 to 1024.");
 ABSL_FLAG(std::string, device, "cpu",
@@ -225,6 +227,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     tls_ca_pem = *std::move(pem);
+  }
+  // A package folder passed as the repository used to leave the worker
+  // serving nothing with a warning.
+  if (auto st = CheckNotAPackage("--model_repo", repo); !st.ok()) {
+    std::fprintf(stderr, "superserve-worker: %s\n", std::string(st.message()).c_str());
+    return 2;
   }
   auto all = LoadModelRepository(repo);
   if (!all.ok()) {

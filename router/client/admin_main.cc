@@ -31,7 +31,9 @@ ABSL_FLAG(std::string, router, "127.0.0.1:8500", "Router address host:port (its 
 ABSL_FLAG(std::string, tls_ca_file, "",
           "PEM CA to verify the router's TLS certificate (docs/security.md); empty = plaintext.");
 ABSL_FLAG(std::string, admin_token_file, "",
-          "File holding the Admin bearer token; else env SUPERSERVE_ADMIN_TOKEN.");
+          "File holding the Admin bearer token, the router's --admin_token_file (make one: head "
+          "-c 32 /dev/urandom | base64 > admin.token; chmod 600 admin.token); else env "
+          "SUPERSERVE_ADMIN_TOKEN.");
 ABSL_FLAG(std::string, name, "",
           "register: the model's name (optional; must equal the package's name).");
 ABSL_FLAG(double, wait_ready_s, 60,
@@ -54,7 +56,11 @@ constexpr const char* kUsage =
     "                         the router can read); the router sends it to every worker and this waits\n"
     "                         (--wait_ready_s) until one has loaded it. A package of a\n"
     "                         served model with a higher manifest version is loaded beside\n"
-    "                         it and becomes current once a worker has it\n"
+    "                         it and becomes current once a worker has it. A package's\n"
+    "                         folder is named after its model (manifest name), a new\n"
+    "                         version's too: version 2 of myfmnist goes in another folder\n"
+    "                         named myfmnist (e.g. v2/myfmnist/, manifest \"version\": 2),\n"
+    "                         not in myfmnist-v2/\n"
     "  unregister NAME        remove a model: new queries are refused, queued ones are\n"
     "                         served (--drain_timeout_s), then the workers free it;\n"
     "                         --version V: only that version (a newer one is current)\n"
@@ -63,7 +69,14 @@ constexpr const char* kUsage =
     "  validate PACKAGE_DIR   check a package locally, as the router would (no router, no\n"
     "                         token needed)\n\n"
     "The admin token comes from --admin_token_file, else the environment variable\n"
-    "SUPERSERVE_ADMIN_TOKEN.\n"
+    "SUPERSERVE_ADMIN_TOKEN; it must be the router's (its --admin_token_file). Make one\n"
+    "before starting the router:\n"
+    "  head -c 32 /dev/urandom | base64 > admin.token; chmod 600 admin.token\n"
+    "  superserve-router --admin_token_file admin.token ...\n"
+    "  superserve-admin --admin_token_file admin.token list\n"
+    "A token is one line of printable ASCII (0x20-0x7E; surrounding whitespace and the\n"
+    "trailing newline are dropped), any length; 32 random bytes in base64 (44 characters)\n"
+    "cannot be guessed. Without one the router's Admin service is off.\n"
     "Exit codes: 0 done; 1 the router refused (bad package, unknown model: the message names\n"
     "the problem and the field); 2 usage error; 3 not authorised (missing or wrong token);\n"
     "4 router unreachable or call timed out; 5 registered, but no worker loaded the model\n"
@@ -142,14 +155,36 @@ std::string Ms(double ms) {
 }
 
 std::string Describe(const v1::ModelInfo& m) {
-  // A dynamic (early-exit) model has no subnets: its accuracy and time
-  // depend on the input (per-application histograms in its profile), so
-  // there is no subnet range to show (it read "subnets=0 accuracy=100..0%").
-  const bool dynamic = m.num_subnets() == 0;
-  std::string what = dynamic ? " dynamic (early exits; time and accuracy per application: "
-                               "its profile)"
-                             : absl::StrFormat(" subnets=%d accuracy=%.2f..%.2f%%", m.num_subnets(),
-                                               m.min_accuracy(), m.max_accuracy());
+  // A dynamic (early-exit) model has no subnets (it read "subnets=0
+  // accuracy=100..0%"): its accuracy and time depend on the input, so it
+  // shows its applications, its exits and their ranges instead.
+  const bool dynamic = m.dynamic() || m.num_subnets() == 0;
+  std::string what;
+  if (dynamic) {
+    std::vector<std::string> apps(m.applications().begin(), m.applications().end());
+    constexpr size_t kNamed = 5;  // a profile may hold many; the count says how many
+    if (apps.size() > kNamed) {
+      apps.resize(kNamed);
+      apps.push_back("...");
+    }
+    what = absl::StrCat(" dynamic: ", m.applications_size(),
+                        m.applications_size() == 1 ? " application" : " applications",
+                        apps.empty() ? "" : absl::StrCat(" (", absl::StrJoin(apps, ", "), ")"));
+    if (m.num_exits() > 0) {
+      absl::StrAppend(&what, ", ", m.num_exits(), m.num_exits() == 1 ? " exit" : " exits");
+    }
+    if (m.max_exit_accuracy() > 0) {
+      absl::StrAppend(&what, absl::StrFormat(", exit accuracy %.2f..%.2f%%", m.min_exit_accuracy(),
+                                             m.max_exit_accuracy()));
+    }
+    if (m.max_exec_us() > 0) {
+      absl::StrAppend(&what, ", exec time ", Ms(m.min_exec_us() / 1000), "..",
+                      Ms(m.max_exec_us() / 1000), " ms");
+    }
+  } else {
+    what = absl::StrFormat(" subnets=%d accuracy=%.2f..%.2f%%", m.num_subnets(), m.min_accuracy(),
+                           m.max_accuracy());
+  }
   std::string latency;
   if (!dynamic && m.max_latency_us() > 0) {
     latency = absl::StrCat(" latency@batch", m.batch_sizes_size() > 0 ? m.batch_sizes(0) : 1,
@@ -238,10 +273,14 @@ int Run(const std::vector<std::string>& args) {
                    std::string(entry.status().message()).c_str());
       return kRefused;
     }
-    std::printf("valid: %s (%s, %s, %zu subnets%s)\n", entry->name.c_str(),
+    const ModelProfile& p = entry->profile;
+    const std::string what =
+        p.is_dynamic ? absl::StrCat("dynamic: ", p.dynamic.applications.size(), " applications, ",
+                                    p.dynamic.exit_accuracy.size(), " exits")
+                     : absl::StrCat(p.subnets.size(), " subnets");
+    std::printf("valid: %s (%s, %s, %s)\n", entry->name.c_str(),
                 entry->manifest.has_value() ? "package with manifest" : "older layout, no manifest",
-                entry->profile.family.c_str(), entry->profile.subnets.size(),
-                entry->profile.is_dynamic ? ", dynamic" : "");
+                p.family.c_str(), what.c_str());
     return kOk;
   }
   std::string token;

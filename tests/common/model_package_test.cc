@@ -68,19 +68,24 @@ std::string EmuProfile() {
   return ReadAll(kSource + "/tests/router/testdata/emulated_repo/emu/profile.json");
 }
 
+// The smallest zip archive: an end-of-central-directory record alone (no
+// entries). The loader checks only that a .pt checkpoint is a whole archive.
+const std::string kEmptyZip = std::string("PK\x05\x06", 4) + std::string(18, '\0');
+
 struct Package {
   std::string dir_name = "emu";
   std::string manifest = kManifest;
   std::string profile = EmuProfile();
   bool with_profile = true;
   bool with_checkpoint = true;
+  std::string checkpoint = kEmptyZip;
 };
 
 std::string WritePackage(const TempDir& tmp, const Package& p) {
   const fs::path dir = fs::path(tmp.path()) / p.dir_name;
   Write(dir / "manifest.json", p.manifest);
   if (p.with_profile) Write(dir / "profile.json", p.profile);
-  if (p.with_checkpoint) Write(dir / "weights.pt", "not really torch");
+  if (p.with_checkpoint) Write(dir / "weights.pt", p.checkpoint);
   return dir.string();
 }
 
@@ -105,6 +110,54 @@ TEST(ModelPackage, ValidPackageLoadsWithItsManifest) {
   EXPECT_DOUBLE_EQ(e->manifest->default_slo_ms, 50);
   EXPECT_THAT(e->manifest->architecture_json, HasSubstr("\"subnets\":4"));
   EXPECT_EQ(e->profile.subnets.size(), 4u);
+}
+
+// The bundled checkpoints (torch::save and torch.jit.save archives) are whole
+// archives; their last byte cut off, they are not.
+TEST(ModelPackage, BundledCheckpointsAreCompleteZipArchivesAndTheirTruncationsAreNot) {
+  TempDir tmp;
+  for (const std::string package : {"models/fmnist", "models/dynamic/fmnist-exit"}) {
+    const std::string path = kSource + "/" + package + "/checkpoint.pt";
+    EXPECT_TRUE(CheckZipArchive(path).ok()) << path << ": " << CheckZipArchive(path);
+    const std::string whole = ReadAll(path);
+    const fs::path cut = fs::path(tmp.path()) / "cut.pt";
+    Write(cut, whole.substr(0, whole.size() - 1));
+    EXPECT_FALSE(CheckZipArchive(cut.string()).ok()) << package;
+  }
+  auto e = LoadModelDirectory(kSource + "/models/fmnist");
+  EXPECT_TRUE(e.ok()) << e.status();
+}
+
+// Little-endian bytes of `v`, `n` of them.
+std::string Le(uint64_t v, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  return out;
+}
+
+// An archive over 4 GiB (zip64) keeps its directory's size and offset in a
+// zip64 record that a locator before the end record points at.
+std::string Zip64Tail(uint64_t directory_offset, bool with_locator) {
+  const std::string record = Le(0x06064b50, 4) + Le(44, 8) + Le(45, 2) + Le(45, 2) + Le(0, 4) +
+                             Le(0, 4) + Le(0, 8) + Le(0, 8) + Le(0, 8) + Le(directory_offset, 8);
+  const std::string locator = Le(0x07064b50, 4) + Le(0, 4) + Le(0, 8) + Le(1, 4);
+  const std::string end = Le(0x06054b50, 4) + Le(0, 2) + Le(0, 2) + Le(0xFFFF, 2) +
+                          Le(0xFFFF, 2) + Le(0xFFFFFFFF, 4) + Le(0xFFFFFFFF, 4) + Le(0, 2);
+  return record + (with_locator ? locator : "") + end;
+}
+
+TEST(ModelPackage, Zip64ArchivesAreReadThroughTheirZip64Record) {
+  TempDir tmp;
+  const fs::path path = fs::path(tmp.path()) / "big.pt";
+  Write(path, Zip64Tail(0, true));
+  EXPECT_TRUE(CheckZipArchive(path.string()).ok()) << CheckZipArchive(path.string());
+  Write(path, Zip64Tail(0, false));
+  EXPECT_THAT(std::string(CheckZipArchive(path.string()).message()),
+              HasSubstr("zip64 locator is missing"));
+  // The directory's 64-bit offset past the file's end: cut short.
+  Write(path, Zip64Tail(uint64_t{5} << 32, true));
+  EXPECT_THAT(std::string(CheckZipArchive(path.string()).message()),
+              HasSubstr("central directory (0 bytes at byte 21474836480)"));
 }
 
 TEST(ModelPackage, CamelCaseJsonNamesAreAccepted) {
@@ -229,6 +282,15 @@ TEST(ModelPackage, MalformedPackagesAreRejectedNamingTheField) {
       {"name differs from the directory",
        [](Package* p) { p->dir_name = "other"; },
        {"field name", "directory", "other"}},
+      // A second version in its own folder was refused without the rule.
+      {"a new version in a folder named after the version",
+       [](Package* p) {
+         p->dir_name = "emu-v2";
+         p->manifest = Replace(p->manifest, "\"version\": 1", "\"version\": 2");
+       },
+       {"field name: \"emu\" differs from the package directory's name \"emu-v2\"",
+        "a package's folder is named after its model, a new version's too",
+        "in a folder named emu (e.g. emu-v2/emu/, with a higher manifest version"}},
       {"version 0",
        [](Package* p) { p->manifest = Replace(p->manifest, "\"version\": 1", "\"version\": 0"); },
        {"field version", "0"}},
@@ -267,6 +329,25 @@ TEST(ModelPackage, MalformedPackagesAreRejectedNamingTheField) {
        {"field checkpoint", "inside the package"}},
       {"checkpoint file missing", [](Package* p) { p->with_checkpoint = false; },
        {"field checkpoint", "weights.pt", "no such file"}},
+      // A copy cut short (head -c 100000 checkpoint.pt) passed every check
+      // and failed only when a worker loaded it.
+      {"checkpoint truncated",
+       [](Package* p) {
+         p->checkpoint = ReadAll(kSource + "/models/fmnist/checkpoint.pt").substr(0, 100000);
+       },
+       {"field checkpoint", "\"weights.pt\"", "no end-of-central-directory record",
+        "100000 bytes", "truncated"}},
+      {"checkpoint not a zip archive", [](Package* p) { p->checkpoint = "not really torch"; },
+       {"field checkpoint", "\"weights.pt\"", "not a LibTorch archive"}},
+      {"checkpoint's central directory beyond the end of the file",
+       [](Package* p) {
+         // The end record of a 1000-entry archive whose entries were cut off:
+         // 4000 directory bytes at byte 5000 of a 22-byte file.
+         p->checkpoint =
+             std::string("PK\x05\x06\0\0\0\0\xe8\x03\xe8\x03\xa0\x0f\0\0\x88\x13\0\0\0\0", 22);
+       },
+       {"field checkpoint", "\"weights.pt\"", "central directory (4000 bytes at byte 5000)",
+        "22-byte file"}},
       {"family differs from the profile",
        [](Package* p) { p->manifest = Replace(p->manifest, "\"emulated\"", "\"ofa_resnet\""); },
        {"field family", "ofa_resnet", "emulated"}},

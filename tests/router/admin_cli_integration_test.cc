@@ -223,6 +223,14 @@ TEST_F(AdminCli, RegisteredPackageIsLoadedByTheWorkersAnswersAndUnregistersUnder
   EXPECT_EQ(un.exit_code, 0) << un.output;
   EXPECT_THAT(un.output, HasSubstr("unregistered emu2"));
   EXPECT_EQ(Run({"status", "emu2"}).exit_code, 1);
+  // Gone from the list and from /metrics (its series stayed until a restart).
+  auto listed = Run({"list"});
+  EXPECT_THAT(listed.output, HasSubstr("emu  family="));
+  EXPECT_THAT(listed.output, ::testing::Not(HasSubstr("emu2")));
+  auto scrape = cluster_->ScrapeMetrics();
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_THAT(*scrape, HasSubstr("model=\"emu\""));
+  EXPECT_THAT(*scrape, ::testing::Not(HasSubstr("model=\"emu2\""))) << *scrape;
   EXPECT_GT(emu_ok.load(), 20);
   EXPECT_EQ(emu_failed.load(), 0) << emu_failure;
   EXPECT_GT(emu2_ok.load(), 5);
@@ -243,6 +251,25 @@ TEST_F(AdminCli, RegisteredPackageIsLoadedByTheWorkersAnswersAndUnregistersUnder
     if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(freed) << "no worker log in " << work_ << " says it unloaded emu2";
+}
+
+// A dynamic (early-exit) model was listed "subnets=0 accuracy=100..0%": it
+// shows its applications, its exits and their ranges instead.
+TEST_F(AdminCli, ADynamicModelIsListedWithItsApplicationsAndExits) {
+  auto r = Run({"register", testing::SourceDir() + "/models/dynamic/fmnist-exit",
+                "--wait_ready_s=20"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  auto list = Run({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.output;
+  // The profile: applications easy, hard, noisy; exit accuracy 98.16,
+  // 97.10, 76.53 %; histogram bins from 312.36 to 9103.27 µs.
+  EXPECT_THAT(list.output,
+              HasSubstr("fmnist-exit  family=early_exit dynamic: 3 applications (easy, hard, "
+                        "noisy), 3 exits, exit accuracy 76.53..98.16%, exec time 0.312..9.1 ms "
+                        "batch_sizes=[1,2,4,8,16] workers=1"))
+      << list.output;
+  EXPECT_THAT(list.output, ::testing::Not(HasSubstr("subnets=0")));
+  EXPECT_THAT(list.output, HasSubstr("emu  family=emulated subnets=4"));
 }
 
 TEST_F(AdminCli, ATarPackageRegistersLikeItsFolder) {
@@ -433,7 +460,8 @@ TEST(AdminCliValidate, ChecksAPackageWithoutARouter) {
   };
   auto good = run(testing::SourceDir() + "/models/dynamic/fmnist-exit");
   EXPECT_EQ(good.exit_code, 0) << good.output;
-  EXPECT_THAT(good.output, HasSubstr("valid: fmnist-exit (package with manifest, early_exit"));
+  EXPECT_THAT(good.output, HasSubstr("valid: fmnist-exit (package with manifest, early_exit, "
+                                     "dynamic: 3 applications, 3 exits)"));
   fs::create_directories(work + "/emu");
   std::ofstream(work + "/emu/profile.json") << ReadAll(EmulatedRepo() + "/emu/profile.json");
   std::ofstream(work + "/emu/manifest.json")
@@ -442,6 +470,21 @@ TEST(AdminCliValidate, ChecksAPackageWithoutARouter) {
   auto bad = run(work + "/emu");
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("manifest.json: field default_slo_ms"));
+  // A checkpoint cut short (head -c 100000 checkpoint.pt) was "valid" and
+  // failed only when a worker loaded it after register.
+  const std::string source = testing::SourceDir() + "/models/fmnist";
+  fs::create_directories(work + "/fmnist");
+  for (const char* f : {"manifest.json", "profile.json"}) {
+    fs::copy_file(source + "/" + f, work + "/fmnist/" + f);
+  }
+  std::ofstream(work + "/fmnist/checkpoint.pt", std::ios::binary)
+      << ReadAll(source + "/checkpoint.pt").substr(0, 100000);
+  auto truncated = run(work + "/fmnist");
+  EXPECT_EQ(truncated.exit_code, 1) << truncated.output;
+  EXPECT_THAT(truncated.output, HasSubstr("model package " + work + "/fmnist: manifest.json: "
+                                          "field checkpoint: \"checkpoint.pt\": not a complete "
+                                          "LibTorch archive"));
+  EXPECT_THAT(truncated.output, HasSubstr("truncated"));
   fs::remove_all(work);
 }
 

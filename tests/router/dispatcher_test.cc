@@ -532,7 +532,11 @@ TEST_F(DispatcherTest, RemovingAModelAnswersQueuedAndInflightUnavailableAndFrees
   auto b0 = c->NextBatch();
   ASSERT_NE(b0, nullptr);
   d_->Submit(&queued, clock_.Now() + Seconds(1));
+  EXPECT_THAT(metrics_.Scrape(),
+              ::testing::HasSubstr("superserve_batch_size_count{model=\"m\"} 1"));
   ASSERT_TRUE(d_->RemoveModel("m").ok());
+  // Its series leave /metrics with it, the answers given at removal included.
+  EXPECT_THAT(metrics_.Scrape(), ::testing::Not(::testing::HasSubstr("model=\"m\"")));
   ASSERT_EQ(inflight.answers, 1) << "answered at removal, not when the worker returns";
   EXPECT_EQ(inflight.status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(inflight.status.message()), ::testing::HasSubstr("unregistered"));

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -185,6 +187,71 @@ TEST_F(RouterStartup, BadAddressesAndFlagsAreRefusedNamingTheFlag) {
     EXPECT_EQ(e.code, 2) << c.message << "\n" << e.log;
     EXPECT_THAT(e.log, HasSubstr(c.message));
   }
+}
+
+// --model_repo models/fmnist (one package) instead of models/: the worker
+// served nothing with a warning, the router said the folder had "no
+// <model>/profile.json" or, with an admin token, served nothing. An empty
+// repository is still a fleet's start before superserve-admin register.
+TEST_F(RouterStartup, APackageFolderPassedAsTheRepositoryIsRefusedNamingItsParent) {
+  const std::vector<std::string> listen = {"--listen=127.0.0.1:0", "--worker_listen=127.0.0.1:0",
+                                           "--metrics_listen="};
+  for (const std::string& package : {EmulatedRepo() + "/emu", EmulatedRepo() + "/emu/"}) {
+    const std::string want = "--model_repo " + package +
+                             " is a model package (it has a manifest.json), not a repository: "
+                             "pass the folder that holds the packages, its parent: --model_repo " +
+                             EmulatedRepo();
+    std::vector<std::string> flags = listen;
+    flags.push_back("--admin_token=fine");
+    flags.push_back("--model_repo=" + package);  // later flags win
+    Exit router = RefusedRouter(flags);
+    EXPECT_EQ(router.code, 2) << router.log;
+    EXPECT_THAT(router.log, HasSubstr("superserve-router: " + want));
+    Exit worker = RunFor({BinDir() + "/superserve-worker", "--router=127.0.0.1:1",
+                          "--model_repo=" + package, "--emulate", "--connect_timeout_s=0.1",
+                          "--reconnect=false"},
+                         absl::StrCat(dir_, "/worker", ++runs_, ".log"));
+    EXPECT_EQ(worker.code, 2) << worker.log;
+    EXPECT_THAT(worker.log, HasSubstr("superserve-worker: " + want));
+  }
+  const std::string empty = dir_ + "/empty-repo";
+  std::filesystem::create_directories(empty);
+  Exit worker = RunFor({BinDir() + "/superserve-worker", "--router=127.0.0.1:1",
+                        "--model_repo=" + empty, "--emulate", "--connect_timeout_s=0.1",
+                        "--reconnect=false"},
+                       dir_ + "/worker-empty.log");
+  EXPECT_THAT(worker.log, HasSubstr("no models in " + empty)) << worker.log;
+  EXPECT_THAT(worker.log, Not(HasSubstr("is a model package")));
+  std::vector<std::string> flags = listen;
+  flags.push_back("--admin_token=fine");
+  flags.push_back("--model_repo=" + empty);
+  EXPECT_GT(ServingRouter(flags)["grpc"], 0);
+}
+
+// A new user could not find how to make admin.token, nor that a second
+// version's folder must be named like the model (myfmnist-v2/ was refused).
+TEST(RouterStartupHelp, TheAdminTokenRecipeAndThePackageFolderRuleAreInTheHelp) {
+  const std::string dir = MakeWorkDir();
+  const std::string recipe =
+      "head -c 32 /dev/urandom | base64 > admin.token; chmod 600 admin.token";
+  Exit admin = RunFor({BinDir() + "/superserve-admin", "--help"}, dir + "/admin-help.log");
+  EXPECT_EQ(admin.code, 0) << admin.log;
+  EXPECT_THAT(admin.log, HasSubstr(recipe));
+  EXPECT_THAT(admin.log, HasSubstr("superserve-router --admin_token_file admin.token"));
+  EXPECT_THAT(admin.log, HasSubstr("printable ASCII (0x20-0x7E"));
+  EXPECT_THAT(admin.log, HasSubstr("version 2 of myfmnist goes in another folder"));
+  EXPECT_THAT(admin.log, HasSubstr("not in myfmnist-v2/"));
+  // The flag's text wraps differently in the router's help: compare words.
+  Exit router = RunFor({BinDir() + "/superserve-router", "--help"}, dir + "/router-help.log");
+  EXPECT_EQ(router.code, 0) << router.log;
+  std::string words = router.log;
+  words.erase(std::unique(words.begin(), words.end(),
+                          [](char a, char b) { return std::isspace(a) && std::isspace(b); }),
+              words.end());
+  std::replace(words.begin(), words.end(), '\n', ' ');
+  EXPECT_THAT(words, HasSubstr(recipe)) << router.log;
+  EXPECT_THAT(words, HasSubstr("printable ASCII (0x20-0x7E)")) << router.log;
+  std::filesystem::remove_all(dir);
 }
 
 // Tokens with a byte gRPC metadata cannot carry: the router took them, and

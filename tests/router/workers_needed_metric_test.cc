@@ -2,8 +2,10 @@
 // within one worker of the planner's offline answer at steady rate, up after
 // a rate increase, down to zero when the traffic stops.
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "planner/workers_needed.h"
@@ -103,6 +105,61 @@ TEST_F(WorkersNeededMetricTest, OffWithoutAClockOrAProfile) {
   EXPECT_EQ(metrics_.RefreshWorkersNeeded("no-profile"), -1);
   Drive(100, Seconds(1));  // answers for a model without a profile are ignored
   EXPECT_EQ(metrics_.Scrape().find("superserve_workers_needed{"), std::string::npos);
+}
+
+// An unregistered model's series stayed in every scrape until the router
+// restarted: its queue depth and workers-needed advice frozen at their last
+// values (an autoscaler kept acting on them), its counters growing nothing.
+TEST(RouterMetricsRemoval, AnUnregisteredModelsSeriesLeaveTheScrapeAndOthersStay) {
+  SimulatedClock clock(Seconds(1));
+  RouterMetrics metrics;
+  metrics.EnableWorkersNeeded(RouterMetrics::WorkersNeededOptions{}, &clock);
+  ModelProfile gone = OneSubnet();
+  gone.model = "gone";
+  metrics.SetModelProfile(gone);
+  metrics.SetModelProfile(OneSubnet());  // "one" stays
+  auto application = std::make_shared<const std::string>("easy");
+  const std::vector<std::string> models = {"gone", "one"};
+  for (const std::string& name : models) {
+    const std::string* model = &name;
+    QueryDone d;
+    d.model = model;
+    d.id = 1;
+    d.now = clock.Now();
+    d.latency = Millis(5);
+    d.accuracy = 90;
+    d.subnet_id = 3;
+    d.application = application;
+    metrics.OnQueryDone(d);
+    metrics.OnBatch(*model, 1);
+    metrics.SetQueueDepth(*model, 7);
+    metrics.OnBatchRefused(*model, "w");
+  }
+  const std::string before = metrics.Scrape();
+  for (const char* series :
+       {"superserve_queries_total{", "superserve_slo_attainment{",
+        "superserve_query_latency_seconds_count{", "superserve_served_accuracy_percent_count{",
+        "superserve_subnet_queries_total{",
+        "superserve_batch_size_count{", "superserve_queue_depth{",
+        "superserve_batches_refused_total{", "superserve_workers_needed{",
+        "superserve_application_queries_total{application=\"easy\",",
+        "superserve_application_slo_attainment{application=\"easy\","}) {
+    EXPECT_NE(before.find(std::string(series) + "model=\"gone\""), std::string::npos)
+        << series << " before:\n" << before;
+  }
+  metrics.RemoveModel("gone");
+  const std::string after = metrics.Scrape();
+  EXPECT_EQ(after.find("model=\"gone\""), std::string::npos) << after;
+  EXPECT_NE(after.find("superserve_queue_depth{model=\"one\"} 7"), std::string::npos) << after;
+  EXPECT_NE(after.find("superserve_application_queries_total{application=\"easy\",model=\"one\""),
+            std::string::npos)
+      << after;
+  // Served again under the same name: counted from zero (Prometheus reads a
+  // counter reset).
+  metrics.OnBatch("gone", 4);
+  EXPECT_NE(metrics.Scrape().find("superserve_batch_size_count{model=\"gone\"} 1"),
+            std::string::npos);
+  metrics.RemoveModel("never-served");  // nothing to remove: no effect
 }
 
 }  // namespace

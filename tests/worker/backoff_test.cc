@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace superserve {
@@ -85,6 +86,67 @@ TEST(Backoff, BadOptionsAreClampedAndTheCapHoldsForever) {
   Nanos last = 0;
   for (int i = 0; i < 5000; ++i) last = c.Next();
   EXPECT_EQ(last, Seconds(3600));
+}
+
+// A worker that cannot reach its router: which failed attempts it logs, on
+// a simulated timeline (each attempt takes `attempt` plus its backoff delay).
+struct Logged {
+  std::vector<int64_t> attempts;
+  Nanos longest_silence = 0;  // between two logged lines
+};
+Logged Simulate(Nanos attempt, Nanos cap, Nanos span) {
+  BackoffOptions o;
+  o.max = cap;
+  Backoff backoff(o);
+  ReconnectLogSchedule schedule(Seconds(30));
+  Logged out;
+  Nanos now = 0, last = 0;
+  for (int64_t n = 1; now < span; ++n) {
+    now += attempt;
+    if (schedule.Due(n, now, "connection failed")) {
+      schedule.Logged(now, "connection failed");
+      out.attempts.push_back(n);
+      out.longest_silence = std::max(out.longest_silence, now - last);
+      last = now;
+    }
+    now += backoff.Next();
+  }
+  return out;
+}
+
+// It logged attempts 1-3 and every 20th: with 5-s attempt timeouts that was
+// minutes of silence, with a 60-s backoff cap twenty minutes.
+TEST(ReconnectLogSchedule, FirstAttemptsThenAtLeastEveryIntervalHoweverSlowTheAttempts) {
+  for (Nanos attempt : {Nanos{0}, Millis(1), Seconds(5)}) {
+    for (Nanos cap : {Seconds(2), Seconds(10)}) {
+      const Logged l = Simulate(attempt, cap, Seconds(3600));
+      ASSERT_GE(l.attempts.size(), 4u);
+      EXPECT_EQ(l.attempts[0], 1);
+      EXPECT_EQ(l.attempts[1], 2);
+      EXPECT_EQ(l.attempts[2], 3);
+      EXPECT_EQ(l.attempts[3], 4);
+      // At most the interval plus one attempt and its capped backoff apart.
+      EXPECT_LE(l.longest_silence, Seconds(30) + attempt + cap)
+          << "attempt " << ToSeconds(attempt) << " s, cap " << ToSeconds(cap) << " s";
+      // An hour down is about 120 lines (every 30 s) plus the first ones,
+      // not one per attempt (3600 at 1 ms attempts).
+      EXPECT_LE(l.attempts.size(), 3600u / 30 + 20) << ToSeconds(attempt);
+    }
+  }
+  // A large cap: each attempt is logged when they are farther apart than the interval.
+  const Logged slow = Simulate(Seconds(5), Seconds(60), Seconds(3600));
+  EXPECT_LE(slow.longest_silence, Seconds(65));
+}
+
+TEST(ReconnectLogSchedule, ANewReasonIsLoggedAtOnceAndRegistrationStartsOver) {
+  ReconnectLogSchedule s(Seconds(30));
+  for (int64_t n = 1; n <= 3; ++n) s.Logged(Seconds(n), "connection failed");
+  EXPECT_FALSE(s.Due(5, Seconds(5), "connection failed"));
+  EXPECT_TRUE(s.Due(5, Seconds(5), "connection not established in time"));
+  EXPECT_TRUE(s.Due(8, Seconds(8), "connection failed"));  // a power of two
+  EXPECT_TRUE(s.Due(9, Seconds(33), "connection failed"));  // the interval passed
+  s.Reset();
+  EXPECT_TRUE(s.Due(1, Seconds(34), "connection failed"));
 }
 
 }  // namespace
