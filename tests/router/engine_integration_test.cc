@@ -158,7 +158,10 @@ TEST(EngineIntegration, BatchesOverSixtyFourMiBReachTheWorkerWhole) {
   big.model = "big";
   big.input_shape = {1, 1024, 1024};
   for (SubnetProfile& subnet : big.subnets) {
-    for (Nanos& l : subnet.latency) l = Millis(200) + l;  // queries pile up behind a batch
+    // Queries pile up behind the first batch: 3 s is far longer than
+    // sending the other 31 takes, even on a busy host (at 200 ms a loaded
+    // host sent them too slowly to ever fill a batch over 16).
+    for (Nanos& l : subnet.latency) l = Millis(3000) + l;
   }
   ASSERT_TRUE(big.SaveFile(repo + "/big/profile.json").ok());
   {
