@@ -20,7 +20,7 @@ absl::StatusOr<std::map<int32_t, std::vector<double>>> MeasureLatencies(Executor
                &zeros);
   RealClock* clock = RealClock::Get();
   std::map<int32_t, std::vector<double>> out;
-  for (const SubnetProfile& s : model.profile.subnets) {
+  for (const SubnetProfile& s : model.profile.EverySubnet()) {
     std::vector<double>& row = out[s.id];
     for (int32_t b : model.profile.batch_sizes) {
       std::vector<const v1::Tensor*> inputs(b, &zeros);

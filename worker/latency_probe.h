@@ -12,8 +12,9 @@
 namespace superserve {
 
 // Measures a loaded model's latency table on this worker, for a package whose
-// profile left latency_us out (docs/packages.md): every subnet at every
-// profiled batch size runs `repeats` times on zero inputs after one untimed
+// profile left latency_us out (docs/packages.md), or for
+// --measure_profiles_to: every subnet slot (those loading left out as
+// dominated too, ModelProfile::EverySubnet) at every profiled batch size runs `repeats` times on zero inputs after one untimed
 // run, and the median counts. Returns microseconds per batch size (the
 // profile's order) by subnet id. The model must be loaded on `executor`;
 // nothing else should run on it meanwhile, or the figures include that work.
