@@ -404,7 +404,7 @@ TEST(EngineIntegration, ADelayedWorkerRefusesLateBatchesAndTheRouterRequeuesThem
   const double refused_alone = RefusedBatches(cluster);
   EXPECT_GE(refused_alone, 10) << "every query's batch was refused at least once";
   // A second, prompt worker: the refused queries are re-queued and served
-  // there in time. The delayed worker serves nothing. (Arrivals 60 ms apart:
+  // there in time. (Arrivals 60 ms apart:
   // each finds both workers free and goes to the delayed one first; were
   // the prompt one busy with a 30 ms batch, the re-queued query would wait
   // for it or go back to the delayed one.)
@@ -418,15 +418,18 @@ TEST(EngineIntegration, ADelayedWorkerRefusesLateBatchesAndTheRouterRequeuesThem
     EXPECT_TRUE(r.code == absl::StatusCode::kOk || r.code == absl::StatusCode::kDeadlineExceeded)
         << absl::StatusCodeToString(r.code);
     if (r.code != absl::StatusCode::kOk) continue;
-    EXPECT_TRUE(absl::StartsWith(r.worker, "w1")) << r.worker;
-    ++ok;
+    // The delayed worker may serve one too, where the router's choice left
+    // a window past its 40 ms delay (the 1-ms subnet with > 41 ms of slack):
+    // which subnet and window the router picks depends on when it reads the
+    // query, and a loaded host's run had the delayed worker serve (28 Nov).
+    if (absl::StartsWith(r.worker, "w1")) ++ok;
   }
   // How many of the 40 go first to the delayed worker and are still served in
   // time depends on the host's timing (on a quiet one, 36 or more of each);
   // the mechanism is that refusals happen and the prompt worker serves.
   const double refused = RefusedBatches(cluster) - refused_alone;
   EXPECT_GE(refused, 1) << "first tries go to the delayed worker";
-  EXPECT_GE(ok, 1) << "refused " << refused;
+  EXPECT_GE(ok, 1) << "the prompt worker served; refused " << refused;
 }
 
 // SIGTERM drains: the queries already accepted are served (not answered

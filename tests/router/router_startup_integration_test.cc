@@ -44,8 +44,10 @@ struct Exit {
 };
 
 // Runs `argv` with its output in `log`, for at most `timeout`.
+// `timeout` is a hang guard: every run here exits by itself at once on a
+// quiet host; a loaded one took over 5 s to start a LibTorch-linked worker.
 Exit RunFor(const std::vector<std::string>& argv, const std::string& log,
-            Nanos timeout = Seconds(5)) {
+            Nanos timeout = Seconds(60)) {
   Exit e;
   auto p = Subprocess::Start(argv, log);
   EXPECT_TRUE(p.ok()) << p.status();
