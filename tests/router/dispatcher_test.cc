@@ -16,9 +16,13 @@
 #include "policies/policy.h"
 #include "policies/policy_factory.h"
 #include "tests/baselines_registered.h"
+#include "tests/test_util/router_fakes.h"
 
 namespace superserve {
 namespace {
+
+using testing::FakeConnection;
+using testing::FakeQuery;
 
 ModelProfile TestProfile() {
   ModelProfile p;
@@ -39,42 +43,6 @@ ModelProfile TestProfile() {
   }
   return p;
 }
-
-class FakeQuery : public QueryResponder {
- public:
-  explicit FakeQuery(std::string model = "m", std::vector<int64_t> shape = {2}) {
-    request_.set_model(model);
-    std::vector<float> v(shape.empty() ? 1 : shape[0], 0.5f);
-    EncodeTensor(MakeFloatTensor(shape, v), request_.mutable_input());
-  }
-  const v1::InferRequest& request() const override { return request_; }
-  v1::InferResponse* response() override { return &response_; }
-  void Answer(const absl::Status& s) override {
-    ++answers;
-    status = s;
-  }
-  v1::InferRequest request_;
-  v1::InferResponse response_;
-  int answers = 0;
-  absl::Status status;
-};
-
-class FakeConnection : public WorkerConnection {
- public:
-  void Send(std::unique_ptr<v1::RouterMessage> m) override { sent.push_back(std::move(m)); }
-  void Close(const absl::Status& why) override { closed = true; }
-  // Pops the next batch sent (skipping acks); nullptr when none.
-  std::unique_ptr<v1::RouterMessage> NextBatch() {
-    while (!sent.empty()) {
-      auto m = std::move(sent.front());
-      sent.pop_front();
-      if (m->has_batch()) return m;
-    }
-    return nullptr;
-  }
-  std::deque<std::unique_ptr<v1::RouterMessage>> sent;
-  bool closed = false;
-};
 
 v1::BatchResult OkResult(const v1::Batch& b, int64_t exec_us = 1000) {
   v1::BatchResult r;
