@@ -16,6 +16,7 @@
 #include "policies/policy.h"
 #include "policies/policy_factory.h"
 #include "tests/baselines_registered.h"
+#include "tests/policies/policy_test_util.h"
 #include "tests/test_util/router_fakes.h"
 
 namespace superserve {
@@ -23,26 +24,6 @@ namespace {
 
 using testing::FakeConnection;
 using testing::FakeQuery;
-
-ModelProfile TestProfile() {
-  ModelProfile p;
-  p.model = "m";
-  p.batch_sizes = {1, 2, 4};
-  p.input_shape = {2};
-  p.num_classes = 3;
-  const double acc[] = {70, 80};
-  const double lat_ms[2][3] = {{1, 1.5, 2}, {2, 3, 4}};
-  for (int i = 0; i < 2; ++i) {
-    SubnetProfile s;
-    s.id = 10 + i;
-    s.accuracy = acc[i];
-    s.control.subnet_id = 10 + i;
-    s.control.depths = {i};
-    for (double l : lat_ms[i]) s.latency.push_back(Millis(l));
-    p.subnets.push_back(s);
-  }
-  return p;
-}
 
 v1::BatchResult OkResult(const v1::Batch& b, int64_t exec_us = 1000) {
   v1::BatchResult r;
@@ -67,7 +48,7 @@ class DispatcherTest : public ::testing::Test {
     o.serving.heartbeat_interval = Millis(100);
     o.serving.missed_heartbeats = 3;
     d_ = std::make_unique<Dispatcher>(o, &clock_, &metrics_);
-    ASSERT_TRUE(d_->AddModel(TestProfile()).ok());
+    ASSERT_TRUE(d_->AddModel(testing::TwoSubnetProfile()).ok());
   }
   int32_t AddWorker(FakeConnection** conn_out) {
     auto conn = std::make_shared<FakeConnection>();
@@ -170,7 +151,7 @@ TEST_F(DispatcherTest, AModelWhoseBatchesCannotReachAWorkerIsRefused) {
   Make("slackfit");
   // 4 MiB inputs: a batch of 128 is 512 MiB, over the worker link's message
   // limit; before, such a batch broke the link and dropped the worker.
-  ModelProfile big = TestProfile();
+  ModelProfile big = testing::TwoSubnetProfile();
   big.model = "big";
   big.input_shape = {1, 1024, 1024};
   big.batch_sizes = {32, 64, 128};
@@ -391,10 +372,10 @@ TEST(DispatcherWakeUpTest, AWakeUpAskedForDuringATickIsNotLost) {
   o.policy = "test-hold";
   o.run_timer_thread = false;
   Dispatcher d(o, &clock, &metrics);
-  ModelProfile a = TestProfile();
+  ModelProfile a = testing::TwoSubnetProfile();
   a.model = "a";
   ASSERT_TRUE(d.AddModel(a).ok());
-  ASSERT_TRUE(d.AddModel(TestProfile()).ok());
+  ASSERT_TRUE(d.AddModel(testing::TwoSubnetProfile()).ok());
   auto serves_a = std::make_shared<HookedConnection>();
   auto serves_m = std::make_shared<FakeConnection>();
   v1::RegisterWorker hello;

@@ -14,6 +14,7 @@
 #include "policies/policy_factory.h"
 #include "serving/serving_core.h"
 #include "tests/baselines_registered.h"
+#include "tests/policies/policy_test_util.h"
 #include "tests/test_util/serving_fakes.h"
 
 namespace superserve {
@@ -21,27 +22,6 @@ namespace {
 
 using testing::FakeChannel;
 using testing::FakeHandle;
-
-// Two subnets (70 % at 1/1.5/2 ms, 80 % at 2/3/4 ms for batches 1/2/4).
-ModelProfile RulesProfile() {
-  ModelProfile p;
-  p.model = "m";
-  p.batch_sizes = {1, 2, 4};
-  p.input_shape = {2};
-  p.num_classes = 3;
-  const double acc[] = {70, 80};
-  const double lat_ms[2][3] = {{1, 1.5, 2}, {2, 3, 4}};
-  for (int i = 0; i < 2; ++i) {
-    SubnetProfile s;
-    s.id = 10 + i;
-    s.accuracy = acc[i];
-    s.control.subnet_id = 10 + i;
-    s.control.depths = {i};
-    for (double l : lat_ms[i]) s.latency.push_back(Millis(l));
-    p.subnets.push_back(s);
-  }
-  return p;
-}
 
 // Every query of `b` answered OK.
 BatchOutcome OkResult(const BatchPlan& b) {
@@ -64,9 +44,9 @@ class SchedulingRulesTest : public ::testing::Test {
     AddModel(policy);
   }
   void AddModel(const std::string& policy) {
-    auto p = MakePolicy(policy, RulesProfile(), PolicyConfig());
+    auto p = MakePolicy(policy, testing::TwoSubnetProfile(), PolicyConfig());
     ASSERT_TRUE(p.ok()) << p.status();
-    ASSERT_TRUE(core_->AddModel(RulesProfile(), *std::move(p)).ok());
+    ASSERT_TRUE(core_->AddModel(testing::TwoSubnetProfile(), *std::move(p)).ok());
   }
   int32_t AddWorker(FakeChannel** channel_out) {
     auto c = std::make_shared<FakeChannel>();
