@@ -43,9 +43,12 @@
 #include "superserve/v1/profile.pb.h"
 #include "tests/baselines_registered.h"  // every selectable policy: the baselines too
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/test_util/serving_fakes.h"
 
 namespace superserve {
 namespace {
+
+using testing::FakeChannel;
 
 // Set while a worker's batch result is being handed to the core: the only
 // time a query may be answered OK.
@@ -74,16 +77,6 @@ class Handle final : public QueryHandle {
 
  private:
   const ModelProfile* profile_;
-};
-
-class Channel final : public WorkerChannel {
- public:
-  void OnRegistered(const std::string&, Nanos) override {}
-  void Send(BatchPlan b) override { sent.push_back(std::move(b)); }
-  void Close(const absl::Status&) override { closed = true; }
-  int32_t id = -1;
-  std::deque<BatchPlan> sent;
-  bool closed = false;
 };
 
 // A latency in [1 us, ~4 s], spread over the orders of magnitude.
@@ -162,7 +155,7 @@ const Served* Find(const std::vector<Served>& models, const std::string& name) {
   return nullptr;
 }
 
-void CheckBatch(const BatchPlan& b, const Channel& c, const std::vector<Served>& models,
+void CheckBatch(const BatchPlan& b, const FakeChannel& c, const std::vector<Served>& models,
                 std::unordered_set<QueryId>* on_workers) {
   FUZZ_CHECK(!b.queries.empty());
   FUZZ_CHECK(b.inputs.size() == b.queries.size());
@@ -227,7 +220,7 @@ void Run(FuzzedDataProvider& in) {
 
   // Handles outlive the core (it may answer from its destructor).
   std::vector<std::unique_ptr<Handle>> handles;
-  std::vector<std::shared_ptr<Channel>> workers;
+  std::vector<std::shared_ptr<FakeChannel>> workers;
   std::unordered_set<QueryId> on_workers;  // ids in batches not yet answered
   std::unordered_set<uint64_t> checked;    // batch ids CheckBatch has seen
   {
@@ -262,7 +255,7 @@ void Run(FuzzedDataProvider& in) {
         core.Submit(handles.back().get(), r);
       } else if (op < 40) {
         if (workers.size() >= 16) continue;
-        auto c = std::make_shared<Channel>();
+        auto c = std::make_shared<FakeChannel>();
         WorkerRegistration reg;
         reg.name = "w";
         reg.emulated = in.ConsumeBool();
@@ -274,7 +267,7 @@ void Run(FuzzedDataProvider& in) {
           workers.push_back(c);
         }
       } else if (op < 70 && !workers.empty()) {
-        Channel& c = *workers[in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1)];
+        FakeChannel& c = *workers[in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1)];
         if (c.sent.empty()) continue;
         BatchPlan b = std::move(c.sent.front());
         c.sent.pop_front();

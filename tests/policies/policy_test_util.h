@@ -36,6 +36,29 @@ inline ModelProfile ThreeSubnetProfile() {
                      {{1, 1.5, 2.5, 4.5}, {2, 3, 5, 9}, {4, 6, 10, 18}});
 }
 
+// Model "m": two subnets with control tuples, ids 10 (70 %, 1/1.5/2 ms) and
+// 11 (80 %, 2/3/4 ms) at batches 1/2/4, input shape {2}, 3 classes. The
+// profile of the serving core's rule tests and the router's dispatcher tests.
+inline ModelProfile TwoSubnetProfile() {
+  ModelProfile p;
+  p.model = "m";
+  p.batch_sizes = {1, 2, 4};
+  p.input_shape = {2};
+  p.num_classes = 3;
+  const double acc[] = {70, 80};
+  const double lat_ms[2][3] = {{1, 1.5, 2}, {2, 3, 4}};
+  for (int i = 0; i < 2; ++i) {
+    SubnetProfile s;
+    s.id = 10 + i;
+    s.accuracy = acc[i];
+    s.control.subnet_id = 10 + i;
+    s.control.depths = {i};
+    for (double l : lat_ms[i]) s.latency.push_back(Millis(l));
+    p.subnets.push_back(s);
+  }
+  return p;
+}
+
 // One application of DynamicProfile: execution times uniform on [lo, hi).
 struct App {
   std::string name;

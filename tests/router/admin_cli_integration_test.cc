@@ -7,22 +7,22 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <atomic>
-#include <cstdlib>
 #include <mutex>
-#include <chrono>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "bench/harness/local_cluster.h"
 #include "common/clock.h"
 #include "common/tensor_codec.h"
 #include "inference/grpc_predict_v2.grpc.pb.h"
 #include "router/client/inference_client.h"
-#include "router/client/local_cluster.h"
 #include "tests/router/engine_test_util.h"
 
 namespace superserve {

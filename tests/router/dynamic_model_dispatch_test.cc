@@ -11,9 +11,13 @@
 #include "router/grpc_worker_channel.h"
 #include "router/tensor_payload.h"
 #include "tests/baselines_registered.h"
+#include "tests/test_util/router_fakes.h"
 
 namespace superserve {
 namespace {
+
+using testing::FakeConnection;
+using testing::FakeQuery;
 
 ModelProfile StaticProfile() {
   ModelProfile p;
@@ -46,40 +50,6 @@ ModelProfile DynamicProfile() {
   p.dynamic.exit_accuracy = {90, 91, 92};
   return p;
 }
-
-class FakeQuery : public QueryResponder {
- public:
-  FakeQuery(const std::string& model, const std::string& application) {
-    request_.set_model(model);
-    request_.set_application(application);
-    EncodeTensor(MakeFloatTensor({2}, std::vector<float>{0.5f, 0.5f}), request_.mutable_input());
-  }
-  const v1::InferRequest& request() const override { return request_; }
-  v1::InferResponse* response() override { return &response_; }
-  void Answer(const absl::Status& s) override {
-    ++answers;
-    status = s;
-  }
-  v1::InferRequest request_;
-  v1::InferResponse response_;
-  int answers = 0;
-  absl::Status status;
-};
-
-class FakeConnection : public WorkerConnection {
- public:
-  void Send(std::unique_ptr<v1::RouterMessage> m) override { sent.push_back(std::move(m)); }
-  void Close(const absl::Status&) override {}
-  std::unique_ptr<v1::RouterMessage> NextBatch() {
-    while (!sent.empty()) {
-      auto m = std::move(sent.front());
-      sent.pop_front();
-      if (m->has_batch()) return m;
-    }
-    return nullptr;
-  }
-  std::deque<std::unique_ptr<v1::RouterMessage>> sent;
-};
 
 // Worker "w" serving `models`.
 v1::RegisterWorker Hello(const std::vector<std::string>& models) {
@@ -129,7 +99,7 @@ TEST(DynamicModelDispatch, ApplicationReachesTheWorkerAndExitsComeBack) {
   auto w = d.RegisterWorker(Hello({"m", "dyn"}), conn);
   ASSERT_TRUE(w.ok()) << w.status();
 
-  queries.push_back(std::make_unique<FakeQuery>("dyn", "hard"));
+  queries.push_back(std::make_unique<FakeQuery>("dyn", std::vector<int64_t>{2}, "hard"));
   FakeQuery& q = *queries.back();
   d.Submit(&q, clock.Now() + Millis(50));
   auto batch = conn->NextBatch();
@@ -186,7 +156,7 @@ TEST(DynamicModelDispatch, AnswersFallBackToTheModelsExitAccuracy) {
   auto w = d.RegisterWorker(Hello({"dyn"}), conn);
   ASSERT_TRUE(w.ok()) << w.status();
   for (int exit : {1, 0}) {  // 0: the worker did not say
-    queries.push_back(std::make_unique<FakeQuery>("dyn", "easy"));
+    queries.push_back(std::make_unique<FakeQuery>("dyn", std::vector<int64_t>{2}, "easy"));
     FakeQuery& q = *queries.back();
     d.Submit(&q, clock.Now() + Millis(50));
     auto batch = conn->NextBatch();

@@ -2,9 +2,9 @@
 // superserve-router + emulated superserve-worker processes + the client
 // library. Every test stops what it started (LocalCluster's destructor; the
 // children also die with the test process).
+#include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -23,12 +23,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "bench/harness/local_cluster.h"
 #include "common/cpu_affinity.h"
 #include "common/model_repository.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 #include "tests/router/engine_test_util.h"
 
 namespace superserve {

@@ -17,9 +17,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "bench/harness/faulted_load.h"
+#include "bench/harness/local_cluster.h"
 #include "common/tensor_codec.h"
-#include "router/client/faulted_load.h"
-#include "router/client/local_cluster.h"
 #include "tests/router/engine_test_util.h"
 
 namespace superserve {

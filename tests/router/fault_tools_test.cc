@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "router/client/answer_ledger.h"
-#include "router/client/fault_injector.h"
-#include "router/client/local_cluster.h"
+#include "bench/harness/answer_ledger.h"
+#include "bench/harness/fault_injector.h"
+#include "bench/harness/local_cluster.h"
 
 namespace superserve {
 namespace {

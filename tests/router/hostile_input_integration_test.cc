@@ -21,11 +21,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "bench/harness/local_cluster.h"
 #include "common/model_digest.h"
 #include "common/secret.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
-#include "router/client/local_cluster.h"
 #include "superserve/v1/admin.grpc.pb.h"
 #include "superserve/v1/inference.grpc.pb.h"
 #include "superserve/v1/worker.grpc.pb.h"

@@ -12,30 +12,15 @@
 
 #include "common/model_repository.h"
 #include "tests/router/engine_test_util.h"
+#include "tests/test_util/router_fakes.h"
 
 namespace superserve {
 namespace {
 
+using testing::RecordingConnection;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-// Records what the router would write to one worker's stream.
-class RecordingConnection final : public WorkerConnection {
- public:
-  void Send(std::unique_ptr<v1::RouterMessage> m) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    sent_.push_back(*m);
-  }
-  void Close(const absl::Status&) override {}
-  std::vector<v1::RouterMessage> sent() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return sent_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<v1::RouterMessage> sent_;
-};
 
 class HotModelsTest : public ::testing::Test {
  protected:

@@ -4,8 +4,8 @@
 // exists only once a model has answers.
 #include <string>
 
+#include "bench/harness/local_cluster.h"
 #include "gtest/gtest.h"
-#include "router/client/local_cluster.h"
 #include "router/router_metrics.h"
 #include "serving/serving_core.h"
 

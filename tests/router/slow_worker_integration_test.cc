@@ -12,11 +12,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "bench/harness/local_cluster.h"
 #include "common/model_repository.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 #include "tests/router/engine_test_util.h"
 
 namespace superserve {

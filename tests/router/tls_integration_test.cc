@@ -13,9 +13,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "bench/harness/local_cluster.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
-#include "router/client/local_cluster.h"
 #include "superserve/v1/admin.grpc.pb.h"
 #include "tests/router/engine_test_util.h"
 

@@ -9,25 +9,15 @@
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "serving/serving_core.h"
-#include "tests/policies/policy_test_util.h"
 #include "tests/baselines_registered.h"
+#include "tests/policies/policy_test_util.h"
+#include "tests/test_util/serving_fakes.h"
 
 namespace superserve {
 namespace {
 
-class Handle final : public QueryHandle {
- public:
-  void Deliver(QueryAnswer a) override { ++answers; }
-  int answers = 0;
-};
-
-class Channel final : public WorkerChannel {
- public:
-  void OnRegistered(const std::string&, Nanos) override {}
-  void Send(BatchPlan b) override { sent.push_back(std::move(b)); }
-  void Close(const absl::Status&) override {}
-  std::deque<BatchPlan> sent;
-};
+using testing::FakeChannel;
+using testing::FakeHandle;
 
 // ℓ(b) = b + base ms for batches 1..8, one subnet.
 ModelProfile Linear(const std::string& name, double base_ms) {
@@ -64,7 +54,7 @@ class CrossModelOrderTest : public ::testing::Test {
       ModelProfile idle = Linear("idle" + std::to_string(i), 1);
       EXPECT_TRUE(core.AddModel(idle, *MakePolicy(policy, idle, config)).ok());
     }
-    auto channel = std::make_shared<Channel>();
+    auto channel = std::make_shared<FakeChannel>();
     WorkerRegistration r;
     r.name = "w";
     r.models = {"fast", "slow"};
@@ -88,7 +78,7 @@ class CrossModelOrderTest : public ::testing::Test {
   }
 
   void Submit(ServingCore* core, const std::string& model, Nanos deadline) {
-    handles_.push_back(std::make_unique<Handle>());
+    handles_.push_back(std::make_unique<FakeHandle>());
     QueryRequest q;
     q.model = model;
     q.deadline = deadline;
@@ -96,7 +86,7 @@ class CrossModelOrderTest : public ::testing::Test {
   }
 
   SimulatedClock clock_{Seconds(1)};
-  std::vector<std::unique_ptr<Handle>> handles_;
+  std::vector<std::unique_ptr<FakeHandle>> handles_;
 };
 
 TEST_F(CrossModelOrderTest, SymphonyServesTheSmallestLatestStartFirst) {

@@ -12,32 +12,16 @@
 #include "policies/policy_factory.h"
 #include "serving/serving_core.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/test_util/serving_fakes.h"
 
 namespace superserve {
 namespace {
 
+using testing::FakeChannel;
+using testing::FakeHandle;
+
 constexpr Nanos kHeartbeat = Millis(100);
 constexpr Nanos kTick = Millis(10);
-
-class Handle final : public QueryHandle {
- public:
-  void Deliver(QueryAnswer a) override {
-    ++answers;
-    status = a.status;
-  }
-  int answers = 0;
-  absl::Status status;
-};
-
-class Channel final : public WorkerChannel {
- public:
-  void OnRegistered(const std::string&, Nanos interval) override { heartbeat = interval; }
-  void Send(BatchPlan b) override { sent.push_back(std::move(b)); }
-  void Close(const absl::Status&) override { closed = true; }
-  Nanos heartbeat = 0;
-  std::deque<BatchPlan> sent;
-  bool closed = false;
-};
 
 BatchOutcome Ok(const BatchPlan& b) {
   BatchOutcome o;
@@ -57,9 +41,10 @@ class PartitionTest : public ::testing::Test {
     // is by silence alone.
     o.batch_grace = Seconds(10);
     core_ = std::make_unique<ServingCore>(o, &clock_);
-    ASSERT_TRUE(core_->AddModel(profile_, *MakePolicy("fixed-subnet", profile_, PolicyConfig())).ok());
+    ASSERT_TRUE(
+        core_->AddModel(profile_, *MakePolicy("fixed-subnet", profile_, PolicyConfig())).ok());
     for (int i = 0; i < 2; ++i) {
-      channels_.push_back(std::make_shared<Channel>());
+      channels_.push_back(std::make_shared<FakeChannel>());
       WorkerRegistration r;
       r.models = {"hand"};
       ids_.push_back(*core_->RegisterWorker(r, channels_.back()));
@@ -67,8 +52,8 @@ class PartitionTest : public ::testing::Test {
     }
   }
 
-  Handle& Submit(Nanos slo) {
-    handles_.push_back(std::make_unique<Handle>());
+  FakeHandle& Submit(Nanos slo) {
+    handles_.push_back(std::make_unique<FakeHandle>());
     QueryRequest r;
     r.model = "hand";
     r.deadline = clock_.Now() + slo;
@@ -97,8 +82,8 @@ class PartitionTest : public ::testing::Test {
 
   SimulatedClock clock_{Seconds(1)};
   ModelProfile profile_ = testing::ThreeSubnetProfile();
-  std::vector<std::unique_ptr<Handle>> handles_;  // outlive the core
-  std::vector<std::shared_ptr<Channel>> channels_;
+  std::vector<std::unique_ptr<FakeHandle>> handles_;  // outlive the core
+  std::vector<std::shared_ptr<FakeChannel>> channels_;
   std::vector<int32_t> ids_;
   std::vector<Nanos> last_heard_;
   std::unique_ptr<ServingCore> core_;
@@ -111,9 +96,9 @@ TEST_F(PartitionTest, DefaultRuleIsTwoSilentIntervals) {
 
 TEST_F(PartitionTest, APartitionedWorkerIsDeadWithinTwoIntervalsAndItsQueriesAnsweredOnce) {
   // w0 takes a query with plenty of time left; w1 one with little.
-  Handle& roomy = Submit(Seconds(5));
+  FakeHandle& roomy = Submit(Seconds(5));
   ASSERT_EQ(channels_[0]->sent.size(), 1u);
-  Handle& tight = Submit(Millis(150));
+  FakeHandle& tight = Submit(Millis(150));
   ASSERT_EQ(channels_[1]->sent.size(), 1u);
   // Both heartbeat for a while; nothing is declared.
   RunUntil(clock_.Now() + Millis(500), {0, 1}, 0);
@@ -154,8 +139,8 @@ TEST_F(PartitionTest, APartitionedWorkerIsDeadWithinTwoIntervalsAndItsQueriesAns
 
 TEST_F(PartitionTest, ThePartitionedWorkersQueriesThatCanStillMakeItAreServedByAnother) {
   // Both workers busy, so w0's query cannot be re-run at once by w1.
-  Handle& on_w0 = Submit(Seconds(2));
-  Handle& on_w1 = Submit(Seconds(2));
+  FakeHandle& on_w0 = Submit(Seconds(2));
+  FakeHandle& on_w1 = Submit(Seconds(2));
   ASSERT_EQ(channels_[0]->sent.size(), 1u);
   ASSERT_EQ(channels_[1]->sent.size(), 1u);
   // w0 is cut off at once; w1 beats on and finishes its batch.

@@ -13,31 +13,15 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
-#include "tests/policies/policy_test_util.h"
 #include "tests/baselines_registered.h"
+#include "tests/policies/policy_test_util.h"
+#include "tests/test_util/serving_fakes.h"
 
 namespace superserve {
 namespace {
 
-class Handle final : public QueryHandle {
- public:
-  void Deliver(QueryAnswer a) override {
-    ++answers;
-    status = a.status;
-  }
-  int answers = 0;
-  absl::Status status;
-};
-
-class Channel final : public WorkerChannel {
- public:
-  void OnRegistered(const std::string& name, Nanos) override { this->name = name; }
-  void Send(BatchPlan b) override { sent.push_back(std::move(b)); }
-  void Close(const absl::Status&) override { closed = true; }
-  std::string name;
-  std::deque<BatchPlan> sent;
-  bool closed = false;
-};
+using testing::FakeChannel;
+using testing::FakeHandle;
 
 std::unique_ptr<Policy> Clipper(const ModelProfile& p) {
   return *MakePolicy("fixed-subnet", p, PolicyConfig());
@@ -62,14 +46,14 @@ class ServingCoreTest : public ::testing::Test {
     core_ = std::make_unique<ServingCore>(o, &clock_);
     ASSERT_TRUE(core_->AddModel(profile_, Clipper(profile_)).ok());
   }
-  int32_t AddWorker(std::shared_ptr<Channel> c) {
+  int32_t AddWorker(std::shared_ptr<FakeChannel> c) {
     WorkerRegistration r;
     r.name = "w";
     r.models = {"hand"};
     return *core_->RegisterWorker(r, std::move(c));
   }
-  Handle& Submit(Nanos slo) {
-    handles_.push_back(std::make_unique<Handle>());
+  FakeHandle& Submit(Nanos slo) {
+    handles_.push_back(std::make_unique<FakeHandle>());
     QueryRequest r;
     r.model = "hand";
     r.deadline = clock_.Now() + slo;
@@ -79,15 +63,15 @@ class ServingCoreTest : public ::testing::Test {
 
   SimulatedClock clock_{Seconds(1)};
   ModelProfile profile_ = testing::ThreeSubnetProfile();
-  std::vector<std::unique_ptr<Handle>> handles_;  // outlive the core
+  std::vector<std::unique_ptr<FakeHandle>> handles_;  // outlive the core
   std::unique_ptr<ServingCore> core_;
 };
 
 TEST_F(ServingCoreTest, AHungWorkerIsDeclaredDeadByItsBatchDeadlineAndItsLateResultIgnored) {
-  auto c0 = std::make_shared<Channel>(), c1 = std::make_shared<Channel>();
+  auto c0 = std::make_shared<FakeChannel>(), c1 = std::make_shared<FakeChannel>();
   const int32_t w0 = AddWorker(c0);
   EXPECT_EQ(c0->name, "w#0");
-  Handle& q = Submit(Millis(100));
+  FakeHandle& q = Submit(Millis(100));
   ASSERT_EQ(c0->sent.size(), 1u);
   const int32_t w1 = AddWorker(c1);
   // w0 never answers (it still "heartbeats": heartbeats are off here). Past
@@ -105,7 +89,7 @@ TEST_F(ServingCoreTest, AHungWorkerIsDeclaredDeadByItsBatchDeadlineAndItsLateRes
   core_->OnBatchResult(w0, Ok(c0->sent.front()));
   EXPECT_EQ(q.answers, 1);
   // The other worker serves on.
-  Handle& next = Submit(Millis(100));
+  FakeHandle& next = Submit(Millis(100));
   ASSERT_EQ(c1->sent.size(), 1u);
   core_->OnBatchResult(w1, Ok(c1->sent.front()));
   EXPECT_TRUE(next.status.ok());
@@ -133,9 +117,10 @@ TEST_F(ServingCoreTest, TheLiveWorkerCountReportedLastIsTheNewest) {
   ASSERT_TRUE(core.AddModel(profile_, Clipper(profile_)).ok());
   WorkerRegistration reg;
   reg.models = {"hand"};
-  std::thread first([&] { ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<Channel>()).ok()); });
+  std::thread first(
+      [&] { ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<FakeChannel>()).ok()); });
   alive.first_in.WaitForNotification();
-  ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<Channel>()).ok());
+  ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<FakeChannel>()).ok());
   alive.second_done.Notify();
   first.join();
   EXPECT_EQ(core.Stats().workers_alive, 2);
@@ -151,12 +136,12 @@ TEST_F(ServingCoreTest, ObserverSeesEveryAnswerAndBatch) {
   } counter;
   ServingCore core(ServingOptions(), &clock_, &counter);
   ASSERT_TRUE(core.AddModel(profile_, Clipper(profile_)).ok());
-  Handle unknown, ok;
+  FakeHandle unknown, ok;
   QueryRequest r;
   r.model = "nope";
   r.deadline = clock_.Now() + Millis(50);
   core.Submit(&unknown, r);
-  auto c = std::make_shared<Channel>();
+  auto c = std::make_shared<FakeChannel>();
   WorkerRegistration reg;
   reg.models = {"hand"};
   const int32_t w = *core.RegisterWorker(reg, c);
@@ -182,12 +167,12 @@ TEST_F(ServingCoreTest, ARefusedBatchIsRequeuedWhileItCanMakeItThenAnswered) {
   o.missed_heartbeats = 0;
   ServingCore core(o, &clock_, &refusals);
   ASSERT_TRUE(core.AddModel(profile_, Clipper(profile_)).ok());
-  auto c = std::make_shared<Channel>();
+  auto c = std::make_shared<FakeChannel>();
   WorkerRegistration reg;
   reg.name = "w";
   reg.models = {"hand"};
   const int32_t w = *core.RegisterWorker(reg, c);
-  Handle q;
+  FakeHandle q;
   QueryRequest r;
   r.model = "hand";
   r.deadline = clock_.Now() + Millis(30);
@@ -224,9 +209,9 @@ TEST_F(ServingCoreTest, HopelessArrivalsAreAnsweredAtOnceOnlyWithShedding) {
   // answers the hopeless tail at once (the queue ahead only grows).
   for (bool shed : {true, false}) {
     SetUpCore(shed);
-    auto c = std::make_shared<Channel>();
+    auto c = std::make_shared<FakeChannel>();
     AddWorker(c);
-    std::vector<Handle*> qs;
+    std::vector<FakeHandle*> qs;
     for (int i = 0; i < 400; ++i) qs.push_back(&Submit(Millis(40)));
     int first_rejected = -1;
     for (int i = 0; i < 400; ++i) {
@@ -250,12 +235,12 @@ TEST_F(ServingCoreTest, HopelessArrivalsAreAnsweredAtOnceOnlyWithShedding) {
 }
 
 TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
-  auto c = std::make_shared<Channel>();
+  auto c = std::make_shared<FakeChannel>();
   const int32_t w = AddWorker(c);
-  Handle& running = Submit(Millis(100));
-  Handle& queued = Submit(Millis(100));
+  FakeHandle& running = Submit(Millis(100));
+  FakeHandle& queued = Submit(Millis(100));
   core_->Drain();
-  Handle& late = Submit(Millis(100));
+  FakeHandle& late = Submit(Millis(100));
   ASSERT_EQ(late.answers, 1);
   EXPECT_EQ(late.status.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(late.status.message().find("draining"), absl::string_view::npos) << late.status;
@@ -292,10 +277,10 @@ TEST(ServingCoreWakeTest, ASupersededWakeUpCostsNoTick) {
   WorkerRegistration r;
   r.name = "w";
   r.models = {profile.model};
-  ASSERT_TRUE(core.RegisterWorker(r, std::make_shared<Channel>()).ok());
-  std::vector<std::unique_ptr<Handle>> handles;
+  ASSERT_TRUE(core.RegisterWorker(r, std::make_shared<FakeChannel>()).ok());
+  std::vector<std::unique_ptr<FakeHandle>> handles;
   auto submit = [&] {
-    handles.push_back(std::make_unique<Handle>());
+    handles.push_back(std::make_unique<FakeHandle>());
     QueryRequest q;
     q.model = profile.model;
     q.deadline = clock.Now() + Millis(100);
@@ -328,22 +313,22 @@ TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
     o.batch_grace = Millis(5);
     o.max_queue = 8;
     o.lookahead = 1 + static_cast<int32_t>(seed % 2);
-    std::vector<std::unique_ptr<Handle>> handles;
+    std::vector<std::unique_ptr<FakeHandle>> handles;
     ServingCore core(o, &clock);
     ModelProfile p = testing::ThreeSubnetProfile();
     const std::vector<std::string> policies = PolicyNames();
     ASSERT_TRUE(core.AddModel(p, *MakePolicy(policies[seed % policies.size()], p, {})).ok());
-    std::vector<std::pair<int32_t, std::shared_ptr<Channel>>> workers;
+    std::vector<std::pair<int32_t, std::shared_ptr<FakeChannel>>> workers;
     for (int step = 0; step < 600; ++step) {
       const int op = static_cast<int>(rng() % 100);
       if (op < 40) {
-        handles.push_back(std::make_unique<Handle>());
+        handles.push_back(std::make_unique<FakeHandle>());
         QueryRequest r;
         r.model = rng() % 20 == 0 ? "other" : "hand";
         r.deadline = clock.Now() + Millis(static_cast<double>(rng() % 30));
         core.Submit(handles.back().get(), r);
       } else if (op < 45) {
-        auto c = std::make_shared<Channel>();
+        auto c = std::make_shared<FakeChannel>();
         WorkerRegistration reg;
         reg.models = {"hand"};
         auto id = core.RegisterWorker(reg, c);
@@ -405,9 +390,9 @@ TEST(ServingCoreApplicationsTest, NewTagsBeyondTheCapAndLongTagsAreRefused) {
   ASSERT_TRUE(core.AddModel(profile, Clipper(profile)).ok());
   WorkerRegistration reg;
   reg.models = {"hand"};
-  ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<Channel>()).ok());
-  std::deque<Handle> handles;  // outlive the core's references
-  auto submit = [&](absl::string_view tag) -> Handle& {
+  ASSERT_TRUE(core.RegisterWorker(reg, std::make_shared<FakeChannel>()).ok());
+  std::deque<FakeHandle> handles;  // outlive the core's references
+  auto submit = [&](absl::string_view tag) -> FakeHandle& {
     QueryRequest r;
     r.model = "hand";
     r.application = tag;
@@ -418,14 +403,14 @@ TEST(ServingCoreApplicationsTest, NewTagsBeyondTheCapAndLongTagsAreRefused) {
   };
   EXPECT_EQ(submit("a").answers, 0);  // queued
   EXPECT_EQ(submit("b").answers, 0);
-  Handle& third = submit("c");
+  FakeHandle& third = submit("c");
   EXPECT_EQ(third.answers, 1);
   EXPECT_EQ(third.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(third.status.message().find("maximum of 2 tags (--max_applications)"),
             std::string::npos)
       << third.status;
   EXPECT_EQ(submit("a").answers, 0) << "a known tag is still accepted";
-  Handle& long_tag = submit("123456789");
+  FakeHandle& long_tag = submit("123456789");
   EXPECT_EQ(long_tag.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(long_tag.status.message().find("exceeds the limit of 8 bytes"), std::string::npos)
       << long_tag.status;
@@ -458,7 +443,7 @@ TEST(ServingCoreRegistrationTest, TheWorkerIsToldOutsideTheLockAndBeforeAnyBatch
   const ModelProfile profile = testing::ThreeSubnetProfile();
   ASSERT_TRUE(core.AddModel(profile, Clipper(profile)).ok());
   auto channel = std::make_shared<ProbingChannel>();
-  Handle query;
+  FakeHandle query;
   std::atomic<bool> stats_returned{false};
   std::thread other;
   bool lock_held = false;
@@ -504,11 +489,11 @@ TEST(ServingCoreRegistrationTest, ReconnectingWorkersLeaveABoundedNumberOfRecord
   WorkerRegistration r;
   r.name = "w";
   r.models = {profile.model};
-  auto steady = core.RegisterWorker(r, std::make_shared<Channel>());
+  auto steady = core.RegisterWorker(r, std::make_shared<FakeChannel>());
   ASSERT_TRUE(steady.ok());
   int32_t max_id = *steady;
   for (int i = 0; i < 10000; ++i) {
-    auto id = core.RegisterWorker(r, std::make_shared<Channel>());
+    auto id = core.RegisterWorker(r, std::make_shared<FakeChannel>());
     ASSERT_TRUE(id.ok());
     max_id = std::max(max_id, *id);
     core.OnWorkerGone(*id, absl::UnavailableError("stream ended"));
@@ -517,7 +502,7 @@ TEST(ServingCoreRegistrationTest, ReconnectingWorkersLeaveABoundedNumberOfRecord
   EXPECT_LE(core.Stats().worker_records, 2);
   EXPECT_EQ(core.Stats().workers_alive, 1);
   // The steady worker still serves.
-  Handle query;
+  FakeHandle query;
   QueryRequest q;
   q.model = profile.model;
   q.deadline = clock.Now() + Millis(100);
@@ -539,17 +524,17 @@ TEST(ServingCoreRegistrationTest, ADeadWorkersIdIsNotReusedBeforeItsOwnerReports
   WorkerRegistration r;
   r.name = "w";
   r.models = {profile.model};
-  auto silent = core.RegisterWorker(r, std::make_shared<Channel>());
+  auto silent = core.RegisterWorker(r, std::make_shared<FakeChannel>());
   ASSERT_TRUE(silent.ok());
   ASSERT_TRUE(clock.Advance(Millis(300)).ok());
   core.Tick();  // declares it dead: silent for 3 intervals
   ASSERT_EQ(core.Stats().workers_alive, 0);
-  auto next = core.RegisterWorker(r, std::make_shared<Channel>());
+  auto next = core.RegisterWorker(r, std::make_shared<FakeChannel>());
   ASSERT_TRUE(next.ok());
   EXPECT_NE(*next, *silent) << "reused while the old stream may still report on it";
   core.OnWorkerGone(*silent, absl::UnavailableError("stream ended"));  // the owner's last call
   EXPECT_EQ(core.Stats().workers_alive, 1) << "the owner's late call reached the new worker";
-  auto third = core.RegisterWorker(r, std::make_shared<Channel>());
+  auto third = core.RegisterWorker(r, std::make_shared<FakeChannel>());
   ASSERT_TRUE(third.ok());
   EXPECT_EQ(*third, *silent) << "released: its record is recycled";
 }
@@ -568,7 +553,7 @@ TEST(ServingCoreIdleTest, AnIdleCoreAsksForFewTicks) {
   WorkerRegistration r;
   r.name = "w";
   r.models = {profile.model};
-  auto worker = core.RegisterWorker(r, std::make_shared<Channel>());
+  auto worker = core.RegisterWorker(r, std::make_shared<FakeChannel>());
   ASSERT_TRUE(worker.ok());
   const Nanos start = clock.Now();
   Nanos next_heartbeat = start + o.heartbeat_interval;
@@ -591,7 +576,7 @@ TEST(ServingCoreIdleTest, AnIdleCoreAsksForFewTicks) {
   EXPECT_LT(ticks, 20) << "an idle second cost " << ticks << " ticks";
   EXPECT_EQ(core.Stats().workers_alive, 1);
   // A query makes it busy again: the sweep runs every tick interval.
-  Handle query;
+  FakeHandle query;
   QueryRequest q;
   q.model = profile.model;
   q.deadline = clock.Now() + Millis(100);

@@ -12,34 +12,15 @@
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "serving/serving_core.h"
-#include "tests/policies/policy_test_util.h"
 #include "tests/baselines_registered.h"
+#include "tests/policies/policy_test_util.h"
+#include "tests/test_util/serving_fakes.h"
 
 namespace superserve {
 namespace {
 
-class Handle final : public QueryHandle {
- public:
-  Handle(const Clock* clock, Nanos deadline) : clock_(clock), deadline_(deadline) {}
-  void Deliver(QueryAnswer a) override {
-    ++answers;
-    in_slo = a.status.ok() && clock_->Now() <= deadline_;
-  }
-  int answers = 0;
-  bool in_slo = false;
-
- private:
-  const Clock* clock_;
-  Nanos deadline_;
-};
-
-class Channel final : public WorkerChannel {
- public:
-  void OnRegistered(const std::string&, Nanos) override {}
-  void Send(BatchPlan b) override { sent.push_back(std::move(b)); }
-  void Close(const absl::Status&) override {}
-  std::deque<BatchPlan> sent;
-};
+using testing::FakeChannel;
+using testing::FakeHandle;
 
 struct WorkerStats {
   int batches = 0;
@@ -64,10 +45,10 @@ RunResult RunStraggler(bool per_worker_speed, double slowdown, double qps, Nanos
   const ModelProfile profile = testing::ThreeSubnetProfile();
   ServingCore core(o, &clock);
   EXPECT_TRUE(core.AddModel(profile, *MakePolicy(policy, profile, PolicyConfig())).ok());
-  std::vector<std::shared_ptr<Channel>> channels;
+  std::vector<std::shared_ptr<FakeChannel>> channels;
   std::vector<int32_t> ids;
   for (int i = 0; i < 2; ++i) {
-    channels.push_back(std::make_shared<Channel>());
+    channels.push_back(std::make_shared<FakeChannel>());
     WorkerRegistration r;
     r.models = {"hand"};
     ids.push_back(*core.RegisterWorker(r, channels.back()));
@@ -78,7 +59,7 @@ RunResult RunStraggler(bool per_worker_speed, double slowdown, double qps, Nanos
   std::vector<std::deque<std::pair<Nanos, BatchPlan>>> running(2);
   std::vector<Nanos> busy_until(2, clock.Now());
   WorkerStats stats[2];
-  std::vector<std::unique_ptr<Handle>> handles;
+  std::vector<std::unique_ptr<FakeHandle>> handles;
   std::mt19937_64 rng(5);
   std::exponential_distribution<double> gap(qps);
   Nanos next_arrival = clock.Now();
@@ -86,7 +67,7 @@ RunResult RunStraggler(bool per_worker_speed, double slowdown, double qps, Nanos
   const Nanos step = Micros(100);
   while (clock.Now() < end) {
     while (next_arrival <= clock.Now()) {
-      handles.push_back(std::make_unique<Handle>(&clock, clock.Now() + slo));
+      handles.push_back(std::make_unique<FakeHandle>(&clock, clock.Now() + slo));
       QueryRequest r;
       r.model = "hand";
       r.deadline = clock.Now() + slo;
@@ -148,7 +129,7 @@ RunResult RunStraggler(bool per_worker_speed, double slowdown, double qps, Nanos
   int ok = 0;
   for (const auto& h : handles) {
     EXPECT_EQ(h->answers, 1);
-    ok += h->in_slo ? 1 : 0;
+    ok += h->in_slo() ? 1 : 0;
   }
   r.attainment = static_cast<double>(ok) / static_cast<double>(handles.size());
   r.normal = stats[1 - straggler];

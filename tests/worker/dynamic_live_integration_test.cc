@@ -10,18 +10,18 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "bench/harness/local_cluster.h"
 #include "common/idx_reader.h"
 #include "common/image_applications.h"
 #include "common/model_repository.h"
 #include "models/early_exit.h"
 #include "models/ofa_resnet.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 #include "superserve/v1/tensor.pb.h"
 #include "tests/router/engine_test_util.h"
 

@@ -6,8 +6,8 @@
 // naming the worker's reason, and nothing becomes visible; after
 // unregistering, the worker's resident memory is back near where it was.
 #include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,9 +16,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_replace.h"
+#include "bench/harness/local_cluster.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
-#include "router/client/local_cluster.h"
 #include "superserve/v1/admin.grpc.pb.h"
 #include "tests/router/engine_test_util.h"
 

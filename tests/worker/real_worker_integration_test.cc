@@ -10,10 +10,10 @@
 #include <cmath>
 #include <map>
 
+#include "bench/harness/local_cluster.h"
 #include "common/idx_reader.h"
 #include "common/model_repository.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 #include "superserve/v1/tensor.pb.h"
 #include "tests/router/engine_test_util.h"
 #include "worker/torch_executor.h"

@@ -20,6 +20,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "bench/benchmark_registry.h"
+#include "bench/harness/local_cluster.h"
 #include "bench/sim/simulator.h"
 #include "common/idx_reader.h"
 #include "common/image_applications.h"
@@ -28,7 +29,6 @@
 #include "policies/policy_factory.h"
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 
 ABSL_FLAG(double, eelive_seconds, 20, "early-exit-live: seconds of arrivals.");
 ABSL_FLAG(double, eelive_qps, 150, "early-exit-live: early-exit queries per second.");

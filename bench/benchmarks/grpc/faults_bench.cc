@@ -28,6 +28,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/benchmark_registry.h"
 #include "bench/benchmarks/grpc/emulated_fleet.h"
+#include "bench/harness/faulted_load.h"
+#include "bench/harness/local_cluster.h"
 #include "bench/sim/trace_generators.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
@@ -35,10 +37,8 @@
 #include "common/subprocess.h"
 #include "common/tensor_codec.h"
 #include "policies/policy_factory.h"
-#include "router/client/faulted_load.h"
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 
 ABSL_FLAG(double, duration_s, 60, "faults: seconds of load per variant.");
 ABSL_FLAG(double, kill_every_s, 12,

@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/benchmark_registry.h"
 #include "bench/benchmarks/grpc/emulated_fleet.h"
+#include "bench/harness/local_cluster.h"
 #include "bench/sim/simulator.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
@@ -29,7 +30,6 @@
 #include "policies/policy_factory.h"
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 
 ABSL_FLAG(double, overload_trial_s, 2.5, "overload: seconds of arrivals per trial.");
 ABSL_FLAG(int32_t, overload_workers, 2, "overload: emulated workers (one process).");

@@ -11,6 +11,7 @@
 //     stream) until its first successful answer;
 //   failed_queries_other_models: fmnist queries (Poisson, throughout the
 //     registration) not answered OK within their SLO's deadline.
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,18 +22,16 @@
 #include <sstream>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "bench/benchmark_registry.h"
 #include "bench/benchmarks/grpc/emulated_fleet.h"
+#include "bench/harness/local_cluster.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
 #include "common/tensor_codec.h"
 #include "router/client/inference_client.h"
-#include "router/client/local_cluster.h"
 #include "superserve/v1/admin.grpc.pb.h"
 
 ABSL_FLAG(double, registration_qps, 20,

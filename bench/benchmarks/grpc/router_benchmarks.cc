@@ -35,6 +35,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/benchmark_registry.h"
 #include "bench/benchmarks/grpc/emulated_fleet.h"
+#include "bench/harness/local_cluster.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
 #include "common/model_profile.h"
@@ -44,7 +45,6 @@
 #include "inference/grpc_predict_v2.grpc.pb.h"
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 #include "superserve/v1/worker.grpc.pb.h"
 
 ABSL_FLAG(int32_t, overhead_queries, 2000, "router-overhead: queries per path.");

@@ -35,12 +35,12 @@
 #include "absl/strings/str_cat.h"
 #include "bench/benchmark_registry.h"
 #include "bench/benchmarks/grpc/emulated_fleet.h"
+#include "bench/harness/local_cluster.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
 #include "common/process_cpu.h"
 #include "router/client/inference_client.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 
 ABSL_FLAG(int32_t, max_workers, 256, "scaling: the largest fleet (1, 2, 4, ... up to this).");
 ABSL_FLAG(double, probe_s, 2.0, "scaling: seconds of load per rate probe.");

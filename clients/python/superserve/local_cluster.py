@@ -1,6 +1,6 @@
 """A router and emulated workers as child processes on 127.0.0.1 (ports
 chosen free at run time), for tests, benchmarks and a first try without a
-GPU. The Python twin of router/client/local_cluster.h."""
+GPU. The Python twin of bench/harness/local_cluster.h."""
 
 import os
 import secrets

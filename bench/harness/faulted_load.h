@@ -1,5 +1,5 @@
-#ifndef SUPERSERVE_ROUTER_CLIENT_FAULTED_LOAD_H_
-#define SUPERSERVE_ROUTER_CLIENT_FAULTED_LOAD_H_
+#ifndef SUPERSERVE_BENCH_HARNESS_FAULTED_LOAD_H_
+#define SUPERSERVE_BENCH_HARNESS_FAULTED_LOAD_H_
 
 #include <cstdint>
 #include <optional>
@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/harness/answer_ledger.h"
+#include "bench/harness/fault_injector.h"
+#include "bench/harness/local_cluster.h"
 #include "common/time.h"
-#include "router/client/answer_ledger.h"
-#include "router/client/fault_injector.h"
 #include "router/client/load_generator.h"
-#include "router/client/local_cluster.h"
 
 namespace superserve {
 
@@ -56,4 +56,4 @@ absl::StatusOr<FaultedLoadResult> RunFaultedLoad(LocalCluster& cluster,
 
 }  // namespace superserve
 
-#endif  // SUPERSERVE_ROUTER_CLIENT_FAULTED_LOAD_H_
+#endif  // SUPERSERVE_BENCH_HARNESS_FAULTED_LOAD_H_

@@ -1,14 +1,12 @@
-#include "router/client/local_cluster.h"
+#include "bench/harness/local_cluster.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <grpcpp/grpcpp.h>
-
-#include <signal.h>
 
 #include <random>
 #include <thread>

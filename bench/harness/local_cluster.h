@@ -1,5 +1,5 @@
-#ifndef SUPERSERVE_ROUTER_CLIENT_LOCAL_CLUSTER_H_
-#define SUPERSERVE_ROUTER_CLIENT_LOCAL_CLUSTER_H_
+#ifndef SUPERSERVE_BENCH_HARNESS_LOCAL_CLUSTER_H_
+#define SUPERSERVE_BENCH_HARNESS_LOCAL_CLUSTER_H_
 
 #include <memory>
 #include <string>
@@ -112,4 +112,4 @@ absl::StatusOr<std::string> HttpGetLocal(int port, const std::string& path);
 
 }  // namespace superserve
 
-#endif  // SUPERSERVE_ROUTER_CLIENT_LOCAL_CLUSTER_H_
+#endif  // SUPERSERVE_BENCH_HARNESS_LOCAL_CLUSTER_H_

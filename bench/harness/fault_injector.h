@@ -1,5 +1,5 @@
-#ifndef SUPERSERVE_ROUTER_CLIENT_FAULT_INJECTOR_H_
-#define SUPERSERVE_ROUTER_CLIENT_FAULT_INJECTOR_H_
+#ifndef SUPERSERVE_BENCH_HARNESS_FAULT_INJECTOR_H_
+#define SUPERSERVE_BENCH_HARNESS_FAULT_INJECTOR_H_
 
 #include <cstdint>
 #include <optional>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/harness/local_cluster.h"
 #include "common/time.h"
-#include "router/client/local_cluster.h"
 
 namespace superserve {
 
@@ -81,4 +81,4 @@ class FaultInjector {
 
 }  // namespace superserve
 
-#endif  // SUPERSERVE_ROUTER_CLIENT_FAULT_INJECTOR_H_
+#endif  // SUPERSERVE_BENCH_HARNESS_FAULT_INJECTOR_H_

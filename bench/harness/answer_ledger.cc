@@ -1,4 +1,4 @@
-#include "router/client/answer_ledger.h"
+#include "bench/harness/answer_ledger.h"
 
 namespace superserve {
 

@@ -1,4 +1,4 @@
-#include "router/client/faulted_load.h"
+#include "bench/harness/faulted_load.h"
 
 #include <grpcpp/grpcpp.h>
 

@@ -1,4 +1,4 @@
-#include "router/client/fault_injector.h"
+#include "bench/harness/fault_injector.h"
 
 #include <signal.h>
 

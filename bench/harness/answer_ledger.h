@@ -1,5 +1,5 @@
-#ifndef SUPERSERVE_ROUTER_CLIENT_ANSWER_LEDGER_H_
-#define SUPERSERVE_ROUTER_CLIENT_ANSWER_LEDGER_H_
+#ifndef SUPERSERVE_BENCH_HARNESS_ANSWER_LEDGER_H_
+#define SUPERSERVE_BENCH_HARNESS_ANSWER_LEDGER_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -59,4 +59,4 @@ class AnswerLedger {
 
 }  // namespace superserve
 
-#endif  // SUPERSERVE_ROUTER_CLIENT_ANSWER_LEDGER_H_
+#endif  // SUPERSERVE_BENCH_HARNESS_ANSWER_LEDGER_H_
