@@ -237,7 +237,10 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   int32_t cand = -1;
   Nanos cand_deadline = std::numeric_limits<Nanos>::min();
   for (size_t b = 0; b < sizes_.size(); ++b) {
-    if (!efficient_[b] || count_[b] < sizes_[b]) continue;
+    // Full: more requests than the next smaller size holds (a dynamic batch
+    // runs unpadded, for the requests it has): with every batch size that
+    // is |Q_bs| >= bs, the pseudocode's test.
+    if (!efficient_[b] || count_[b] <= (b > 0 ? sizes_[b - 1] : 0)) continue;
     const Nanos earliest = Earliest(b);
     if (cand < 0 || earliest > cand_deadline ||
         (earliest == cand_deadline && sizes_[b] > sizes_[cand])) {

@@ -37,9 +37,11 @@ struct OrlojOptions {
 //      sizes (those whose expected time per request, E[L_B] / k, is below
 //      every smaller size's: a larger batch that is not serves its requests
 //      in more worker time): ordered by (earliest deadline in Q_bs, bs)
-//      descending, the first with |Q_bs| >= bs (the smallest profiled size
-//      with a partial batch when none is full, so that a model without batch
-//      size 1 is still served);
+//      descending, the first that is full: more requests than the next
+//      smaller size holds (a dynamic batch runs unpadded; with every batch
+//      size this is |Q_bs| >= bs); the smallest profiled size with a partial
+//      batch when none is full, so that a model without batch size 1 is
+//      still served;
 //   5. pops the bs top-scored requests of Q_bs and names them in
 //      Decision::take_ids.
 //

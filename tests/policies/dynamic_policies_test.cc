@@ -190,6 +190,29 @@ TEST(OrlojPolicyTest, PicksTheLargestFullBatchSizeAsThePseudocodeWrites) {
   EXPECT_EQ(d.take_ids.size(), 1u);
 }
 
+TEST(OrlojPolicyTest, APartialBatchOfALargerSizeRunsWhatTheSmallerCannotHold) {
+  // Profiled sizes 1, 2, 4; three relaxed requests: a batch of two would
+  // leave one behind, so Q_4 (3 > 2, what Q_2 holds) runs them as one batch
+  // of three (a dynamic batch runs unpadded).
+  ModelProfile p = DynamicProfile(1000, 1, {1, 2, 4}, {{"a", 1000, 1100}});
+  OrlojOptions o;
+  o.base.initial_overhead = 0;
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "a");
+  EdfQueue q;
+  for (QueryId id : {1, 2, 3}) {
+    Query x = Q(id, 0, 0, Millis(100));
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+  }
+  const int32_t free[] = {0};
+  Decision d = orloj.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 4);
+  EXPECT_EQ(d.take, 3);
+  EXPECT_EQ(d.take_ids.size(), 3u);
+}
+
 TEST(OrlojPolicyTest, NeverPicksABatchSizeThatTakesMoreTimePerQuery) {
   // No batch overhead and a spread of times: a batch of k takes k * max(l),
   // more per query than k batches of one (E[max] > E[l]), so batch size 2 is
