@@ -32,20 +32,27 @@ void OrlojPolicy::OnDistributionsChanged() {
   const auto& d = distributions();
   const EmpiricalDistribution& mix = d.back();
   tables_.assign(sizes_.size(), {});
+  efficient_.assign(sizes_.size(), false);
+  double best_per_request = std::numeric_limits<double>::max();
   for (size_t b = 0; b < sizes_.size(); ++b) {
     const int32_t k = sizes_[b];
     // E[L_B] depends on the batch size only (§4.3): k draws from the mix.
     const double mean = model_.Latency(k, ExpectedMax(mix, k));
+    // A batch of k runs as the profiled size >= k but for k requests.
+    const double per_request = mean / k;
+    efficient_[b] = b == 0 || per_request < best_per_request;
+    best_per_request = std::min(best_per_request, per_request);
     for (const EmpiricalDistribution& own : d) {
       tables_[b].push_back(OrlojScoreTable::Build(own, mix, k, model_, mean, options_.score));
     }
   }
   groups_per_dist_ = tables_.front().front().groups();
+  shift_ = overhead_estimate();
   floors_.assign(sizes_.size(), std::vector<Nanos>(d.size() * groups_per_dist_));
   for (size_t b = 0; b < sizes_.size(); ++b) {
     for (size_t dist = 0; dist < d.size(); ++dist) {
       for (int32_t g = 0; g < groups_per_dist_; ++g) {
-        floors_[b][dist * groups_per_dist_ + g] = Micros(tables_[b][dist].Floor(g));
+        floors_[b][dist * groups_per_dist_ + g] = Micros(tables_[b][dist].Floor(g)) + shift_;
       }
     }
   }
@@ -81,7 +88,7 @@ void OrlojPolicy::Rebuild(Nanos now) {
 
 void OrlojPolicy::Place(Tracked& r, size_t b, Nanos now) {
   const OrlojScoreTable& t = tables_[b][r.dist];
-  const int32_t g = t.Group(ToMicros(r.q.deadline - now));
+  const int32_t g = t.Group(ToMicros(r.q.deadline - shift_ - now));
   if (g != r.group[b]) {
     Unplace(r, b);
     if (g >= 0) {
@@ -206,7 +213,7 @@ double OrlojPolicy::ScoreOf(QueryId id, size_t b, Nanos now) const {
   auto it = tracked_.find(id);
   if (it == tracked_.end() || it->second.taken || it->second.group[b] < 0) return -1;
   const Tracked& r = it->second;
-  return tables_[b][r.dist].Score(r.group[b], RelUs(r.q.deadline), RelUs(now));
+  return tables_[b][r.dist].Score(r.group[b], RelUs(r.q.deadline - shift_), RelUs(now));
 }
 
 Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
@@ -222,7 +229,7 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   ProcessMilestones(now);
   Nanos next = 0;
   const int32_t drop = static_cast<int32_t>(
-      ctx.queue.CountDeadlinesBefore(now + fastest_, &next, kMaxDropsPerDecision));
+      ctx.queue.CountDeadlinesBefore(now + shift_ + fastest_, &next, kMaxDropsPerDecision));
   if (ctx.free_workers.empty()) return Decision::Idle(drop);
 
   // Batch size: ordered by (earliest deadline in Q_bs, bs) descending, the
@@ -230,7 +237,10 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   int32_t cand = -1;
   Nanos cand_deadline = std::numeric_limits<Nanos>::min();
   for (size_t b = 0; b < sizes_.size(); ++b) {
-    if (count_[b] < sizes_[b]) continue;
+    // Full: more requests than the next smaller size holds (a dynamic batch
+    // runs unpadded, for the requests it has): with every batch size that
+    // is |Q_bs| >= bs, the pseudocode's test.
+    if (!efficient_[b] || count_[b] <= (b > 0 ? sizes_[b - 1] : 0)) continue;
     const Nanos earliest = Earliest(b);
     if (cand < 0 || earliest > cand_deadline ||
         (earliest == cand_deadline && sizes_[b] > sizes_[cand])) {
@@ -252,7 +262,8 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   auto end_score = [&](int32_t gi, bool back) {
     const Group& g = groups[gi];
     const Key& k = back ? *g.rbegin() : *g.begin();
-    return tables[gi / groups_per_dist_].Score(gi % groups_per_dist_, RelUs(k.first), t_rel);
+    return tables[gi / groups_per_dist_].Score(gi % groups_per_dist_, RelUs(k.first - shift_),
+                                               t_rel);
   };
   auto better = [](const Top& a, const Top& b) {  // heap order: worst on top
     return a.score < b.score || (a.score == b.score && a.group_index > b.group_index);

@@ -33,10 +33,15 @@ struct OrlojOptions {
 //   2. moves requests whose milestone passed to their new score group, and
 //      out of the batch sizes they can no longer make;
 //   3. drops the EDF head that no batch can save (Decision::drop);
-//   4. picks the batch size as the pseudocode writes it: batch sizes ordered
-//      by (earliest deadline in Q_bs, bs) descending, the first with
-//      |Q_bs| >= bs (the smallest profiled size with a partial batch when
-//      none is full, so that a model without batch size 1 is still served);
+//   4. picks the batch size as the pseudocode writes it among the efficient
+//      sizes (those whose expected time per request, E[L_B] / k, is below
+//      every smaller size's: a larger batch that is not serves its requests
+//      in more worker time): ordered by (earliest deadline in Q_bs, bs)
+//      descending, the first that is full: more requests than the next
+//      smaller size holds (a dynamic batch runs unpadded; with every batch
+//      size this is |Q_bs| >= bs); the smallest profiled size with a partial
+//      batch when none is full, so that a model without batch size 1 is
+//      still served;
 //   5. pops the bs top-scored requests of Q_bs and names them in
 //      Decision::take_ids.
 //
@@ -110,6 +115,10 @@ class OrlojPolicy final : public DynamicModelPolicy {
 
   OrlojOptions options_;
   Nanos fastest_ = 0;  // batch of one with the shortest time any application has
+  // The dispatch overhead (DynamicModelPolicy::overhead_estimate) when the
+  // tables were last built: a request's time left for its batch is
+  // x = D - t - shift_, since its answer arrives that much after the batch.
+  Nanos shift_ = 0;
   Nanos base_ = 0;
   bool based_ = false;
   bool regroup_ = false;  // tables changed: regroup every tracked request
@@ -123,6 +132,11 @@ class OrlojPolicy final : public DynamicModelPolicy {
   std::vector<int64_t> stale_;                        // taken requests' keys left in Q_bs
   std::vector<int32_t> sizes_;                        // S
   std::vector<int32_t> dispatch_size_;                // profiled size for each of S
+  // Per batch size: whether its expected time per request (E[L_B] / k, the
+  // score's own E[L_B]) is below every smaller size's. A size that is not
+  // does the same work in more worker time than a smaller one and is never
+  // chosen (its queue is still kept, for when the estimates change).
+  std::vector<bool> efficient_;
   absl::flat_hash_map<QueryId, Tracked> tracked_;
   // Scratch of a decision.
   struct Top {

@@ -20,7 +20,7 @@ ABSL_FLAG(std::string, policy, superserve::PolicySpec().name,
           "default, SLO first then accuracy; docs/scheduling.md) | symphony | fixed-subnet "
           "(and orloj for dynamic models, --dynamic_policy in the router). The paper baselines "
           "from bench/, for comparisons: clipper+ | infaas | maxacc | maxbatch | slackfit (and "
-          "clockwork | nexus for dynamic models).");
+          "clockwork | clockwork-windows | nexus for dynamic models).");
 ABSL_FLAG(int32_t, fixed_subnet, superserve::PolicyConfig().fixed_subnet_id,
           "fixed-subnet (and clipper+): the profile's subnet id to serve; -1 = the most "
           "accurate subnet.");

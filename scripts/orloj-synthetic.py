@@ -4,7 +4,7 @@
 Generates, for each case, a dynamic-model profile (one application per mode,
 each a normal distribution of per-query execution times, as a histogram) and
 a Poisson arrival trace tagged with the application, then runs
-superserve-sim --policy orloj|clockwork|nexus at SLO = 1.5, 2, 3, 4, 5 x the
+superserve-sim --policy orloj|clockwork|clockwork-windows|nexus at SLO = 1.5, 2, 3, 4, 5 x the
 P99 execution time and prints markdown tables of the finish rate
 (slo_attainment).
 
@@ -40,7 +40,7 @@ C1 = 0.1
 BATCH_SIZES = [1, 2, 4, 8, 16, 32]
 UNIT_US = 10000.0  # one "unit" of the paper's synthetic distributions
 SLO_MULTIPLES = [1.5, 2, 3, 4, 5]
-POLICIES = ["orloj", "clockwork", "nexus"]
+POLICIES = ["orloj", "clockwork", "clockwork-windows", "nexus"]
 WORKERS = 1
 
 

@@ -76,6 +76,12 @@ void RegisterAll() {
       },
       /*dynamic=*/true);
   RegisterPolicy(
+      "clockwork-windows",
+      [](const ModelProfile& p, const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
+        return std::make_unique<ClockworkWindowsPolicy>(p, ClockworkWindowsOptions());
+      },
+      /*dynamic=*/true);
+  RegisterPolicy(
       "nexus",
       [](const ModelProfile& p, const PolicyConfig&) -> absl::StatusOr<std::unique_ptr<Policy>> {
         return std::make_unique<NexusLikePolicy>(p, NexusLikeOptions());

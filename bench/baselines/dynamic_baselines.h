@@ -41,6 +41,57 @@ class ClockworkLikePolicy final : public DynamicModelPolicy {
   std::vector<RollingPercentile> measured_;
 };
 
+struct ClockworkWindowsOptions {
+  DynamicPolicyOptions base;
+  // The batch-time estimate: the median of the last `window` measured batches
+  // of each batch size (Clockwork's action profile: its past 10 actions),
+  // the profile's c0 + c1*k*mean(l) until one is measured.
+  size_t window = 10;
+  // Clockwork commits a worker's next action once its predicted outstanding
+  // work drops below this (5 ms by default).
+  Nanos schedule_ahead = Millis(5);
+};
+
+// Clockwork as the Orloj paper describes it on dynamic DNNs (§2.3): a point
+// estimate of each batch's time from recent measurements, the next batch
+// committed ahead, when the worker is predicted to finish, with an action
+// window: it may start no earlier than that predicted finish (the worker
+// idles when a batch ran short) and no later than the first deadline minus
+// the estimate. A batch that ran long makes the worker free only after that
+// latest start: the committed batch is cancelled, its queries fail (answered
+// as dropped), and the next batch is planned from now.
+//
+// The serving core hands a worker a batch only when it is free, so the
+// commitment is emulated: the batch Clockwork would have committed is the
+// one formed when the worker frees (EDF order, the largest batch whose
+// estimate meets the head's deadline from the planned start), counted as
+// committed when its head had arrived by the planned finish minus
+// `schedule_ahead`.
+class ClockworkWindowsPolicy final : public DynamicModelPolicy {
+ public:
+  ClockworkWindowsPolicy(const ModelProfile& profile, ClockworkWindowsOptions options);
+  Decision Decide(const SchedulingContext& ctx) override;
+  void OnCompletion(const CompletionTelemetry& t) override;
+  Nanos Estimate(size_t b) const;
+  // Its point estimate plus the dispatch overhead (the action windows the
+  // serving core derives use it too).
+  Nanos EstimatedLatency(int32_t subnet_index, int32_t batch_size) const override;
+  // Batches cancelled because their action window closed (tests).
+  int64_t cancelled() const { return cancelled_; }
+
+ protected:
+  void OnDistributionsChanged() override;
+
+ private:
+  ClockworkWindowsOptions options_;
+  std::vector<Nanos> profiled_;  // per batch index
+  std::vector<RollingPercentile> measured_;
+  // Per worker: the predicted time its batch's answer arrives (0 = nothing
+  // in flight or planned).
+  std::vector<Nanos> planned_end_;
+  int64_t cancelled_ = 0;
+};
+
 struct NexusLikeOptions {
   DynamicPolicyOptions base;
 };

@@ -186,7 +186,7 @@ TEST(SimulatorTest, DynamicModelBatchesRunForTheirLongestMember) {
   o.applications = {0, 0, 1};
   o.exec_us = {2000, 2000, 8000};
   std::vector<Nanos> arrivals = {0, Millis(50), Millis(50)};
-  for (const char* name : {"orloj", "clockwork", "nexus"}) {
+  for (const char* name : {"orloj", "clockwork", "clockwork-windows", "nexus"}) {
     auto policy = Make(name, p);
     auto r = Simulate(p, arrivals, policy.get(), o);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -211,7 +211,7 @@ TEST(SimulatorTest, DynamicModelEveryQueryEndsOnceAndSeedsRepeat) {
     arrivals.push_back(t);
     o.applications.push_back(i % 3 == 0 ? 1 : 0);
   }
-  for (const char* name : {"orloj", "clockwork", "nexus"}) {
+  for (const char* name : {"orloj", "clockwork", "clockwork-windows", "nexus"}) {
     auto policy = Make(name, p);
     auto r = Simulate(p, arrivals, policy.get(), o);
     ASSERT_TRUE(r.ok()) << r.status();

@@ -147,17 +147,19 @@ TEST(OrlojScoreTest, BatchTimeUsesTheProductCdfAndViability) {
 // --- Orloj decisions
 
 TEST(OrlojPolicyTest, PicksTheLargestFullBatchSizeAsThePseudocodeWrites) {
-  // One application, ~1 ms per query; k queries take k ms.
-  ModelProfile p = DynamicProfile(0, 1, {1, 2, 4}, {{"a", 1000, 1100}});
+  // One application, ~1 ms per query, 1 ms per batch: k queries take 1 + k
+  // ms, so every larger batch takes less time per query (all efficient).
+  ModelProfile p = DynamicProfile(1000, 1, {1, 2, 4}, {{"a", 1000, 1100}});
   OrlojOptions o;
+  o.base.initial_overhead = 0;
   OrlojPolicy orloj(p, o);
   orloj.OnApplicationNamed(0, "a");
   EdfQueue q;
   const int32_t free[] = {7};
-  // Two urgent queries (1.5 ms left: only a batch of one makes it) and two
+  // Two urgent queries (2.5 ms left: only a batch of one makes it) and two
   // relaxed ones.
   for (QueryId id : {1, 2}) {
-    Query x = Q(id, 0, 0, Micros(1500));
+    Query x = Q(id, 0, 0, Micros(2500));
     q.Push(x);
     orloj.OnArrival(x, 0);
   }
@@ -186,6 +188,81 @@ TEST(OrlojPolicyTest, PicksTheLargestFullBatchSizeAsThePseudocodeWrites) {
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(d.batch_size, 1);
   EXPECT_EQ(d.take_ids.size(), 1u);
+}
+
+TEST(OrlojPolicyTest, APartialBatchOfALargerSizeRunsWhatTheSmallerCannotHold) {
+  // Profiled sizes 1, 2, 4; three relaxed requests: a batch of two would
+  // leave one behind, so Q_4 (3 > 2, what Q_2 holds) runs them as one batch
+  // of three (a dynamic batch runs unpadded).
+  ModelProfile p = DynamicProfile(1000, 1, {1, 2, 4}, {{"a", 1000, 1100}});
+  OrlojOptions o;
+  o.base.initial_overhead = 0;
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "a");
+  EdfQueue q;
+  for (QueryId id : {1, 2, 3}) {
+    Query x = Q(id, 0, 0, Millis(100));
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+  }
+  const int32_t free[] = {0};
+  Decision d = orloj.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 4);
+  EXPECT_EQ(d.take, 3);
+  EXPECT_EQ(d.take_ids.size(), 3u);
+}
+
+TEST(OrlojPolicyTest, NeverPicksABatchSizeThatTakesMoreTimePerQuery) {
+  // No batch overhead and a spread of times: a batch of k takes k * max(l),
+  // more per query than k batches of one (E[max] > E[l]), so batch size 2 is
+  // not efficient even when Q_2 is full.
+  ModelProfile p = DynamicProfile(0, 1, {1, 2}, {{"a", 1000, 3000}});
+  OrlojOptions o;
+  o.base.initial_overhead = 0;
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "a");
+  EdfQueue q;
+  const int32_t free[] = {0};
+  for (QueryId id : {1, 2, 3, 4}) {
+    Query x = Q(id, 0, 0, Millis(100));
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+  }
+  ASSERT_EQ(orloj.queued(1), 4) << "every request is viable for a batch of two";
+  Decision d = orloj.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 1);
+  EXPECT_EQ(d.take_ids.size(), 1u);
+  // With a 2 ms batch overhead a batch of two is efficient again (2 + 2 *
+  // E[max] per two queries against 2 + E[l] per one).
+  ModelProfile with_c0 = DynamicProfile(2000, 1, {1, 2}, {{"a", 1000, 3000}});
+  OrlojPolicy batched(with_c0, o);
+  batched.OnApplicationNamed(0, "a");
+  for (QueryId id : {1, 2, 3, 4}) batched.OnArrival(Q(id, 0, 0, Millis(100)), 0);
+  d = batched.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 2);
+}
+
+TEST(OrlojPolicyTest, TheDispatchOverheadCountsAgainstTheTimeLeft) {
+  // ~1 ms per query; the median batch of one is 1.05 ms. With 0.5 ms of
+  // dispatch overhead a request with 1.3 ms left cannot make it.
+  ModelProfile p = DynamicProfile(0, 1, {1}, {{"a", 1000, 1100}});
+  OrlojOptions o;
+  o.base.initial_overhead = Micros(500);
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "a");
+  orloj.OnArrival(Q(1, 0, 0, Micros(1300)), 0);
+  orloj.OnArrival(Q(2, 0, 0, Micros(1700)), 0);
+  EXPECT_EQ(orloj.ScoreOf(1, 0, 0), -1) << "1.3 - 0.5 ms left: below the median batch";
+  EXPECT_GE(orloj.ScoreOf(2, 0, 0), 0) << "1.7 - 0.5 ms left: viable";
+  EXPECT_EQ(orloj.queued(0), 1);
+  o.base.initial_overhead = 0;
+  OrlojPolicy no_overhead(p, o);
+  no_overhead.OnApplicationNamed(0, "a");
+  no_overhead.OnArrival(Q(1, 0, 0, Micros(1300)), 0);
+  EXPECT_EQ(no_overhead.queued(0), 1);
 }
 
 TEST(OrlojPolicyTest, PopsTheTopScoredRequestNotTheEdfHead) {
@@ -217,7 +294,7 @@ TEST(OrlojPolicyTest, PopsTheTopScoredRequestNotTheEdfHead) {
 
 TEST(OrlojPolicyTest, TheBatchIsTheTopScoredOfItsQueueByBruteForce) {
   ModelProfile p =
-      DynamicProfile(300, 0.4, {1, 2, 4, 8}, {{"s", 1000, 3000}, {"l", 5000, 12000}});
+      DynamicProfile(3000, 0.4, {1, 2, 4, 8}, {{"s", 1000, 3000}, {"l", 5000, 12000}});
   OrlojOptions o;
   o.score.b_per_us = 1e-4;  // urgency matters as much as the chance
   OrlojPolicy orloj(p, o);

@@ -80,6 +80,53 @@ TEST(ClockworkLikePolicyTest, LargestBatchWhoseHighPercentileFitsTheHead) {
   EXPECT_EQ(cw.Estimate(2), Millis(3));
 }
 
+TEST(ClockworkWindowsPolicyTest, MedianEstimateAndActionWindows) {
+  // ~1.5 ms per query on average: the profile's point estimate of a batch of
+  // k is k * 1.5 ms (the mean, not the max of k).
+  ModelProfile p = DynamicProfile(0, 1, {1, 2, 4, 8}, {{"a", 1000, 2000}});
+  ClockworkWindowsOptions o;
+  o.base.initial_overhead = 0;
+  ClockworkWindowsPolicy cw(p, o);
+  EXPECT_NEAR(ToMicros(cw.Estimate(2)), 4 * 1500, 1);
+  EdfQueue q;
+  for (QueryId id = 1; id <= 4; ++id) q.Push(Q(id, 0, 0, Millis(7)));
+  for (QueryId id = 5; id <= 8; ++id) q.Push(Q(id, 0, 0, Millis(12)));
+  const int32_t free[] = {0};
+  Decision d = cw.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 4);  // 6 ms fits the head's 7 ms, 12 ms does not
+  EXPECT_EQ(d.latest, Millis(1)) << "the last start that meets 7 ms with the estimate";
+  EXPECT_EQ(d.earliest, 0);
+  for (int i = 0; i < 4; ++i) q.Pop();
+  // The batch ran long (10 ms against 6): the next batch, committed to start
+  // at 6 ms (its head had arrived by 6 - 5 ms), had to start by 12 - 6 =
+  // 6 ms. Its window closed: cancelled, its four queries fail.
+  ClockworkWindowsPolicy late = cw;
+  d = late.Decide({q, Millis(10), free, 1});
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 4);
+  EXPECT_EQ(late.cancelled(), 1);
+  // On time (free at 6 ms) the same batch runs.
+  ClockworkWindowsPolicy on_time = cw;
+  d = on_time.Decide({q, Millis(6), free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.batch_size, 4);
+  EXPECT_EQ(on_time.cancelled(), 0);
+  // It ran short (free at 4 ms): the worker waits for the planned start.
+  ClockworkWindowsPolicy early = cw;
+  d = early.Decide({q, Millis(4), free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.earliest, Millis(6));
+  // Measured batches replace the profile's estimate: their median.
+  CompletionTelemetry t;
+  t.batch_size = 4;
+  for (int ms : {3, 9, 4}) {
+    t.exec = Millis(ms);
+    cw.OnCompletion(t);
+  }
+  EXPECT_EQ(cw.Estimate(2), Millis(4));
+}
+
 TEST(NexusLikePolicyTest, PlansTheBatchFromTheMeanAndTheSlo) {
   ModelProfile p = DynamicProfile(0, 1, {1, 2, 4, 8}, {{"a", 1000, 2000}});
   NexusLikeOptions o;
@@ -108,7 +155,7 @@ TEST(NexusLikePolicyTest, PlansTheBatchFromTheMeanAndTheSlo) {
 TEST(DynamicBaselinesTest, RegisteredAsDynamicPoliciesThatNeedADynamicProfile) {
   RegisterBaselinePolicies();
   ModelProfile dyn = DynamicProfile(0, 1, {1, 2}, {{"a", 1000, 2000}});
-  for (const char* name : {"clockwork", "nexus"}) {
+  for (const char* name : {"clockwork", "clockwork-windows", "nexus"}) {
     const std::vector<std::string> names = DynamicPolicyNames();
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
     auto p = MakePolicy(name, dyn, PolicyConfig{});
