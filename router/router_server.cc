@@ -388,12 +388,19 @@ absl::Status RouterServer::Start() {
     // ends its stream (heartbeats already mark the worker dead within
     // --missed_heartbeats intervals; this frees the connection), and it
     // accepts the workers' own pings (--keepalive_ms, 1 s by default) rather
-    // than answering them GOAWAY "too many pings".
-    const Nanos hb = options_.dispatcher.serving.heartbeat_interval;
-    const int keepalive_ms =
+    // than answering them GOAWAY "too many pings". The ping's answer may
+    // take as long as the heartbeat rule allows silence: a watchdog any
+    // shorter cut workers that the operator's --missed_heartbeats still
+    // kept (a loaded host moving 128 MiB batches, a stalled process).
+    const ServingOptions& liveness = options_.dispatcher.serving;
+    const Nanos hb = liveness.heartbeat_interval;
+    const Nanos silent_limit = hb * std::max(1, liveness.missed_heartbeats);
+    const int ping_after_ms =
         static_cast<int>(std::max<Nanos>(Seconds(1), 2 * hb) / kNanosPerMilli);
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+    const int ping_timeout_ms =
+        static_cast<int>(std::max<Nanos>(Seconds(1), silent_limit) / kNanosPerMilli);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ping_after_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ping_timeout_ms);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 100);
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);

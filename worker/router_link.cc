@@ -257,9 +257,11 @@ RouterLink::SessionEnd RouterLink::RunSession(
   if (options_.keepalive > 0) {
     // Notices a dead path (see RouterLinkOptions::keepalive). The router's
     // worker server permits pings this frequent (router/router_server.cc).
-    const int ms = static_cast<int>(std::max<Nanos>(1, options_.keepalive / kNanosPerMilli));
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
+    const auto ms = [](Nanos d) {
+      return static_cast<int>(std::max<Nanos>(1, d / kNanosPerMilli));
+    };
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, ms(options_.keepalive));
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms(options_.keepalive_timeout));
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   }

@@ -54,12 +54,17 @@ struct RouterLinkOptions {
   // Sent in RegisterWorker: the versions of `models` (common/model_digest.h).
   std::vector<v1::ModelVersion> versions;
   // gRPC keepalive: with no frame from the router for this long, ping it,
-  // and close the connection when the ping is not answered within as long
-  // again. A path that silently stops forwarding (partition, no RST) then
-  // ends the stream within about 2x this, and the link reconnects, instead
-  // of waiting on TCP's retransmission timeout (minutes). <= 0 = gRPC's
-  // default (no keepalive).
+  // and close the connection when the ping is not answered within
+  // `keepalive_timeout`. A path that silently stops forwarding (partition,
+  // no RST) then ends the stream within about their sum, and the link
+  // reconnects, instead of waiting on TCP's retransmission timeout
+  // (minutes). <= 0 = gRPC's default (no keepalive).
   Nanos keepalive = Seconds(1);
+  // Longer than the router's liveness window (heartbeat interval x missed
+  // heartbeats): within it the router still counts this worker alive, and
+  // dropping the connection earlier loses the batches in flight for
+  // nothing (a 1-s watchdog cut workers on loaded hosts; docs/faults.md).
+  Nanos keepalive_timeout = Seconds(20);
   // Where models registered at run time (LoadModel) are written, one
   // folder per model; empty = a fresh folder under the system's temporary
   // directory, removed with the link.

@@ -73,7 +73,13 @@ ABSL_FLAG(double, slowdown, 1.0,
 ABSL_FLAG(int32_t, keepalive_ms, 1000,
           "gRPC keepalive on the router connection: ping after this long without a frame "
           "from the router, drop the connection (and reconnect) when the ping is not answered "
-          "within as long again. Notices a path that silently stopped forwarding. 0 = off.");
+          "within --keepalive_timeout_ms. Notices a path that silently stopped forwarding. "
+          "0 = off.");
+ABSL_FLAG(int32_t, keepalive_timeout_ms, 20000,
+          "How long a keepalive ping may go unanswered before the worker drops its connection "
+          "(gRPC's own default). Keep it above the router's --heartbeat_ms x "
+          "--missed_heartbeats: a router stalled for less than that still counts this worker "
+          "alive, and a shorter timeout would throw away the batches it holds.");
 
 ABSL_FLAG(int32_t, start_delay_ms, 0,
           "Testing: wait this long before starting each batch (a worker delayed on purpose). "
@@ -368,6 +374,7 @@ int main(int argc, char** argv) {
     o.versions = versions;
     o.start_delay = Millis(std::max(0, absl::GetFlag(FLAGS_start_delay_ms)));
     o.keepalive = Millis(std::max(0, absl::GetFlag(FLAGS_keepalive_ms)));
+    o.keepalive_timeout = Millis(std::max(1, absl::GetFlag(FLAGS_keepalive_timeout_ms)));
     // Emulated instances share one (stateless) executor.
     links.push_back(std::make_unique<RouterLink>(o, executor.get(), models));
   }

@@ -171,7 +171,9 @@ TEST(EngineIntegration, BatchesOverSixtyFourMiBReachTheWorkerWhole) {
   }
   // Moving 128 MiB messages on a busy host can hold up a heartbeat for over
   // a second (the default marks a worker dead after 2 missed 500-ms ones):
-  // this test is about message size, so it tolerates 10 s of silence.
+  // this test is about message size, so it tolerates 10 s of silence. (Until
+  // the keepalive watchdogs followed this window, a 1-s one still cut the
+  // stream here on a loaded host; tests/router/keepalive_integration_test.cc.)
   auto cluster = StartCluster(1, {"--policy=maxbatch", "--missed_heartbeats=20"}, {}, repo);
   ASSERT_NE(cluster, nullptr);
   InferenceClient client(cluster->router_address());

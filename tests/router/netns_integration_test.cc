@@ -240,7 +240,10 @@ class NetnsTest : public ::testing::Test {
                      absl::StrCat("--model_repo=", EmulatedRepo()), "--emulate",
                      absl::StrCat("--name=w", i),
                      absl::StrCat("--fleet_token_file=", dir_, "/fleet.token"),
-                     "--reconnect_max_backoff_ms=500"}),
+                     "--reconnect_max_backoff_ms=500",
+                     // Short, so that the cut-off worker's own notice is
+                     // checked below (the default, 20 s, outlasts the test).
+                     "--keepalive_timeout_ms=1000"}),
         absl::StrCat(dir_, "/worker", i, ".log"));
     ASSERT_TRUE(w.ok()) << w.status();
     workers_.push_back(*std::move(w));
@@ -331,7 +334,7 @@ TEST_F(NetnsTest, WorkersAcrossNamespacesServeAndACutLinkIsDetectedWithinTwoHear
   EXPECT_GT(served_after, 100) << "the other worker serves the rest";
   EXPECT_EQ(served_by_cut_after, 0) << "the cut-off worker is out";
 
-  // The cut-off worker notices too (gRPC keepalive, 1 s + 1 s by default):
+  // The cut-off worker notices too (gRPC keepalive, 1 s + 1 s here):
   // its stream ends and it tries to reconnect, over the dead link, in vain.
   const std::string worker_log = dir_ + "/worker0.log";
   const Nanos deadline = RealClock::Get()->Now() + Seconds(8);
