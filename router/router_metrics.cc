@@ -142,6 +142,12 @@ RouterMetrics::RouterMetrics()
                .Name("superserve_worker_busy_fraction")
                .Help("Share of the last interval the worker spent executing batches")
                .Register(*registry_);
+  slowdown_ = &BuildGauge()
+                   .Name("superserve_worker_slowdown")
+                   .Help("The worker's batch times over the fleet median worker's, as the "
+                         "per-worker estimates see them (1 = as the fleet; 3 = three times "
+                         "slower)")
+                   .Register(*registry_);
   workers_alive_ = &BuildGauge()
                         .Name("superserve_workers_alive")
                         .Help("Registered live workers")
@@ -376,6 +382,10 @@ void RouterMetrics::SetQueueDepth(const std::string& model, int64_t depth) {
 
 void RouterMetrics::SetWorkerBusyFraction(const std::string& worker, double fraction) {
   busy_->Add({{"worker", worker}}).Set(fraction);
+}
+
+void RouterMetrics::OnWorkerSlowdown(const std::string& worker, double slowdown) {
+  slowdown_->Add({{"worker", worker}}).Set(slowdown);
 }
 
 void RouterMetrics::SetWorkersAlive(int64_t n) { workers_alive_->Set(static_cast<double>(n)); }

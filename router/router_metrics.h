@@ -47,6 +47,7 @@ struct ServingStats;
 //   superserve_queue_depth{model}                  pending queries
 //   superserve_batches_refused_total{model}        batches refused: action window closed
 //   superserve_worker_busy_fraction{worker}        executing share of the last interval
+//   superserve_worker_slowdown{worker}             batch time over the fleet median's (1 = normal)
 //   superserve_workers_alive                       registered live workers
 //   superserve_application_queries_total{model,application,status}
 //                                                  queries by final status per application tag
@@ -88,6 +89,7 @@ class RouterMetrics final : public ServingObserver {
   void OnWorkerBusyFraction(const std::string& worker, double fraction) override {
     SetWorkerBusyFraction(worker, fraction);
   }
+  void OnWorkerSlowdown(const std::string& worker, double slowdown) override;
   void OnBatchRefused(const std::string& model, const std::string& worker) override;
 
   // Starts the HTTP endpoint on `address` ("127.0.0.1:0" picks a port).
@@ -151,6 +153,7 @@ class RouterMetrics final : public ServingObserver {
   prometheus::Family<prometheus::Gauge>* queue_depth_;
   prometheus::Family<prometheus::Counter>* refused_;
   prometheus::Family<prometheus::Gauge>* busy_;
+  prometheus::Family<prometheus::Gauge>* slowdown_;
   prometheus::Gauge* workers_alive_;
   prometheus::Family<prometheus::Gauge>* workers_needed_;
   prometheus::Family<prometheus::Counter>* app_queries_;

@@ -61,6 +61,9 @@ void ServingCore::Apply(Effects* e) {
       for (const auto& [worker, fraction] : rare->busy) {
         observer_->OnWorkerBusyFraction(*worker, fraction);
       }
+      for (const auto& [worker, slowdown] : rare->slowdown) {
+        observer_->OnWorkerSlowdown(*worker, slowdown);
+      }
       for (const auto& [model, worker] : rare->refused) observer_->OnBatchRefused(*model, *worker);
     }
     if (e->workers_alive >= 0) {
@@ -981,6 +984,7 @@ Nanos ServingCore::Tick() {
         e.rare_effects().busy.emplace_back(
             w.name, std::min(1.0, static_cast<double>(w.busy) /
                                       static_cast<double>(now - w.busy_since)));
+        e.rare_effects().slowdown.emplace_back(w.name, w.relative_speed);
         w.busy = 0;
         w.busy_since = now;
       }

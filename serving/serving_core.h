@@ -232,6 +232,7 @@ class ServingCore {
       std::vector<std::pair<std::shared_ptr<WorkerChannel>, absl::Status>> closes;
       std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
       std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
+      std::vector<std::pair<std::shared_ptr<const std::string>, double>> slowdown;
       // (model, worker) of each batch refused for a closed window.
       std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
           refused;

@@ -49,6 +49,10 @@ class ServingObserver {
   // Refreshed by Tick, at most once per tick interval.
   virtual void OnQueueDepth(const std::string& model, int64_t depth) {}
   virtual void OnWorkerBusyFraction(const std::string& worker, double fraction) {}
+  // With the busy fraction: the worker's batch times over the fleet's
+  // median worker's (per-worker estimates; 1 = on the shared estimates,
+  // 3 = a straggler three times slower). Always 1 with per_worker_speed off.
+  virtual void OnWorkerSlowdown(const std::string& worker, double slowdown) {}
   // A worker refused a batch of `model`: it could not start it before its
   // action window closed. Its queries were re-queued or answered.
   virtual void OnBatchRefused(const std::string& model, const std::string& worker) {}
