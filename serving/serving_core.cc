@@ -32,7 +32,9 @@ ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObse
     : options_(std::move(options)),
       clock_(clock),
       observer_(observer),
-      request_tick_(std::move(request_tick)) {
+      request_tick_(std::move(request_tick)),
+      applications_(ApplicationRegistry::Options{options_.max_applications,
+                                                 options_.max_application_bytes}) {
   absl::MutexLock lock(&mu_);
   next_tick_ = clock_->Now() + options_.tick_interval;
 }
@@ -106,7 +108,8 @@ absl::Status ServingCore::AddModel(const ModelProfile& profile, std::unique_ptr<
   auto added = models_.Add(profile, std::move(policy));
   if (!added.ok()) return added.status();
   ServedModel* m = *added;
-  for (const auto& [name, id] : applications_) m->scheduler.NameApplication(id, name);
+  applications_.ForEach(
+      [&](int32_t id, const std::string& tag) { m->scheduler.NameApplication(id, tag); });
   m->scheduler.set_overload(options_.overload);
   int32_t attached = 0;
   for (const WorkerRecord& w : workers_.records()) {
@@ -295,7 +298,7 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                      absl::ResourceExhaustedError(absl::StrCat(
                          "model ", *m->name, " queue is full (", options_.max_queue, ")")),
                      QueryOutcome::kResourceExhausted, now, &e);
-      } else if (auto tag = CheckApplicationLocked(request.application); !tag.ok()) {
+      } else if (auto tag = applications_.Check(request.application); !tag.ok()) {
         RejectLocked(handle, request.model, tag, QueryOutcome::kInvalidArgument, now, &e);
       } else if (request.deadline <= now) {
         RejectLocked(handle, request.model,
@@ -348,34 +351,13 @@ void ServingCore::OnCancelled(QueryHandle* handle) {
   ++stats_.cancelled;
 }
 
-absl::Status ServingCore::CheckApplicationLocked(absl::string_view application) const {
-  if (options_.max_application_bytes > 0 && application.size() > options_.max_application_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("application tag of ", application.size(), " bytes exceeds the limit of ",
-                     options_.max_application_bytes, " bytes"));
-  }
-  if (options_.max_applications > 0 && applications_.size() >= options_.max_applications &&
-      !applications_.contains(application)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "application tag is new, and the router already tracks the maximum of ",
-        options_.max_applications, " tags (--max_applications)"));
-  }
-  return absl::OkStatus();
-}
-
 int32_t ServingCore::ApplicationIdLocked(absl::string_view application) {
-  // Clients mostly repeat their tag (or send none): one compare, no hash.
-  if (last_application_ >= 0 && *application_names_[last_application_] == application) {
-    return last_application_;
+  const ApplicationRegistry::Interned tag = applications_.Intern(application);
+  if (tag.added) {
+    const std::string_view name = applications_.NameView(tag.id);
+    models_.ForEach([&](ServedModel* m) { m->scheduler.NameApplication(tag.id, name); });
   }
-  auto it = applications_.find(application);
-  if (it != applications_.end()) return last_application_ = it->second;
-  const int32_t id = last_application_ = static_cast<int32_t>(applications_.size());
-  applications_.emplace(std::string(application), id);
-  application_names_.push_back(std::make_shared<const std::string>(std::string(application)));
-  const std::string_view name(application.data(), application.size());
-  models_.ForEach([&](ServedModel* m) { m->scheduler.NameApplication(id, name); });
-  return id;
+  return tag.id;
 }
 
 void ServingCore::RejectLocked(QueryHandle* handle, absl::string_view model,
@@ -415,10 +397,8 @@ void ServingCore::ReportAnsweredLocked(PendingMap::iterator it, const ServedMode
     done.accuracy = answer.accuracy;
     done.subnet_id = answer.subnet_id;
   }
-  if (p.query.application >= 0 &&
-      static_cast<size_t>(p.query.application) < application_names_.size() &&
-      !application_names_[p.query.application]->empty()) {
-    done.application = application_names_[p.query.application];
+  if (const auto& tag = applications_.Name(p.query.application); tag != nullptr && !tag->empty()) {
+    done.application = tag;
   }
   pending_.erase(it);
   ++stats_.answered;
@@ -531,27 +511,13 @@ double ServingCore::SpeedLocked(int32_t worker) const {
   return w != nullptr ? w->relative_speed : 1.0;
 }
 
-void ServingCore::RecordSpeedLocked(WorkerRecord* w, const ServedModel& m, const InflightBatch& b,
-                                    Nanos exec) {
+Nanos ServingCore::ProfiledLatencyLocked(const ServedModel& m, const InflightBatch& b) const {
   if (b.subnet_index < 0 || b.subnet_index >= static_cast<int32_t>(m.profile.subnets.size())) {
-    return;  // a dynamic model: no profiled latency per batch
+    return 0;  // a dynamic model: no profiled latency per batch
   }
   const int bi = m.profile.BatchIndex(b.batch_size);
   const auto& lat = m.profile.subnets[b.subnet_index].latency;
-  if (bi < 0 || bi >= static_cast<int>(lat.size())) return;
-  w->speed.Record(exec, lat[bi]);
-  // The fleet's reference moves slowly: re-derive every worker's relative
-  // speed every few batches (O(workers)), not on every one.
-  constexpr int64_t kSpeedRefreshEvery = 16;
-  if (++speed_records_ % kSpeedRefreshEvery != 0 && w->speed.samples() > 4) return;
-  speed_scratch_.clear();
-  for (const WorkerRecord& r : workers_.records()) {
-    if (r.alive && r.speed.samples() >= 4) speed_scratch_.push_back(r.speed.factor());
-  }
-  const double fleet = LowerMedian(speed_scratch_);
-  for (WorkerRecord& r : workers_.records()) {
-    if (r.alive) r.relative_speed = RelativeSpeed(r.speed.factor(), fleet);
-  }
+  return bi >= 0 && bi < static_cast<int>(lat.size()) ? lat[bi] : 0;
 }
 
 void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, double worker_speed) {
@@ -791,7 +757,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
       // the exec time this batch would have taken on a fleet-speed worker.
       double speed = 1.0;
       if (options_.per_worker_speed && outcome.status.ok()) {
-        RecordSpeedLocked(w, *m, *b, outcome.exec);
+        workers_.RecordSpeed(worker, outcome.exec, ProfiledLatencyLocked(*m, *b));
         speed = w->relative_speed;
       }
       t.worker = worker;
@@ -815,9 +781,8 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         // One answer and one report per query: grow the effects once.
         e.answers.reserve(e.answers.size() + n);
         e.done.reserve(e.done.size() + n);
-        std::vector<char>& answered = answered_scratch_;
-        answered.assign(n, 0);
-        int32_t foreign = 0, duplicate = 0;
+        ResultMatcher& match = result_matcher_;
+        match.Start(b->queries);
         // Dynamic models: the telemetry of the query answered, found by id
         // (workers report it in the results' order, so the cursor's next
         // entry is the usual match).
@@ -831,20 +796,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         };
         for (size_t i = 0; i < outcome.outputs.size(); ++i) {
           const QueryId id = outcome.outputs[i].first;
-          size_t k = i < n && b->queries[i] == id
-                         ? i
-                         : static_cast<size_t>(
-                               std::find(b->queries.begin(), b->queries.end(), id) -
-                               b->queries.begin());
-          if (k >= n) {
-            ++foreign;
-            continue;
-          }
-          if (answered[k]) {
-            ++duplicate;
-            continue;
-          }
-          answered[k] = 1;
+          if (match.Match(i, id) < 0) continue;
           auto pit = pending_.find(id);
           if (pit == pending_.end()) continue;
           // Filled where Apply delivers it from, not moved there.
@@ -860,11 +812,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
                   m->profile.is_dynamic && !t.queries.empty() ? telemetry_of(id) : nullptr) {
             a.exit = q->exit;
             const int32_t app = pit->second.query.application;
-            a.accuracy = m->profile.dynamic.ExitAccuracy(
-                app >= 0 && static_cast<size_t>(app) < application_names_.size()
-                    ? std::string_view(*application_names_[app])
-                    : std::string_view(),
-                q->exit);
+            a.accuracy = m->profile.dynamic.ExitAccuracy(applications_.NameView(app), q->exit);
           }
           a.worker = w->name;
           a.batch_size = static_cast<int32_t>(n);
@@ -872,20 +820,20 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           a.exec = outcome.exec;
           ReportAnsweredLocked(pit, m, a, QueryOutcome::kOk, now, &e);
         }
-        if (foreign > 0 || duplicate > 0 || outcome.outputs.size() != n) {
+        if (match.foreign() > 0 || match.duplicate() > 0 || outcome.outputs.size() != n) {
           SS_LOG(WARNING) << "worker " << *w->name << " batch " << b->id << ": "
                           << outcome.outputs.size() << " results for " << n << " queries ("
-                          << foreign << " foreign, " << duplicate << " duplicate ids ignored)";
+                          << match.foreign() << " foreign, " << match.duplicate()
+                          << " duplicate ids ignored)";
         }
-        for (size_t k = 0; k < n; ++k) {
-          if (answered[k]) continue;
+        match.ForEachUnanswered([&](size_t k) {
           FailLocked(b->queries[k],
                      absl::InternalError(absl::StrCat("worker ", *w->name,
                                                       " returned no result for this query (",
                                                       outcome.outputs.size(), " results for ", n,
                                                       " queries)")),
                      QueryOutcome::kError, now, &e);
-        }
+        });
       } else if (refused) {
         // The worker could not start within the window: try again elsewhere
         // first (this worker may take them below if no other one did).

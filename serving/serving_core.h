@@ -22,6 +22,8 @@
 #include "serving/query_handle.h"
 #include "serving/serving_observer.h"
 #include "serving/wake_queue.h"
+#include "serving/application_registry.h"
+#include "serving/result_matcher.h"
 #include "serving/worker_channel.h"
 #include "serving/worker_pool.h"
 
@@ -272,9 +274,9 @@ class ServingCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The worker's speed relative to the fleet (1 with per_worker_speed off).
   double SpeedLocked(int32_t worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records a completed batch's exec against its profiled latency and, every
-  // few batches, re-derives every live worker's relative speed.
-  void RecordSpeedLocked(WorkerRecord* w, const ServedModel& m, const InflightBatch& b, Nanos exec)
+  // What the model's profile puts the batch at (its subnet and size); 0
+  // when it has none (a dynamic model), which WorkerPool::RecordSpeed skips.
+  Nanos ProfiledLatencyLocked(const ServedModel& m, const InflightBatch& b) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The list of models with queued queries: every push enters its model
   // (idempotent); models whose queue emptied leave it lazily, when a pass
@@ -307,10 +309,8 @@ class ServingCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RejectLocked(QueryHandle* handle, absl::string_view model, const absl::Status& status,
                     QueryOutcome outcome, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The tag's id; a new tag is named to every model's scheduler.
   int32_t ApplicationIdLocked(absl::string_view application) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // OK when `application` is known or may be added (ServingOptions caps).
-  absl::Status CheckApplicationLocked(absl::string_view application) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ServingOptions options_;
   const Clock* const clock_;
@@ -327,10 +327,7 @@ class ServingCore {
   ModelRegistry models_ ABSL_GUARDED_BY(mu_);
   WorkerPool workers_ ABSL_GUARDED_BY(mu_);
   PendingMap pending_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, int32_t> applications_ ABSL_GUARDED_BY(mu_);
-  // Application id -> tag, for the observer's per-application metrics.
-  std::vector<std::shared_ptr<const std::string>> application_names_ ABSL_GUARDED_BY(mu_);
-  int32_t last_application_ ABSL_GUARDED_BY(mu_) = -1;  // ApplicationIdLocked's last answer
+  ApplicationRegistry applications_ ABSL_GUARDED_BY(mu_);
   QueryId next_query_id_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
   ServingStats stats_ ABSL_GUARDED_BY(mu_);
@@ -338,8 +335,8 @@ class ServingCore {
   ScheduleResult schedule_scratch_ ABSL_GUARDED_BY(mu_);  // ScheduleOfferLocked's
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch
   std::vector<QueryId> sweep_cancelled_ ABSL_GUARDED_BY(mu_);  // scratch
-  // OnBatchResult's answered flags, kept between batches: no allocation per batch.
-  std::vector<char> answered_scratch_ ABSL_GUARDED_BY(mu_);
+  // OnBatchResult's, kept between batches: no allocation per batch.
+  ResultMatcher result_matcher_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
   std::vector<ServedModel*> active_ ABSL_GUARDED_BY(mu_);  // see MarkActiveLocked
   std::vector<ServedModel*> active_scratch_ ABSL_GUARDED_BY(mu_);
@@ -356,8 +353,6 @@ class ServingCore {
   Nanos next_housekeeping_ ABSL_GUARDED_BY(mu_) = 0;
   Nanos last_housekeeping_ ABSL_GUARDED_BY(mu_) = 0;
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
-  int64_t speed_records_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<double> speed_scratch_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };

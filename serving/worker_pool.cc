@@ -53,6 +53,21 @@ void WorkerPool::Heard(int32_t id, Nanos now) {
   if (WorkerRecord* w = GetAlive(id)) w->last_heard = now;
 }
 
+void WorkerPool::RecordSpeed(int32_t id, Nanos measured, Nanos profiled) {
+  WorkerRecord* w = GetAlive(id);
+  if (w == nullptr) return;
+  w->speed.Record(measured, profiled);
+  if (++speed_records_ % kSpeedRefreshEvery != 0 && w->speed.samples() > 4) return;
+  speed_scratch_.clear();
+  for (const WorkerRecord& r : workers_) {
+    if (r.alive && r.speed.samples() >= 4) speed_scratch_.push_back(r.speed.factor());
+  }
+  const double fleet = LowerMedian(speed_scratch_);
+  for (WorkerRecord& r : workers_) {
+    if (r.alive) r.relative_speed = RelativeSpeed(r.speed.factor(), fleet);
+  }
+}
+
 int32_t WorkerPool::FreeSlots(int32_t id, int32_t lookahead) const {
   const WorkerRecord& w = workers_[id];
   if (!w.alive || w.registering) return 0;

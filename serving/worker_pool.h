@@ -73,6 +73,13 @@ class WorkerPool {
   int32_t alive() const { return alive_; }
 
   void Heard(int32_t id, Nanos now);
+  // One batch of worker `id` ran in `measured` what its profile puts at
+  // `profiled` (WorkerSpeed). Every live worker's relative_speed (its factor
+  // over the fleet's lower median) is re-derived while this worker has few
+  // samples and then every kSpeedRefreshEvery batches of the pool: the
+  // fleet's reference moves slowly, and a refresh walks every record.
+  void RecordSpeed(int32_t id, Nanos measured, Nanos profiled);
+  static constexpr int64_t kSpeedRefreshEvery = 16;
   // Live, not registering, and holds fewer than `lookahead` batches: how
   // many more it may take.
   int32_t FreeSlots(int32_t id, int32_t lookahead) const;
@@ -106,6 +113,8 @@ class WorkerPool {
 
   std::vector<WorkerRecord> workers_;
   std::vector<int32_t> recycled_;  // ids whose records the next Add reuses
+  int64_t speed_records_ = 0;
+  std::vector<double> speed_scratch_;  // RecordSpeed's, kept: no allocation per refresh
   int32_t alive_ = 0;
 };
 

@@ -77,5 +77,28 @@ TEST(WorkerPoolTest, ReleasedDeadRecordsAreRecycled) {
   EXPECT_EQ(pool.Add("again", false, {"m"}, nullptr, 0), reused);
 }
 
+// Hand-derived: four batches at 3x the profile give the straggler a factor
+// of e^(ln 2 + (ln 3 - ln 2)(1 - 0.75^3)) = 2.528 (the first sample clipped
+// to 2x, then a weight of 0.25 per sample, in log space); the normal
+// worker's is 1, the fleet's lower median of {1, 2.528} is 1.
+TEST(WorkerPool, RecordSpeedSetsEachWorkersSpeedRelativeToTheFleet) {
+  WorkerPool pool;
+  const int32_t normal = pool.Add("normal", true, {"m"}, nullptr, 0);
+  const int32_t straggler = pool.Add("straggler", true, {"m"}, nullptr, 0);
+  for (int i = 0; i < 4; ++i) pool.RecordSpeed(normal, Millis(10), Millis(10));
+  for (int i = 0; i < 3; ++i) pool.RecordSpeed(straggler, Millis(30), Millis(10));
+  EXPECT_EQ(pool.Get(straggler)->relative_speed, 1.0) << "3 samples: not measured yet";
+  pool.RecordSpeed(straggler, Millis(30), Millis(10));
+  EXPECT_NEAR(pool.Get(straggler)->relative_speed, 2.528, 0.001);
+  EXPECT_EQ(pool.Get(normal)->relative_speed, 1.0);
+  // A batch without a profiled latency (a dynamic model) and a dead
+  // worker's late result change nothing.
+  pool.RecordSpeed(normal, Millis(10), 0);
+  EXPECT_EQ(pool.Get(normal)->speed.samples(), 4);
+  pool.MarkDead(straggler);
+  pool.RecordSpeed(straggler, Millis(90), Millis(10));
+  EXPECT_EQ(pool.Get(straggler)->speed.samples(), 4);
+}
+
 }  // namespace
 }  // namespace superserve
