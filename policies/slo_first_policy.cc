@@ -69,12 +69,17 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   const int nb = table_.num_batches();
   capacity_.assign(s, 0.0);
   best_upto_.assign(static_cast<size_t>(s) * nb, 0);
+  // Subnets and batches are compared on one footing
+  // (LatencyTable::ComparableLatency): by the estimates the subnet in use
+  // (a p99) looks slower than an unmeasured neighbour (a profiled mean) of
+  // the same speed, so past the peak the fastest flipped to the neighbour,
+  // whose p99 then made the first look faster again.
   for (int r = 0; r < s; ++r) {
     int* best = &best_upto_[static_cast<size_t>(r) * nb];
     double best_rate = 0;
     for (int bi = 0; bi < nb; ++bi) {
-      const double rate =
-          table_.batch_size(bi) * 1e9 / static_cast<double>(table_.latency(r, bi) + overhead);
+      const double rate = table_.batch_size(bi) * 1e9 /
+                          static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
       best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
       best_rate = std::max(best_rate, rate);
       capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers));
@@ -91,7 +96,7 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   for (const double stretch : {turns, 1.0}) {
     for (int r = 0; r < s; ++r) {
       for (int bi = 0; bi < nb; ++bi) {
-        const double l = static_cast<double>(table_.latency(r, bi) + overhead);
+        const double l = static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
         if (l * stretch > static_cast<double>(slo)) continue;
         const double rate = table_.batch_size(bi) * 1e9 / l;
         if (rate >= fastest_rate) {  // ties: accuracy
@@ -105,7 +110,7 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   if (fastest_rate < 0) {
     fastest_ = 0;
     for (int r = 1; r < s; ++r) {
-      if (table_.latency(r, 0) <= table_.latency(fastest_, 0)) fastest_ = r;
+      if (table_.ComparableLatency(r, 0) <= table_.ComparableLatency(fastest_, 0)) fastest_ = r;
     }
   }
   // The frontier: the fastest, then every more accurate rank whose capacity
@@ -152,7 +157,8 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
   // fixed service times), w = SLO - l(b), and u is kept where that is
   // <= e^-kTailNats. So one worker with little slack runs well below its
   // throughput, many workers with ample slack close to it.
-  const double l = static_cast<double>(table_.latency(rank, batch_index) + overhead_estimate());
+  const double l =
+      static_cast<double>(table_.ComparableLatency(rank, batch_index) + overhead_estimate());
   const double wait = static_cast<double>(slo) - l;
   if (wait <= 0) return 0;
   const double usable = 1 - kTailNats * l / (2 * static_cast<double>(workers) * wait);
@@ -224,9 +230,13 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   int rank = frontier_[pos];
   int fit = EfficientBatch(rank, slack);
   // Not even batch 1 of it fits the head (a profile whose fastest batch 1
-  // is not the highest-capacity subnet's): the most accurate subnet that does.
+  // is not the highest-capacity subnet's): the most accurate subnet whose
+  // batch 1 fits on one footing with the measured ones (Batch1Latency).
   if (fit < 0) {
-    rank = table_.HighestRankWithin(0, slack);
+    rank = -1;
+    for (int r = table_.num_subnets() - 1; r >= 0 && rank < 0; --r) {
+      if (Batch1Latency(r) <= slack) rank = r;
+    }
     if (rank < 0) return Choice{};
     fit = EfficientBatch(rank, slack);
   }
@@ -276,6 +286,21 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     last_rank_ = table_.rank_of_subnet(d.subnet_index);
   }
   return d;
+}
+
+Nanos SloFirstPolicy::Batch1Latency(int rank) const {
+  return std::max(table_.latency(rank, 0), table_.ComparableLatency(rank, 0));
+}
+
+Nanos SloFirstPolicy::FastestLatency() const {
+  if (drop_version_ != table_.version() || drop_latency_ < 0) {
+    drop_version_ = table_.version();
+    drop_latency_ = std::numeric_limits<Nanos>::max();
+    for (int r = 0; r < table_.num_subnets(); ++r) {
+      drop_latency_ = std::min(drop_latency_, Batch1Latency(r));
+    }
+  }
+  return drop_latency_;
 }
 
 Nanos SloFirstPolicy::Urgency(const EdfQueue& queue, Nanos now) const {

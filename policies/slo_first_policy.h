@@ -68,9 +68,18 @@ class SloFirstPolicy : public ProfiledPolicy {
   int RankForLoad(double rate, Nanos slo, int64_t workers);
 
  protected:
+  // The drop threshold: the fastest batch 1 by Batch1Latency.
+  Nanos FastestLatency() const override;
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
 
  private:
+  // Batch 1 of `rank` on one footing with the measured tuples: the larger
+  // of its estimate and LatencyTable::ComparableLatency. An unmeasured
+  // tuple's estimate is its profiled mean, a measured one's a p99, so by
+  // estimates alone a head that the subnet in use can no longer serve in
+  // time looks servable by an unmeasured neighbour of the same speed, which
+  // then answers it late about half the time.
+  Nanos Batch1Latency(int rank) const;
   // Queries/s one of `workers` workers carries with (rank, batch_index) for
   // queries of this `slo` (see the .cc); 0 if the batch leaves no room to wait.
   double TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers) const;
@@ -103,6 +112,9 @@ class SloFirstPolicy : public ProfiledPolicy {
   std::vector<int> best_upto_;
   int fastest_ = 0;               // highest capacity, ties to accuracy
   int last_rank_ = 0;             // the rank of the last dispatch (Urgency)
+  // FastestLatency() for table_ version drop_version_ (-1: not computed).
+  mutable Nanos drop_latency_ = -1;
+  mutable uint64_t drop_version_ = 0;
 };
 
 }  // namespace superserve

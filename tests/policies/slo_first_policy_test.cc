@@ -192,5 +192,54 @@ TEST(SloFirstPolicyTest, BatchSizesNeedNotBePowersOfTwo) {
   ExpectDispatch(DecideOn(&p, two), 0, 3, 2);
 }
 
+// Two subnets, 70 and 71 %, the same batch 1 (1 ms), 4.5 and 4.6 ms at
+// batch 8. Subnet 0 is measured with a p99 7 % above its profile (noise,
+// inside the latency table's deadband): 1.07 ms at batch 1, 4.815 ms at
+// batch 8; subnet 1 is not, so its estimates stay its profiled means.
+SloFirstPolicy MeasuredFastestSubnet() {
+  SloFirstPolicy p(HandProfile({1, 2, 4, 8}, {70, 71}, {{1, 1.5, 2.5, 4.5}, {1, 1.5, 2.5, 4.6}}),
+                   NoOverhead());
+  for (int i = 0; i < 16; ++i) {
+    for (const auto& [batch, exec] : {std::pair{1, Micros(1070)}, std::pair{8, Micros(4815)}}) {
+      CompletionTelemetry t;
+      t.worker = 0;
+      t.subnet_index = 0;
+      t.batch_size = batch;
+      t.exec = exec;
+      t.now = kNow - Millis(10);
+      p.OnCompletion(t);
+    }
+  }
+  return p;
+}
+
+TEST(SloFirstPolicyTest, TheFastestSubnetIsPickedOnOneFootingWithTheMeasuredOne) {
+  // By the estimates subnet 1 is the faster at batch 8 (8 / 4.6 ms = 1739
+  // q/s against 8 / 4.815 ms = 1661); on one footing (its profile times the
+  // measured drift, 1.07: 4.922 ms, 1625 q/s) it is not. Past the peak
+  // (the overload plan's question) the answer is subnet 0.
+  SloFirstPolicy p = MeasuredFastestSubnet();
+  ASSERT_EQ(p.latencies().latency(1, 3), Micros(4600));
+  EdfQueue q;
+  Fill(&q, 8, 35);
+  ExpectDispatch(DecideOn(&p, q, /*assume_overload=*/true), 0, 8, 8);
+}
+
+TEST(SloFirstPolicyTest, AHeadNoSubnetServesInTimeOnOneFootingIsDropped) {
+  // The head has 1.05 ms left: subnet 1's estimate (1 ms, its profiled
+  // mean) fits, but on one footing it takes 1.07 ms, as subnet 0 does:
+  // dropped, where serving it would be late about half the time. The next
+  // query (2.05 ms left) is served by the most accurate subnet.
+  SloFirstPolicy p = MeasuredFastestSubnet();
+  ASSERT_EQ(p.latencies().latency(1, 0), Millis(1));
+  EdfQueue q;
+  Fill(&q, 2, 1.05);
+  const Decision d = DecideOn(&p, q);
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 1);
+  q.Pop();
+  ExpectDispatch(DecideOn(&p, q), 1, 1, 1);
+}
+
 }  // namespace
 }  // namespace superserve
