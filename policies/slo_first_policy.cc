@@ -166,11 +166,14 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
 }
 
 int SloFirstPolicy::EfficientBatch(int rank, Nanos slack) const {
-  const int fit = table_.LargestBatchWithin(rank, slack);
+  int fit = -1;
+  for (int bi = table_.num_batches() - 1; bi >= 0 && fit < 0; --bi) {
+    if (FitLatency(rank, bi) <= slack) fit = bi;
+  }
   if (fit < 0) return -1;
   const int best = best_upto_[static_cast<size_t>(rank) * table_.num_batches() + fit];
   // Estimates need not rise with batch size: the best below `fit` may not fit.
-  return table_.latency(rank, best) <= slack ? best : fit;
+  return FitLatency(rank, best) <= slack ? best : fit;
 }
 
 bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free,
@@ -182,7 +185,7 @@ bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free
   // The free workers take a batch each now; the rest wait for the busy
   // workers, which free up within about one batch, and go round all workers.
   const int64_t rounds = 1 + (batches - free + workers - 1) / workers;
-  return static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, fit)) <=
+  return static_cast<double>(rounds) * static_cast<double>(FitLatency(rank, fit)) <=
          static_cast<double>(slack);
 }
 
@@ -231,11 +234,11 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   int fit = EfficientBatch(rank, slack);
   // Not even batch 1 of it fits the head (a profile whose fastest batch 1
   // is not the highest-capacity subnet's): the most accurate subnet whose
-  // batch 1 fits on one footing with the measured ones (Batch1Latency).
+  // batch 1 fits (FitLatency).
   if (fit < 0) {
     rank = -1;
     for (int r = table_.num_subnets() - 1; r >= 0 && rank < 0; --r) {
-      if (Batch1Latency(r) <= slack) rank = r;
+      if (FitLatency(r, 0) <= slack) rank = r;
     }
     if (rank < 0) return Choice{};
     fit = EfficientBatch(rank, slack);
@@ -252,7 +255,7 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
     // Frontrun: once one more query would no longer fit the head's
     // deadline, waiting cannot grow the batch.
     const Nanos frontrun =
-        ctx.now + slack - table_.latency(rank, table_.BatchIndexFor(size + 1)) -
+        ctx.now + slack - FitLatency(rank, table_.BatchIndexFor(size + 1)) -
         static_cast<Nanos>(kFrontrunMargin * static_cast<double>(slo));
     if (frontrun > ctx.now) {
       Choice wait;
@@ -277,7 +280,7 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     if (window > 1) {
       const Nanos slack = head.deadline - ctx.now - overhead_estimate();
       const auto needed =
-          static_cast<double>(table_.latency(fastest_, table_.BatchIndexFor(window)));
+          static_cast<double>(FitLatency(fastest_, table_.BatchIndexFor(window)));
       if (static_cast<double>(slack) < kWindowFraction * needed) return Decision::Idle(1);
     }
   }
@@ -288,8 +291,8 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
   return d;
 }
 
-Nanos SloFirstPolicy::Batch1Latency(int rank) const {
-  return std::max(table_.latency(rank, 0), table_.ComparableLatency(rank, 0));
+Nanos SloFirstPolicy::FitLatency(int rank, int batch_index) const {
+  return std::max(table_.latency(rank, batch_index), table_.ComparableLatency(rank, batch_index));
 }
 
 Nanos SloFirstPolicy::FastestLatency() const {
@@ -297,7 +300,7 @@ Nanos SloFirstPolicy::FastestLatency() const {
     drop_version_ = table_.version();
     drop_latency_ = std::numeric_limits<Nanos>::max();
     for (int r = 0; r < table_.num_subnets(); ++r) {
-      drop_latency_ = std::min(drop_latency_, Batch1Latency(r));
+      drop_latency_ = std::min(drop_latency_, FitLatency(r, 0));
     }
   }
   return drop_latency_;
@@ -306,7 +309,7 @@ Nanos SloFirstPolicy::FastestLatency() const {
 Nanos SloFirstPolicy::Urgency(const EdfQueue& queue, Nanos now) const {
   const Query& head = queue.Head();
   const int64_t size = std::min<int64_t>(static_cast<int64_t>(queue.size()), table_.max_batch());
-  return head.deadline - overhead_estimate() - table_.latency(last_rank_, table_.BatchIndexFor(size));
+  return head.deadline - overhead_estimate() - FitLatency(last_rank_, table_.BatchIndexFor(size));
 }
 
 }  // namespace superserve

@@ -48,8 +48,12 @@ struct SloFirstOptions {
 //     its most efficient batch; at once if the queue fills it or if batches
 //     of what is queued carry the load, else when one more query would no
 //     longer fit (Symphony's deferred batching).
-// Deterministic; O(log S) per decision once the capacities are built
-// (O(S x B), rebuilt when the SLO, the fleet or a latency estimate moves).
+// Subnets are compared, and batches fitted to deadlines, on one footing
+// (LatencyTable::ComparableLatency; FitLatency): the profiled mean of a
+// tuple not run yet is not weighed against the measured p99 of one in use.
+// Deterministic; O(log S + B) per decision, O(B) more per step of 2, once
+// the capacities are built (O(S x B), rebuilt when the SLO, the fleet or a
+// latency estimate moves).
 class SloFirstPolicy : public ProfiledPolicy {
  public:
   SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options);
@@ -68,18 +72,19 @@ class SloFirstPolicy : public ProfiledPolicy {
   int RankForLoad(double rate, Nanos slo, int64_t workers);
 
  protected:
-  // The drop threshold: the fastest batch 1 by Batch1Latency.
+  // The drop threshold: the fastest batch 1 by FitLatency.
   Nanos FastestLatency() const override;
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
 
  private:
-  // Batch 1 of `rank` on one footing with the measured tuples: the larger
-  // of its estimate and LatencyTable::ComparableLatency. An unmeasured
-  // tuple's estimate is its profiled mean, a measured one's a p99, so by
-  // estimates alone a head that the subnet in use can no longer serve in
-  // time looks servable by an unmeasured neighbour of the same speed, which
-  // then answers it late about half the time.
-  Nanos Batch1Latency(int rank) const;
+  // What a batch is checked against the head's slack with: the larger of
+  // its estimate and LatencyTable::ComparableLatency (one footing with the
+  // measured tuples). An unmeasured tuple's estimate is its profiled mean,
+  // a measured one's a p99, so by estimates alone a batch size or subnet
+  // not run yet fits a slack that the measured ones do not, and is then
+  // late about half the time (after every switch of subnet, and on heads
+  // the subnet in use could no longer serve).
+  Nanos FitLatency(int rank, int batch_index) const;
   // Queries/s one of `workers` workers carries with (rank, batch_index) for
   // queries of this `slo` (see the .cc); 0 if the batch leaves no room to wait.
   double TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers) const;

@@ -241,5 +241,19 @@ TEST(SloFirstPolicyTest, AHeadNoSubnetServesInTimeOnOneFootingIsDropped) {
   ExpectDispatch(DecideOn(&p, q), 1, 1, 1);
 }
 
+TEST(SloFirstPolicyTest, ABatchIsFittedToTheHeadOnOneFootingWithTheMeasuredOnes) {
+  // No load: subnet 1 (71 %). 8 queued, the head 4.7 ms from its deadline.
+  // By its estimates (profiled means) batch 8 fits (4.6 ms); on one footing
+  // (x 1.07) it takes 4.922 ms, batch 4 2.675 ms, and two batches of 4 on
+  // the one worker 5.35 ms: it cannot clear the queue. Subnet 0, the
+  // fastest: batch 8 measured at 4.815 ms does not fit either; batch 4
+  // (2.5 x 1.07 = 2.675 ms) does.
+  SloFirstPolicy p = MeasuredFastestSubnet();
+  ASSERT_EQ(p.latencies().latency(1, 3), Micros(4600));
+  EdfQueue q;
+  Fill(&q, 8, 4.7);
+  ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
+}
+
 }  // namespace
 }  // namespace superserve
