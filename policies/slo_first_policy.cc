@@ -189,7 +189,7 @@ bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free
          static_cast<double>(slack);
 }
 
-int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate) const {
+int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate, int64_t workers) const {
   const Nanos overhead = overhead_estimate();
   const int nb = table_.num_batches();
   const int efficient = best_upto_[static_cast<size_t>(fastest_) * nb + nb - 1];
@@ -201,6 +201,13 @@ int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate) const {
   int64_t target = 1;
   for (int bi = 1; bi <= efficient; ++bi) {
     if (table_.batch_size(bi - 1) / latency(bi - 1) >= near_best) break;
+    // The workers already carry the load with the smaller batch: a head it
+    // can serve costs the queries behind it nothing.
+    if (static_cast<double>(workers) * table_.batch_size(bi - 1) * kNanosPerSecond /
+            latency(bi - 1) >=
+        rate) {
+      break;
+    }
     const double l = latency(bi);
     const double n = rate * l / kNanosPerSecond / table_.batch_size(bi);  // workers needed
     if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
@@ -274,8 +281,10 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     const Nanos slo = head.deadline - head.arrival;
     RefreshCapacity(slo, FleetWorkers(ctx));
     const int64_t target = TargetBatch(
-        slo, arrivals_.Rate(ctx.now, static_cast<Nanos>(options_.rate_window_slos *
-                                                        static_cast<double>(slo))));
+        slo,
+        arrivals_.Rate(ctx.now,
+                       static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo))),
+        FleetWorkers(ctx));
     const int64_t window = std::min<int64_t>(target, static_cast<int64_t>(ctx.queue.size()));
     if (window > 1) {
       const Nanos slack = head.deadline - ctx.now - overhead_estimate();

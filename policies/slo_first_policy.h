@@ -98,9 +98,12 @@ class SloFirstPolicy : public ProfiledPolicy {
   bool Clears(int rank, int64_t pending, Nanos slack, int64_t free, int64_t workers) const;
   // The batch the load needs at the fastest rank (Symphony's target: the
   // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs
-  // at b), and no larger than the smallest batch within
-  // kNearBestThroughput of the best throughput.
-  int64_t TargetBatch(Nanos slo, double rate) const;
+  // at b), no larger than the smallest batch within kNearBestThroughput of
+  // the best throughput, and no larger than the smallest batch with which
+  // the `workers` carry the rate (Symphony's target alone ignores the
+  // fleet: with workers to spare it dropped heads a smaller batch served
+  // in time at no cost to the queries behind).
+  int64_t TargetBatch(Nanos slo, double rate, int64_t workers) const;
 
   SloFirstOptions options_;
   ArrivalRateEstimator arrivals_;

@@ -138,11 +138,12 @@ TEST(SloFirstPolicyTest, DefersOnlyWhereTheLoadNeedsFullerBatches) {
 }
 
 TEST(SloFirstPolicyTest, DropsAHeadOnlyTheLoadsBatchCouldServeTooLate) {
-  // 800 q/s on 70 %: the target batch is 8 (l(8)(1 + 1/n) = 4.5 x 3.2 ms
-  // <= 40, n = 800 x 4.5 ms / 8). With 8 queued a head under 0.9 x 4.5 ms
+  // 1700 q/s on 70 %: the one worker carries 1000 q/s at batch 1, 1333 at
+  // 2, 1600 at 4, so the target batch is 8 (l(8)(1 + 1/n) = 4.5 x 2.05 ms
+  // <= 40, n = 1700 x 4.5 ms / 8). With 8 queued a head under 0.9 x 4.5 ms
   // of slack is dropped; with 4.5 ms it is served at batch 8.
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
-  Arrivals(&p, 800);
+  Arrivals(&p, 1700);
   EdfQueue tight;
   Fill(&tight, 8, 3);
   const Decision d = DecideOn(&p, tight);
@@ -252,6 +253,18 @@ TEST(SloFirstPolicyTest, ABatchIsFittedToTheHeadOnOneFootingWithTheMeasuredOnes)
   ASSERT_EQ(p.latencies().latency(1, 3), Micros(4600));
   EdfQueue q;
   Fill(&q, 8, 4.7);
+  ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
+}
+
+TEST(SloFirstPolicyTest, NoHeadIsDroppedWhereTheWorkersCarryTheLoadWithSmallerBatches) {
+  // 800 q/s: the one worker carries 1000 q/s at 70 %'s batch 1, so the
+  // target batch is 1 and no head is dropped for a fuller batch. 8 queued,
+  // the head 3 ms from its deadline: batch 4 (2.5 ms) fits, and 70 % is
+  // also the subnet the load picks (75 % carries 480 q/s).
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&p, 800);
+  EdfQueue q;
+  Fill(&q, 8, 3);
   ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
 }
 
