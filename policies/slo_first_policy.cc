@@ -69,12 +69,17 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   const int nb = table_.num_batches();
   capacity_.assign(s, 0.0);
   best_upto_.assign(static_cast<size_t>(s) * nb, 0);
+  // Subnets and batches are compared on one footing
+  // (LatencyTable::ComparableLatency): by the estimates the subnet in use
+  // (a p99) looks slower than an unmeasured neighbour (a profiled mean) of
+  // the same speed, so past the peak the fastest flipped to the neighbour,
+  // whose p99 then made the first look faster again.
   for (int r = 0; r < s; ++r) {
     int* best = &best_upto_[static_cast<size_t>(r) * nb];
     double best_rate = 0;
     for (int bi = 0; bi < nb; ++bi) {
-      const double rate =
-          table_.batch_size(bi) * 1e9 / static_cast<double>(table_.latency(r, bi) + overhead);
+      const double rate = table_.batch_size(bi) * 1e9 /
+                          static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
       best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
       best_rate = std::max(best_rate, rate);
       capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers));
@@ -91,7 +96,7 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   for (const double stretch : {turns, 1.0}) {
     for (int r = 0; r < s; ++r) {
       for (int bi = 0; bi < nb; ++bi) {
-        const double l = static_cast<double>(table_.latency(r, bi) + overhead);
+        const double l = static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
         if (l * stretch > static_cast<double>(slo)) continue;
         const double rate = table_.batch_size(bi) * 1e9 / l;
         if (rate >= fastest_rate) {  // ties: accuracy
@@ -105,7 +110,7 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   if (fastest_rate < 0) {
     fastest_ = 0;
     for (int r = 1; r < s; ++r) {
-      if (table_.latency(r, 0) <= table_.latency(fastest_, 0)) fastest_ = r;
+      if (table_.ComparableLatency(r, 0) <= table_.ComparableLatency(fastest_, 0)) fastest_ = r;
     }
   }
   // The frontier: the fastest, then every more accurate rank whose capacity
@@ -152,7 +157,8 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
   // fixed service times), w = SLO - l(b), and u is kept where that is
   // <= e^-kTailNats. So one worker with little slack runs well below its
   // throughput, many workers with ample slack close to it.
-  const double l = static_cast<double>(table_.latency(rank, batch_index) + overhead_estimate());
+  const double l =
+      static_cast<double>(table_.ComparableLatency(rank, batch_index) + overhead_estimate());
   const double wait = static_cast<double>(slo) - l;
   if (wait <= 0) return 0;
   const double usable = 1 - kTailNats * l / (2 * static_cast<double>(workers) * wait);
@@ -160,11 +166,14 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
 }
 
 int SloFirstPolicy::EfficientBatch(int rank, Nanos slack) const {
-  const int fit = table_.LargestBatchWithin(rank, slack);
+  int fit = -1;
+  for (int bi = table_.num_batches() - 1; bi >= 0 && fit < 0; --bi) {
+    if (FitLatency(rank, bi) <= slack) fit = bi;
+  }
   if (fit < 0) return -1;
   const int best = best_upto_[static_cast<size_t>(rank) * table_.num_batches() + fit];
   // Estimates need not rise with batch size: the best below `fit` may not fit.
-  return table_.latency(rank, best) <= slack ? best : fit;
+  return FitLatency(rank, best) <= slack ? best : fit;
 }
 
 bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free,
@@ -176,11 +185,11 @@ bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free
   // The free workers take a batch each now; the rest wait for the busy
   // workers, which free up within about one batch, and go round all workers.
   const int64_t rounds = 1 + (batches - free + workers - 1) / workers;
-  return static_cast<double>(rounds) * static_cast<double>(table_.latency(rank, fit)) <=
+  return static_cast<double>(rounds) * static_cast<double>(FitLatency(rank, fit)) <=
          static_cast<double>(slack);
 }
 
-int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate) const {
+int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate, int64_t workers) const {
   const Nanos overhead = overhead_estimate();
   const int nb = table_.num_batches();
   const int efficient = best_upto_[static_cast<size_t>(fastest_) * nb + nb - 1];
@@ -192,6 +201,13 @@ int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate) const {
   int64_t target = 1;
   for (int bi = 1; bi <= efficient; ++bi) {
     if (table_.batch_size(bi - 1) / latency(bi - 1) >= near_best) break;
+    // The workers already carry the load with the smaller batch: a head it
+    // can serve costs the queries behind it nothing.
+    if (static_cast<double>(workers) * table_.batch_size(bi - 1) * kNanosPerSecond /
+            latency(bi - 1) >=
+        rate) {
+      break;
+    }
     const double l = latency(bi);
     const double n = rate * l / kNanosPerSecond / table_.batch_size(bi);  // workers needed
     if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
@@ -224,9 +240,13 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   int rank = frontier_[pos];
   int fit = EfficientBatch(rank, slack);
   // Not even batch 1 of it fits the head (a profile whose fastest batch 1
-  // is not the highest-capacity subnet's): the most accurate subnet that does.
+  // is not the highest-capacity subnet's): the most accurate subnet whose
+  // batch 1 fits (FitLatency).
   if (fit < 0) {
-    rank = table_.HighestRankWithin(0, slack);
+    rank = -1;
+    for (int r = table_.num_subnets() - 1; r >= 0 && rank < 0; --r) {
+      if (FitLatency(r, 0) <= slack) rank = r;
+    }
     if (rank < 0) return Choice{};
     fit = EfficientBatch(rank, slack);
   }
@@ -242,7 +262,7 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
     // Frontrun: once one more query would no longer fit the head's
     // deadline, waiting cannot grow the batch.
     const Nanos frontrun =
-        ctx.now + slack - table_.latency(rank, table_.BatchIndexFor(size + 1)) -
+        ctx.now + slack - FitLatency(rank, table_.BatchIndexFor(size + 1)) -
         static_cast<Nanos>(kFrontrunMargin * static_cast<double>(slo));
     if (frontrun > ctx.now) {
       Choice wait;
@@ -261,13 +281,15 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     const Nanos slo = head.deadline - head.arrival;
     RefreshCapacity(slo, FleetWorkers(ctx));
     const int64_t target = TargetBatch(
-        slo, arrivals_.Rate(ctx.now, static_cast<Nanos>(options_.rate_window_slos *
-                                                        static_cast<double>(slo))));
+        slo,
+        arrivals_.Rate(ctx.now,
+                       static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo))),
+        FleetWorkers(ctx));
     const int64_t window = std::min<int64_t>(target, static_cast<int64_t>(ctx.queue.size()));
     if (window > 1) {
       const Nanos slack = head.deadline - ctx.now - overhead_estimate();
       const auto needed =
-          static_cast<double>(table_.latency(fastest_, table_.BatchIndexFor(window)));
+          static_cast<double>(FitLatency(fastest_, table_.BatchIndexFor(window)));
       if (static_cast<double>(slack) < kWindowFraction * needed) return Decision::Idle(1);
     }
   }
@@ -278,10 +300,25 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
   return d;
 }
 
+Nanos SloFirstPolicy::FitLatency(int rank, int batch_index) const {
+  return std::max(table_.latency(rank, batch_index), table_.ComparableLatency(rank, batch_index));
+}
+
+Nanos SloFirstPolicy::FastestLatency() const {
+  if (drop_version_ != table_.version() || drop_latency_ < 0) {
+    drop_version_ = table_.version();
+    drop_latency_ = std::numeric_limits<Nanos>::max();
+    for (int r = 0; r < table_.num_subnets(); ++r) {
+      drop_latency_ = std::min(drop_latency_, FitLatency(r, 0));
+    }
+  }
+  return drop_latency_;
+}
+
 Nanos SloFirstPolicy::Urgency(const EdfQueue& queue, Nanos now) const {
   const Query& head = queue.Head();
   const int64_t size = std::min<int64_t>(static_cast<int64_t>(queue.size()), table_.max_batch());
-  return head.deadline - overhead_estimate() - table_.latency(last_rank_, table_.BatchIndexFor(size));
+  return head.deadline - overhead_estimate() - FitLatency(last_rank_, table_.BatchIndexFor(size));
 }
 
 }  // namespace superserve

@@ -48,8 +48,12 @@ struct SloFirstOptions {
 //     its most efficient batch; at once if the queue fills it or if batches
 //     of what is queued carry the load, else when one more query would no
 //     longer fit (Symphony's deferred batching).
-// Deterministic; O(log S) per decision once the capacities are built
-// (O(S x B), rebuilt when the SLO, the fleet or a latency estimate moves).
+// Subnets are compared, and batches fitted to deadlines, on one footing
+// (LatencyTable::ComparableLatency; FitLatency): the profiled mean of a
+// tuple not run yet is not weighed against the measured p99 of one in use.
+// Deterministic; O(log S + B) per decision, O(B) more per step of 2, once
+// the capacities are built (O(S x B), rebuilt when the SLO, the fleet or a
+// latency estimate moves).
 class SloFirstPolicy : public ProfiledPolicy {
  public:
   SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options);
@@ -68,9 +72,19 @@ class SloFirstPolicy : public ProfiledPolicy {
   int RankForLoad(double rate, Nanos slo, int64_t workers);
 
  protected:
+  // The drop threshold: the fastest batch 1 by FitLatency.
+  Nanos FastestLatency() const override;
   Choice Choose(const SchedulingContext& ctx, const QueueView& view) override;
 
  private:
+  // What a batch is checked against the head's slack with: the larger of
+  // its estimate and LatencyTable::ComparableLatency (one footing with the
+  // measured tuples). An unmeasured tuple's estimate is its profiled mean,
+  // a measured one's a p99, so by estimates alone a batch size or subnet
+  // not run yet fits a slack that the measured ones do not, and is then
+  // late about half the time (after every switch of subnet, and on heads
+  // the subnet in use could no longer serve).
+  Nanos FitLatency(int rank, int batch_index) const;
   // Queries/s one of `workers` workers carries with (rank, batch_index) for
   // queries of this `slo` (see the .cc); 0 if the batch leaves no room to wait.
   double TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers) const;
@@ -84,9 +98,12 @@ class SloFirstPolicy : public ProfiledPolicy {
   bool Clears(int rank, int64_t pending, Nanos slack, int64_t free, int64_t workers) const;
   // The batch the load needs at the fastest rank (Symphony's target: the
   // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs
-  // at b), and no larger than the smallest batch within
-  // kNearBestThroughput of the best throughput.
-  int64_t TargetBatch(Nanos slo, double rate) const;
+  // at b), no larger than the smallest batch within kNearBestThroughput of
+  // the best throughput, and no larger than the smallest batch with which
+  // the `workers` carry the rate (Symphony's target alone ignores the
+  // fleet: with workers to spare it dropped heads a smaller batch served
+  // in time at no cost to the queries behind).
+  int64_t TargetBatch(Nanos slo, double rate, int64_t workers) const;
 
   SloFirstOptions options_;
   ArrivalRateEstimator arrivals_;
@@ -103,6 +120,9 @@ class SloFirstPolicy : public ProfiledPolicy {
   std::vector<int> best_upto_;
   int fastest_ = 0;               // highest capacity, ties to accuracy
   int last_rank_ = 0;             // the rank of the last dispatch (Urgency)
+  // FastestLatency() for table_ version drop_version_ (-1: not computed).
+  mutable Nanos drop_latency_ = -1;
+  mutable uint64_t drop_version_ = 0;
 };
 
 }  // namespace superserve

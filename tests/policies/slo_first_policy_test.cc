@@ -138,11 +138,12 @@ TEST(SloFirstPolicyTest, DefersOnlyWhereTheLoadNeedsFullerBatches) {
 }
 
 TEST(SloFirstPolicyTest, DropsAHeadOnlyTheLoadsBatchCouldServeTooLate) {
-  // 800 q/s on 70 %: the target batch is 8 (l(8)(1 + 1/n) = 4.5 x 3.2 ms
-  // <= 40, n = 800 x 4.5 ms / 8). With 8 queued a head under 0.9 x 4.5 ms
+  // 1700 q/s on 70 %: the one worker carries 1000 q/s at batch 1, 1333 at
+  // 2, 1600 at 4, so the target batch is 8 (l(8)(1 + 1/n) = 4.5 x 2.05 ms
+  // <= 40, n = 1700 x 4.5 ms / 8). With 8 queued a head under 0.9 x 4.5 ms
   // of slack is dropped; with 4.5 ms it is served at batch 8.
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
-  Arrivals(&p, 800);
+  Arrivals(&p, 1700);
   EdfQueue tight;
   Fill(&tight, 8, 3);
   const Decision d = DecideOn(&p, tight);
@@ -190,6 +191,81 @@ TEST(SloFirstPolicyTest, BatchSizesNeedNotBePowersOfTwo) {
   EdfQueue two;
   Fill(&two, 2, 35);
   ExpectDispatch(DecideOn(&p, two), 0, 3, 2);
+}
+
+// Two subnets, 70 and 71 %, the same batch 1 (1 ms), 4.5 and 4.6 ms at
+// batch 8. Subnet 0 is measured with a p99 7 % above its profile (noise,
+// inside the latency table's deadband): 1.07 ms at batch 1, 4.815 ms at
+// batch 8; subnet 1 is not, so its estimates stay its profiled means.
+SloFirstPolicy MeasuredFastestSubnet() {
+  SloFirstPolicy p(HandProfile({1, 2, 4, 8}, {70, 71}, {{1, 1.5, 2.5, 4.5}, {1, 1.5, 2.5, 4.6}}),
+                   NoOverhead());
+  for (int i = 0; i < 16; ++i) {
+    for (const auto& [batch, exec] : {std::pair{1, Micros(1070)}, std::pair{8, Micros(4815)}}) {
+      CompletionTelemetry t;
+      t.worker = 0;
+      t.subnet_index = 0;
+      t.batch_size = batch;
+      t.exec = exec;
+      t.now = kNow - Millis(10);
+      p.OnCompletion(t);
+    }
+  }
+  return p;
+}
+
+TEST(SloFirstPolicyTest, TheFastestSubnetIsPickedOnOneFootingWithTheMeasuredOne) {
+  // By the estimates subnet 1 is the faster at batch 8 (8 / 4.6 ms = 1739
+  // q/s against 8 / 4.815 ms = 1661); on one footing (its profile times the
+  // measured drift, 1.07: 4.922 ms, 1625 q/s) it is not. Past the peak
+  // (the overload plan's question) the answer is subnet 0.
+  SloFirstPolicy p = MeasuredFastestSubnet();
+  ASSERT_EQ(p.latencies().latency(1, 3), Micros(4600));
+  EdfQueue q;
+  Fill(&q, 8, 35);
+  ExpectDispatch(DecideOn(&p, q, /*assume_overload=*/true), 0, 8, 8);
+}
+
+TEST(SloFirstPolicyTest, AHeadNoSubnetServesInTimeOnOneFootingIsDropped) {
+  // The head has 1.05 ms left: subnet 1's estimate (1 ms, its profiled
+  // mean) fits, but on one footing it takes 1.07 ms, as subnet 0 does:
+  // dropped, where serving it would be late about half the time. The next
+  // query (2.05 ms left) is served by the most accurate subnet.
+  SloFirstPolicy p = MeasuredFastestSubnet();
+  ASSERT_EQ(p.latencies().latency(1, 0), Millis(1));
+  EdfQueue q;
+  Fill(&q, 2, 1.05);
+  const Decision d = DecideOn(&p, q);
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 1);
+  q.Pop();
+  ExpectDispatch(DecideOn(&p, q), 1, 1, 1);
+}
+
+TEST(SloFirstPolicyTest, ABatchIsFittedToTheHeadOnOneFootingWithTheMeasuredOnes) {
+  // No load: subnet 1 (71 %). 8 queued, the head 4.7 ms from its deadline.
+  // By its estimates (profiled means) batch 8 fits (4.6 ms); on one footing
+  // (x 1.07) it takes 4.922 ms, batch 4 2.675 ms, and two batches of 4 on
+  // the one worker 5.35 ms: it cannot clear the queue. Subnet 0, the
+  // fastest: batch 8 measured at 4.815 ms does not fit either; batch 4
+  // (2.5 x 1.07 = 2.675 ms) does.
+  SloFirstPolicy p = MeasuredFastestSubnet();
+  ASSERT_EQ(p.latencies().latency(1, 3), Micros(4600));
+  EdfQueue q;
+  Fill(&q, 8, 4.7);
+  ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
+}
+
+TEST(SloFirstPolicyTest, NoHeadIsDroppedWhereTheWorkersCarryTheLoadWithSmallerBatches) {
+  // 800 q/s: the one worker carries 1000 q/s at 70 %'s batch 1, so the
+  // target batch is 1 and no head is dropped for a fuller batch. 8 queued,
+  // the head 3 ms from its deadline: batch 4 (2.5 ms) fits, and 70 % is
+  // also the subnet the load picks (75 % carries 480 q/s).
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&p, 800);
+  EdfQueue q;
+  Fill(&q, 8, 3);
+  ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
 }
 
 }  // namespace
