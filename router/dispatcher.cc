@@ -77,12 +77,7 @@ void Dispatcher::Shutdown() {
 
 bool Dispatcher::Drain(Nanos timeout) {
   core_.Drain();
-  const Nanos give_up = SaturatingAdd(RealClock::Get()->Now(), timeout);
-  while (core_.Stats().pending > 0) {
-    if (RealClock::Get()->Now() >= give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
+  return core_.AwaitIdle(absl::Nanoseconds(std::max<Nanos>(0, timeout)));
 }
 
 absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest* digest,
@@ -209,17 +204,7 @@ absl::Status Dispatcher::UnregisterModel(const std::string& name, uint32_t versi
 
 absl::Status Dispatcher::DrainAndRemove(const std::string& name, Nanos timeout) {
   if (auto closed = core_.CloseModel(name); closed.ok()) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
-    auto drained = [&] {
-      for (const ModelSummary& m : core_.ListModels()) {
-        if (m.name == name) return m.queued == 0 && m.inflight_batches == 0;
-      }
-      return true;
-    };
-    while (!drained() && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    if (!drained()) {
+    if (!core_.AwaitModelDrained(name, absl::Nanoseconds(std::max<Nanos>(0, timeout)))) {
       SS_LOG(WARNING) << "model " << name << " not drained within " << ToSeconds(timeout)
                       << " s; what is left is answered UNAVAILABLE";
     }

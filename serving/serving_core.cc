@@ -216,6 +216,31 @@ void SummarizeDynamic(const DynamicModelProfile& d, ModelSummary* s) {
 
 }  // namespace
 
+bool ServingCore::ModelDrainedLocked(const std::string& name) const {
+  const ServedModel* m = models_.Find(name);
+  if (m == nullptr) return true;
+  if (m->scheduler.queued() > 0) return false;
+  for (const WorkerRecord& w : workers_.records()) {
+    for (const auto& [batch_id, b] : w.inflight) {
+      if (b.model == m->id && !b.queries.empty()) return false;
+    }
+  }
+  return true;
+}
+
+bool ServingCore::AwaitModelDrained(const std::string& name, absl::Duration timeout) const {
+  struct Ask {
+    const ServingCore* core;
+    const std::string* name;
+  } ask{this, &name};
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](Ask* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->core->ModelDrainedLocked(*a->name); },
+          &ask),
+      timeout);
+}
+
 std::vector<ModelSummary> ServingCore::ListModels() const {
   absl::MutexLock lock(&mu_);
   std::vector<ModelSummary> out;
@@ -1011,6 +1036,17 @@ Nanos ServingCore::Tick() {
 void ServingCore::Drain() {
   absl::MutexLock lock(&mu_);
   draining_ = true;
+}
+
+bool ServingCore::AwaitIdle(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](const ServingCore* core) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return core->pending_.empty();
+          },
+          this),
+      timeout);
 }
 
 void ServingCore::Shutdown() {

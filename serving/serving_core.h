@@ -22,6 +22,7 @@
 #include "serving/query_handle.h"
 #include "serving/serving_observer.h"
 #include "serving/wake_queue.h"
+#include "absl/time/time.h"
 #include "serving/application_registry.h"
 #include "serving/result_matcher.h"
 #include "serving/worker_channel.h"
@@ -165,8 +166,15 @@ class ServingCore {
   absl::Status RemoveModel(const std::string& name);
   // Unregistering with a drain: new queries for the model are refused
   // (INVALID_ARGUMENT, "being unregistered"), queued and in-flight ones are
-  // still served; RemoveModel once ListModels shows it empty.
+  // still served; RemoveModel once AwaitModelDrained says it is empty.
   absl::Status CloseModel(const std::string& name);
+  // Blocks the calling thread until the model has nothing queued and no
+  // batch with queries on a worker (or is gone), or `timeout` of real time
+  // passed; returns whether it drained. Woken by the core's own changes (the
+  // condition is checked whenever the lock is released), not by polling.
+  // For the owner's threads (the router's admin calls); never on a thread
+  // that holds the lock or runs the core's callbacks.
+  bool AwaitModelDrained(const std::string& name, absl::Duration timeout) const;
   std::vector<ModelSummary> ListModels() const;
 
   // --- queries. Always answers through `handle`, now or later. `check` runs
@@ -207,6 +215,9 @@ class ServingCore {
   // what is queued or on a worker is served as usual. Idempotent; Shutdown
   // ends it.
   void Drain();
+  // Blocks until no query is pending or `timeout` of real time passed;
+  // returns whether none is (as AwaitModelDrained, for the whole core).
+  bool AwaitIdle(absl::Duration timeout) const;
   // Answers everything pending UNAVAILABLE and closes every worker channel.
   // Later calls are refused (UNAVAILABLE).
   void Shutdown();
@@ -309,6 +320,9 @@ class ServingCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RejectLocked(QueryHandle* handle, absl::string_view model, const absl::Status& status,
                     QueryOutcome outcome, Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Nothing queued for the model and no batch of its queries on a worker
+  // (true for an unknown model).
+  bool ModelDrainedLocked(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The tag's id; a new tag is named to every model's scheduler.
   int32_t ApplicationIdLocked(absl::string_view application) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -253,6 +253,36 @@ TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
   EXPECT_EQ(core_->Stats().pending, 0);
 }
 
+// Draining is a state the core reports, not one the owner polls for: a
+// thread waiting on AwaitModelDrained / AwaitIdle wakes when the last
+// result comes in (it would wait its whole 60 s otherwise), and one whose
+// model cannot drain gives up at its timeout.
+TEST_F(ServingCoreTest, AwaitingADrainWakesOnTheLastResultAndTimesOutOtherwise) {
+  auto c = std::make_shared<FakeChannel>();
+  const int32_t w = AddWorker(c);
+  Submit(Millis(100));
+  Submit(Millis(100));
+  ASSERT_TRUE(core_->CloseModel("hand").ok());
+  EXPECT_FALSE(core_->AwaitModelDrained("hand", absl::Milliseconds(20)))
+      << "one query queued, one batch on the worker";
+  EXPECT_FALSE(core_->AwaitIdle(absl::ZeroDuration()));
+  std::atomic<bool> model_drained{false}, idle{false};
+  std::thread model_waiter(
+      [&] { model_drained = core_->AwaitModelDrained("hand", absl::Seconds(60)); });
+  std::thread idle_waiter([&] { idle = core_->AwaitIdle(absl::Seconds(60)); });
+  ASSERT_EQ(c->sent.size(), 1u);
+  core_->OnBatchResult(w, Ok(c->sent.front()));
+  ASSERT_EQ(c->sent.size(), 2u) << "a closed model's queued query is still served";
+  core_->OnBatchResult(w, Ok(c->sent.back()));
+  const absl::Time joined_by = absl::Now() + absl::Seconds(30);
+  model_waiter.join();
+  idle_waiter.join();
+  EXPECT_LT(absl::Now(), joined_by) << "the waiters slept through the last result";
+  EXPECT_TRUE(model_drained);
+  EXPECT_TRUE(idle);
+  EXPECT_TRUE(core_->AwaitModelDrained("no-such-model", absl::ZeroDuration()));
+}
+
 // Answers every question with a wake-up at `*wake` (a deferring policy, as
 // Symphony's, moves its wake-up on most arrivals).
 class WakeScriptPolicy final : public Policy {
