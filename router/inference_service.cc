@@ -30,8 +30,8 @@ Nanos TimeLeft(std::chrono::system_clock::time_point deadline,
 
 class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponder {
  public:
-  InferReactor(Dispatcher* dispatcher, grpc::ByteBuffer* raw_response)
-      : dispatcher_(dispatcher), raw_response_(raw_response) {
+  InferReactor(Dispatcher* dispatcher, grpc::ByteBuffer* raw_response, bool inline_completion)
+      : dispatcher_(dispatcher), raw_response_(raw_response), inline_completion_(inline_completion) {
     live_reactors.fetch_add(1, std::memory_order_relaxed);
   }
   ~InferReactor() override { live_reactors.fetch_sub(1, std::memory_order_relaxed); }
@@ -60,22 +60,15 @@ class InferReactor final : public grpc::ServerUnaryReactor, public QueryResponde
   void OnCancel() override { dispatcher_->OnCancelled(this); }
   void OnDone() override { delete this; }
 
-  // gRPC 1.51 otherwise hands OnDone (and with it the call's teardown and
-  // the re-arming of the next Infer request) to its executor thread: one
-  // more thread wake-up per query (perf: ~1/4 of the router's CPU ran on
-  // "default-executor"). Both reactions are trivial and safe on whichever
-  // gRPC thread finishes the call: OnDone deletes the reactor; OnCancel
-  // takes the Dispatcher's lock, which no thread holds while calling into
-  // gRPC (the Dispatcher runs all network actions after releasing it).
-  // The hook is public in <grpcpp/support/server_callback.h> but marked
-  // "not API"; tests/router/inference_service_test.cc pins the behaviour.
-  bool InternalInlineable() override { return true; }
+  // router/inference_service.h, InlineCompletion: why, and why it is safe.
+  bool InternalInlineable() override { return inline_completion_; }
 
   v1::InferRequest request_;  // parsed before Submit
 
  private:
   Dispatcher* const dispatcher_;
   grpc::ByteBuffer* const raw_response_;
+  const bool inline_completion_;
   v1::InferResponse response_;
 };
 
@@ -167,7 +160,7 @@ grpc::Status ToClientStatus(const absl::Status& s) {
 grpc::ServerUnaryReactor* InferenceService::Infer(grpc::CallbackServerContext* context,
                                                   const grpc::ByteBuffer* request,
                                                   grpc::ByteBuffer* response) {
-  auto* reactor = new InferReactor(dispatcher_, response);
+  auto* reactor = new InferReactor(dispatcher_, response, inline_completion_);
   if (grpc::Status s = ParseRequest(*request, &reactor->request_); !s.ok()) {
     reactor->Finish(s);
     return reactor;

@@ -292,8 +292,8 @@ namespace {
 // One ModelInfer call: the native query the Dispatcher answers exactly once.
 class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryResponder {
  public:
-  OipInferReactor(Dispatcher* dispatcher, grpc::ByteBuffer* raw_response)
-      : dispatcher_(dispatcher), raw_response_(raw_response) {}
+  OipInferReactor(Dispatcher* dispatcher, grpc::ByteBuffer* raw_response, bool inline_completion)
+      : dispatcher_(dispatcher), raw_response_(raw_response), inline_completion_(inline_completion) {}
 
   const v1::InferRequest& request() const override { return native_request_; }
   v1::InferResponse* response() override { return &native_response_; }
@@ -314,8 +314,8 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
   }
   void OnCancel() override { dispatcher_->OnCancelled(this); }
   void OnDone() override { delete this; }
-  // As InferenceService's reactor: both reactions are trivial and safe inline.
-  bool InternalInlineable() override { return true; }
+  // As InferenceService's reactor (router/inference_service.h).
+  bool InternalInlineable() override { return inline_completion_; }
 
   inference::ModelInferRequest oip_request_;  // parsed before Submit
   v1::InferRequest native_request_;
@@ -323,6 +323,7 @@ class OipInferReactor final : public grpc::ServerUnaryReactor, public QueryRespo
  private:
   Dispatcher* const dispatcher_;
   grpc::ByteBuffer* const raw_response_;
+  const bool inline_completion_;
   v1::InferResponse native_response_;
 };
 
@@ -441,7 +442,7 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelMetadata(
 grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(grpc::CallbackServerContext* context,
                                                            const grpc::ByteBuffer* request,
                                                            grpc::ByteBuffer* response) {
-  auto* reactor = new OipInferReactor(dispatcher_, response);
+  auto* reactor = new OipInferReactor(dispatcher_, response, inline_completion_);
   if (grpc::Status s = ParseRequest(*request, &reactor->oip_request_); !s.ok()) {
     reactor->Finish(s);
     return reactor;

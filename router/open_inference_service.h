@@ -42,11 +42,13 @@ class OpenInferenceService final : public OipServiceBase {
  public:
   // `max_stream_unsent_answers`: ModelStreamInfer's bound on answers piled
   // up behind a write its client does not read, as InferenceService's.
+  // `inline_completion`: as InferenceService's.
   OpenInferenceService(Dispatcher* dispatcher, Nanos default_slo,
-                       size_t max_stream_unsent_answers = 4096)
+                       size_t max_stream_unsent_answers = 4096, bool inline_completion = true)
       : dispatcher_(dispatcher),
         default_slo_(default_slo),
-        max_stream_unsent_answers_(max_stream_unsent_answers) {}
+        max_stream_unsent_answers_(max_stream_unsent_answers),
+        inline_completion_(inline_completion) {}
 
   // False while the router drains or shuts down: ServerReady and ModelReady
   // answer false.
@@ -79,6 +81,7 @@ class OpenInferenceService final : public OipServiceBase {
   Dispatcher* const dispatcher_;
   const Nanos default_slo_;
   const size_t max_stream_unsent_answers_;
+  const bool inline_completion_;
   std::atomic<bool> serving_{true};
 };
 

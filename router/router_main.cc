@@ -52,6 +52,11 @@ ABSL_FLAG(int64_t, max_stream_unsent_answers, 4096,
 ABSL_FLAG(int32_t, max_concurrent_streams, 16384,
           "Calls one client connection may have open at once on the client port (HTTP/2 "
           "MAX_CONCURRENT_STREAMS); further calls wait in the client. 0 = no limit.");
+ABSL_FLAG(bool, inline_call_completion, true,
+          "Let gRPC finish a unary call on the thread that completes it instead of its "
+          "executor thread (saves a thread wake-up per query; relies on a gRPC hook marked "
+          "not-API, docs/decisions/inline-call-completion.md). false if a gRPC upgrade "
+          "misbehaves.");
 ABSL_FLAG(int64_t, max_message_bytes, 64 << 20,
           "Largest gRPC message accepted or sent on the client port; larger is "
           "RESOURCE_EXHAUSTED.");
@@ -178,6 +183,7 @@ int main(int argc, char** argv) {
   // In range (NumericFlagsInRange).
   o.max_message_bytes = static_cast<int32_t>(absl::GetFlag(FLAGS_max_message_bytes));
   o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  o.inline_call_completion = absl::GetFlag(FLAGS_inline_call_completion);
   o.max_stream_unsent_answers =
       static_cast<size_t>(absl::GetFlag(FLAGS_max_stream_unsent_answers));
   o.dispatcher.serving.max_applications =

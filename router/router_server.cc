@@ -329,9 +329,11 @@ absl::Status RouterServer::Start() {
                  << ToSeconds(options_.repository_poll) << " s (poll mode)";
   }
   inference_ = std::make_unique<InferenceService>(dispatcher_.get(), options_.default_slo,
-                                                  options_.max_stream_unsent_answers);
-  open_inference_ = std::make_unique<OpenInferenceService>(dispatcher_.get(), options_.default_slo,
-                                                           options_.max_stream_unsent_answers);
+                                                  options_.max_stream_unsent_answers,
+                                                  options_.inline_call_completion);
+  open_inference_ = std::make_unique<OpenInferenceService>(
+      dispatcher_.get(), options_.default_slo, options_.max_stream_unsent_answers,
+      options_.inline_call_completion);
   worker_link_ = std::make_unique<WorkerLinkService>(dispatcher_.get(), options_.fleet_token);
   admin_ = std::make_unique<AdminService>(dispatcher_.get(), options_.admin_token,
                                           options_.model_repo);

@@ -50,6 +50,7 @@ struct RouterServerOptions {
   bool worker_tls = false;  // the worker port uses the same certificate (needs one)
   int32_t max_message_bytes = 64 << 20;  // receive and send, per message
   size_t max_stream_unsent_answers = 4096;  // see InferenceService
+  bool inline_call_completion = true;       // see InferenceService
   // Calls (HTTP/2 streams) one client connection may have open at once on
   // the client port; more wait in the client. 0 = gRPC's default (no limit).
   int32_t max_concurrent_streams = 16384;

@@ -1,7 +1,7 @@
 // The router's gRPC Infer path in one process (RouterServer on 127.0.0.1,
 // port chosen at run time): every call's reactor is deleted once the call
-// completes (Infer reactors run OnDone/OnCancel inline on gRPC's threads,
-// InferReactor::InternalInlineable), a client that gives up while its query
+// completes, whether gRPC runs OnDone/OnCancel inline on its threads or on
+// its executor (InferReactor::InternalInlineable), a client that gives up while its query
 // is queued gets exactly one answer and its query never reaches a worker,
 // and the load generator never sends a query more than its pacing slack
 // ahead of its trace time. Over an InferStream every query gets exactly one
@@ -59,10 +59,13 @@ bool Eventually(P pred, Nanos timeout = Seconds(5)) {
 
 class InferenceServiceTest : public ::testing::Test {
  protected:
+  // RouterServerOptions::inline_call_completion (router/inference_service.h).
+  virtual bool InlineCompletion() const { return true; }
   void SetUp() override {
     RouterServerOptions o;
     o.model_repo = EmulatedRepo();
     o.metrics_listen = "";
+    o.inline_call_completion = InlineCompletion();
     server_ = std::make_unique<RouterServer>(o);
     ASSERT_TRUE(server_->Start().ok());
     address_ = "127.0.0.1:" + std::to_string(server_->port());
@@ -106,7 +109,19 @@ class InprocWorker {
   std::thread thread_;
 };
 
-TEST_F(InferenceServiceTest, EveryCompletedCallDeletesItsReactor) {
+// The answer-once tests run with gRPC finishing calls inline and on its
+// executor thread: exactly-once must not rest on the not-API hook that picks
+// between them (a gRPC upgrade that changed its meaning fails here).
+class AnswerOnceTest : public InferenceServiceTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  bool InlineCompletion() const override { return GetParam(); }
+};
+INSTANTIATE_TEST_SUITE_P(CallCompletion, AnswerOnceTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Inline" : "OnGrpcExecutor";
+                         });
+
+TEST_P(AnswerOnceTest, EveryCompletedCallDeletesItsReactor) {
   InprocWorker worker(worker_address_);
   ASSERT_TRUE(worker.ok());
   ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
@@ -234,7 +249,7 @@ void ExpectAnsweredWithOneBatch(HoldingWorker& worker, int64_t accepted, RouterS
       << InferenceService::LiveReactors() << " reactors left";
 }
 
-TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorkerTime) {
+TEST_P(AnswerOnceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorkerTime) {
   HoldingWorker worker(worker_address_);
   ASSERT_TRUE(worker.Register());
   worker.StartReading();
@@ -270,6 +285,77 @@ TEST_F(InferenceServiceTest, ClientThatGivesUpWhileQueuedGetsOneAnswerAndNoWorke
   EXPECT_TRUE(first_status.ok()) << first_status;
   EXPECT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().pending == 0; }));
   ExpectAnsweredWithOneBatch(worker, 2, server_.get());
+  worker.Close();
+}
+
+// Cancellations while answers go out: gRPC runs OnCancel (clients whose
+// deadline passed) on its threads while the dispatcher finishes other calls
+// on its own. Phase 1 is deterministic: the worker holds its one batch, so
+// every 50-ms call is cancelled while queued. In phase 2 the worker answers
+// as batches come while 2-ms and 10-s calls arrive together; a 2-ms call may
+// go either way, a 10-s one is served. Every call gets exactly one answer.
+TEST_P(AnswerOnceTest, ACancellationStormAnswersEveryCallOnce) {
+  HoldingWorker worker(worker_address_);
+  ASSERT_TRUE(worker.Register());
+  worker.StartReading();
+  ASSERT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().workers_alive == 1; }));
+  InferenceClient client(address_);
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
+
+  constexpr int kPhase1 = 200, kPhase2 = 400, kCalls = 1 + kPhase1 + kPhase2;
+  std::vector<std::atomic<int>> answers(kCalls);
+  std::vector<absl::StatusCode> codes(kCalls, absl::StatusCode::kUnknown);
+  std::atomic<int> done{0};
+  auto send = [&](int i, Nanos timeout) {
+    client.InferAsync(Request(0.001f * (i % 100)), timeout, [&, i](InferenceClient::Result r) {
+      codes[i] = r.status.code();
+      answers[i]++;
+      done++;
+    });
+  };
+  auto long_call = [](int i) { return i % 2 == 0; };
+
+  send(0, Seconds(10));  // the batch the worker holds
+  ASSERT_TRUE(Eventually([&] { return worker.batches() == 1; }));
+  for (int i = 1; i <= kPhase1; ++i) send(i, long_call(i) ? Seconds(10) : Millis(50));
+  ASSERT_TRUE(Eventually([&] { return done.load() == kPhase1 / 2; }, Seconds(20)));
+  for (int i = 1; i <= kPhase1; ++i) {
+    if (!long_call(i)) EXPECT_EQ(codes[i], absl::StatusCode::kDeadlineExceeded) << "call " << i;
+  }
+  EXPECT_EQ(worker.batches(), 1) << "a cancelled call reached the worker";
+
+  std::atomic<bool> stop{false};
+  std::thread answerer([&] {
+    int next = 0;
+    while (!stop.load()) {
+      if (next < worker.batches()) {
+        if (!worker.Answer(next++)) return;
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
+  });
+  for (int i = kPhase1 + 1; i < kCalls; ++i) send(i, long_call(i) ? Seconds(10) : Millis(2));
+  const bool all_done = Eventually([&] { return done.load() == kCalls; }, Seconds(30));
+  stop = true;
+  answerer.join();
+  ASSERT_TRUE(all_done) << done.load() << " of " << kCalls << " calls answered";
+
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_EQ(answers[i].load(), 1) << "call " << i;
+    if (long_call(i)) {
+      EXPECT_EQ(codes[i], absl::StatusCode::kOk) << "call " << i;
+    } else {
+      EXPECT_TRUE(codes[i] == absl::StatusCode::kOk ||
+                  codes[i] == absl::StatusCode::kDeadlineExceeded)
+          << "call " << i << ": " << absl::StatusCodeToString(codes[i]);
+    }
+  }
+  EXPECT_TRUE(Eventually([&] { return server_->dispatcher()->Stats().pending == 0; }));
+  DispatcherStats s = server_->dispatcher()->Stats();
+  EXPECT_EQ(s.accepted, s.answered);
+  EXPECT_TRUE(Eventually([] { return InferenceService::LiveReactors() == 0; }))
+      << InferenceService::LiveReactors() << " reactors left";
   worker.Close();
 }
 
