@@ -140,12 +140,8 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     for (QueryId id : m->scheduler.TakeAll()) FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
     // Batches on workers keep their slot until the worker answers (it is
     // busy with them), but their queries are answered now.
-    for (WorkerRecord& w : workers_.records()) {
-      for (auto& [batch_id, b] : w.inflight) {
-        if (b.model != m->id) continue;
-        for (QueryId id : b.queries) FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
-        b.queries.clear();
-      }
+    for (QueryId id : workers_.TakeQueriesOf(m->id)) {
+      FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
     }
     UnmarkActiveLocked(m);
     wakes_.Erase(m);
@@ -219,13 +215,7 @@ void SummarizeDynamic(const DynamicModelProfile& d, ModelSummary* s) {
 bool ServingCore::ModelDrainedLocked(const std::string& name) const {
   const ServedModel* m = models_.Find(name);
   if (m == nullptr) return true;
-  if (m->scheduler.queued() > 0) return false;
-  for (const WorkerRecord& w : workers_.records()) {
-    for (const auto& [batch_id, b] : w.inflight) {
-      if (b.model == m->id && !b.queries.empty()) return false;
-    }
-  }
-  return true;
+  return m->scheduler.queued() == 0 && workers_.AnsweringBatches(m->id) == 0;
 }
 
 bool ServingCore::AwaitModelDrained(const std::string& name, absl::Duration timeout) const {
@@ -264,11 +254,7 @@ std::vector<ModelSummary> ServingCore::ListModels() const {
     s.workers = static_cast<int32_t>(m->scheduler.workers().size());
     s.queued = static_cast<int64_t>(m->scheduler.queued());
     s.closed = m->closed;
-    for (const WorkerRecord& w : workers_.records()) {
-      for (const auto& [batch_id, b] : w.inflight) {
-        if (b.model == m->id && !b.queries.empty()) ++s.inflight_batches;
-      }
-    }
+    s.inflight_batches = workers_.AnsweringBatches(m->id);
     s.input_shape = m->profile.input_shape;
     s.num_classes = m->profile.num_classes;
     if (m->profile.is_dynamic) SummarizeDynamic(m->profile.dynamic, &s);

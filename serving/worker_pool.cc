@@ -76,7 +76,32 @@ int32_t WorkerPool::FreeSlots(int32_t id, int32_t lookahead) const {
 
 void WorkerPool::AddInflight(int32_t id, InflightBatch batch) {
   const uint64_t batch_id = batch.id;
+  if (!batch.queries.empty()) ++answering_[batch.model];
   workers_[id].inflight.emplace(batch_id, std::move(batch));
+}
+
+void WorkerPool::Answered(const InflightBatch& b) {
+  if (b.queries.empty()) return;
+  auto it = answering_.find(b.model);
+  if (it != answering_.end() && --it->second <= 0) answering_.erase(it);
+}
+
+int32_t WorkerPool::AnsweringBatches(ModelId model) const {
+  auto it = answering_.find(model);
+  return it == answering_.end() ? 0 : it->second;
+}
+
+std::vector<QueryId> WorkerPool::TakeQueriesOf(ModelId model) {
+  std::vector<QueryId> out;
+  for (WorkerRecord& w : workers_) {
+    for (auto& [batch_id, b] : w.inflight) {
+      if (b.model != model) continue;
+      out.insert(out.end(), b.queries.begin(), b.queries.end());
+      b.queries.clear();
+    }
+  }
+  answering_.erase(model);
+  return out;
 }
 
 std::optional<InflightBatch> WorkerPool::TakeInflight(int32_t id, uint64_t batch_id) {
@@ -86,6 +111,7 @@ std::optional<InflightBatch> WorkerPool::TakeInflight(int32_t id, uint64_t batch
   if (it == w->inflight.end()) return std::nullopt;
   InflightBatch b = std::move(it->second);
   w->inflight.erase(it);
+  Answered(b);
   return b;
 }
 
@@ -95,7 +121,10 @@ std::vector<InflightBatch> WorkerPool::MarkDead(int32_t id) {
   if (w == nullptr) return out;
   w->alive = false;
   --alive_;
-  for (auto& [batch_id, b] : w->inflight) out.push_back(std::move(b));
+  for (auto& [batch_id, b] : w->inflight) {
+    Answered(b);
+    out.push_back(std::move(b));
+  }
   w->inflight.clear();
   RecycleIfDone(id);
   return out;

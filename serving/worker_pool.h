@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/time.h"
 #include "policies/query.h"
 #include "serving/model_registry.h"
@@ -88,6 +89,12 @@ class WorkerPool {
   // Removes and returns the batch; nullopt if the worker does not hold it
   // (a result for a batch already given up on).
   std::optional<InflightBatch> TakeInflight(int32_t id, uint64_t batch_id);
+  // Batches of `model` on live workers with queries still to answer, in
+  // O(1): a drain waits on it whenever the core's lock is released.
+  int32_t AnsweringBatches(ModelId model) const;
+  // The model is being removed: its batches keep their slots (the workers
+  // are busy with them) but give up their queries, returned here.
+  std::vector<QueryId> TakeQueriesOf(ModelId model);
 
   // Marks the worker dead and hands back the batches it held. Idempotent:
   // a dead worker returns nothing.
@@ -113,6 +120,9 @@ class WorkerPool {
 
   std::vector<WorkerRecord> workers_;
   std::vector<int32_t> recycled_;  // ids whose records the next Add reuses
+  // AnsweringBatches, kept by every call that adds, takes or empties a batch.
+  absl::flat_hash_map<ModelId, int32_t> answering_;
+  void Answered(const InflightBatch& b);
   int64_t speed_records_ = 0;
   std::vector<double> speed_scratch_;  // RecordSpeed's, kept: no allocation per refresh
   int32_t alive_ = 0;

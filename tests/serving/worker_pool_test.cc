@@ -44,6 +44,46 @@ TEST(WorkerPoolTest, SlotsLivenessAndLostBatches) {
   EXPECT_EQ(pool.Get(5), nullptr);
 }
 
+// AnsweringBatches counts a model's batches that still have queries to
+// answer, through every way a batch leaves: its result, its worker's death,
+// its model's removal (the batch keeps its slot, its queries go).
+TEST(WorkerPoolTest, AnsweringBatchesFollowsEveryWayABatchLeaves) {
+  WorkerPool pool;
+  const int32_t a = pool.Add("a", false, {"m", "n"}, nullptr, 0);
+  const int32_t b = pool.Add("b", false, {"m", "n"}, nullptr, 0);
+  auto of = [](uint64_t id, ModelId model, std::vector<QueryId> queries) {
+    InflightBatch batch = Batch(id, Seconds(1), std::move(queries));
+    batch.model = model;
+    return batch;
+  };
+  constexpr ModelId kM = 1, kN = 2;
+  pool.AddInflight(a, of(1, kM, {1}));
+  pool.AddInflight(a, of(2, kM, {2, 3}));
+  pool.AddInflight(b, of(3, kM, {4}));
+  pool.AddInflight(b, of(4, kN, {5}));
+  pool.AddInflight(b, of(5, kN, {}));  // nothing to answer: not counted
+  EXPECT_EQ(pool.AnsweringBatches(kM), 3);
+  EXPECT_EQ(pool.AnsweringBatches(kN), 1);
+  EXPECT_EQ(pool.AnsweringBatches(99), 0);
+
+  ASSERT_TRUE(pool.TakeInflight(a, 1).has_value());  // a result
+  EXPECT_EQ(pool.AnsweringBatches(kM), 2);
+  EXPECT_FALSE(pool.TakeInflight(a, 1).has_value());
+  EXPECT_EQ(pool.AnsweringBatches(kM), 2) << "a duplicate result changes nothing";
+
+  EXPECT_EQ(pool.MarkDead(a).size(), 1u);  // batch 2 goes back to the core
+  EXPECT_EQ(pool.AnsweringBatches(kM), 1);
+
+  EXPECT_EQ(pool.TakeQueriesOf(kN), (std::vector<QueryId>{5}));
+  EXPECT_EQ(pool.AnsweringBatches(kN), 0);
+  EXPECT_EQ(pool.FreeSlots(b, 4), 1) << "batches 3, 4, 5 keep their slots";
+  ASSERT_TRUE(pool.TakeInflight(b, 4).has_value());  // the removed model's late result
+  EXPECT_EQ(pool.AnsweringBatches(kN), 0);
+  EXPECT_EQ(pool.AnsweringBatches(kM), 1);
+  ASSERT_TRUE(pool.TakeInflight(b, 3).has_value());
+  EXPECT_EQ(pool.AnsweringBatches(kM), 0);
+}
+
 // A dead worker's record is recycled once its owner released the id; until
 // then it is kept (the owner may still report on it).
 TEST(WorkerPoolTest, ReleasedDeadRecordsAreRecycled) {
