@@ -56,46 +56,72 @@ Nanos ModelScheduler::EstimatedLatency(int32_t subnet_index, int32_t batch_size)
   return profile_->subnets[subnet_index].latency[bi];
 }
 
-void ModelScheduler::Probe(Nanos now) {
-  // Asks the policy what it would run for a full queue whose head has
-  // `slack` left, for slacks up to 2.5x the peak tuple's estimate: the
-  // throughput of each answer with the policy's own estimates. Read-only for
-  // the policy's view: a probe queue, the real clock, one free worker.
-  probes_.clear();
-  probed_at_ = now;
+Nanos ModelScheduler::ProbeHorizon() const {
   // Up to the longest budget seen (a policy may need most of it for its
   // best batch), at least 2.5x the peak tuple's estimate.
-  const Nanos horizon = std::max<Nanos>(
+  return std::max<Nanos>(
       {kProbes, max_budget_, 5 * EstimatedLatency(peak_subnet_, peak_batch_) / 2});
+}
+
+ModelScheduler::ProbePoint ModelScheduler::ProbeAt(Nanos slack, Nanos now) {
+  // Asks the policy what it would run for a full queue whose head has
+  // `slack` left: the throughput of its answer with its own estimates.
+  // Read-only for the policy's view: a probe queue, the real clock, one
+  // free worker.
   const int32_t n = 2 * peak_batch_;
   probe_free_.assign(1, workers_.front());
   const int32_t live = static_cast<int32_t>(workers_.size());
-  for (int k = 1; k <= kProbes; ++k) {
-    const Nanos slack = horizon / kProbes * k;
-    probe_queue_.Clear();
-    for (int32_t i = 0; i < n; ++i) {
-      probe_queue_.Push({std::numeric_limits<QueryId>::max() - static_cast<QueryId>(i), 0, now,
-                         now + slack});
-    }
-    const Decision d = policy_->Decide(
-        SchedulingContext{probe_queue_, now, probe_free_, live, /*assume_overload=*/true});
-    ProbePoint p;
-    p.slack = slack;
-    if (d.kind == Decision::Kind::kDispatch && d.drop == 0 && d.take >= 1 &&
-        d.subnet_index >= 0 && d.subnet_index < static_cast<int32_t>(profile_->subnets.size()) &&
-        profile_->BatchIndex(d.batch_size) >= 0) {
-      const Nanos e = std::max<Nanos>(1, EstimatedLatency(d.subnet_index, d.batch_size));
-      p.qps = d.take / ToSeconds(e);
-      p.take = d.take;
-      p.latency = e;
-    }
-    probes_.push_back(p);
+  probe_queue_.Clear();
+  for (int32_t i = 0; i < n; ++i) {
+    probe_queue_.Push({std::numeric_limits<QueryId>::max() - static_cast<QueryId>(i), 0, now,
+                       now + slack});
   }
+  const Decision d = policy_->Decide(
+      SchedulingContext{probe_queue_, now, probe_free_, live, /*assume_overload=*/true});
+  ProbePoint p;
+  p.slack = slack;
+  if (d.kind == Decision::Kind::kDispatch && d.drop == 0 && d.take >= 1 &&
+      d.subnet_index >= 0 && d.subnet_index < static_cast<int32_t>(profile_->subnets.size()) &&
+      profile_->BatchIndex(d.batch_size) >= 0) {
+    const Nanos e = std::max<Nanos>(1, EstimatedLatency(d.subnet_index, d.batch_size));
+    p.qps = d.take / ToSeconds(e);
+    p.take = d.take;
+    p.latency = e;
+  }
+  return p;
+}
+
+void ModelScheduler::Probe(Nanos now) {
+  probes_.clear();
+  next_probes_.clear();
+  probed_at_ = now;
+  const Nanos horizon = ProbeHorizon();
+  for (int k = 1; k <= kProbes; ++k) probes_.push_back(ProbeAt(horizon / kProbes * k, now));
+  plan_budget_ = -1;
+}
+
+void ModelScheduler::ProbeStep(Nanos now) {
+  if (next_probes_.empty()) {
+    next_horizon_ = ProbeHorizon();
+    refresh_started_ = now;
+  }
+  for (int i = 0; i < kProbesPerStep && static_cast<int>(next_probes_.size()) < kProbes; ++i) {
+    const int k = static_cast<int>(next_probes_.size()) + 1;
+    next_probes_.push_back(ProbeAt(next_horizon_ / kProbes * k, now));
+  }
+  if (static_cast<int>(next_probes_.size()) < kProbes) return;
+  probes_.swap(next_probes_);
+  next_probes_.clear();
+  probed_at_ = refresh_started_;
   plan_budget_ = -1;
 }
 
 const ModelScheduler::Plan& ModelScheduler::PlanFor(Nanos budget, Nanos now) {
-  if (probes_.empty() || now - probed_at_ >= kProbeInterval || now < probed_at_) Probe(now);
+  if (probes_.empty() || now < probed_at_) {
+    Probe(now);
+  } else if (now - probed_at_ >= kProbeInterval) {
+    ProbeStep(now);
+  }
   if (budget == plan_budget_) return plan_;
   plan_budget_ = budget;
   plan_ = Plan();
@@ -181,12 +207,14 @@ void ModelScheduler::AddWorker(int32_t worker) {
   auto it = std::lower_bound(workers_.begin(), workers_.end(), worker);
   if (it == workers_.end() || *it != worker) workers_.insert(it, worker);
   probes_.clear();  // the plan's throughput counts the workers
+  next_probes_.clear();
 }
 
 void ModelScheduler::RemoveWorker(int32_t worker) {
   auto it = std::lower_bound(workers_.begin(), workers_.end(), worker);
   if (it != workers_.end() && *it == worker) workers_.erase(it);
   probes_.clear();
+  next_probes_.clear();
 }
 
 void ModelScheduler::Push(const Query& q, Nanos now) {

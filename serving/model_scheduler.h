@@ -197,8 +197,19 @@ class ModelScheduler {
   };
   static constexpr int kProbes = 64;  // slacks evenly up to the probe horizon
   static constexpr Nanos kProbeInterval = 250'000'000;  // 250 ms
+  // A refresh of the probes runs this many policy decisions per PlanFor
+  // call, the previous complete set answering until it is done: the core's
+  // lock is held around each call, and a whole probe of a 100-subnet model
+  // with batches to 64 costs ~0.4 ms (about 50 µs a step).
+  static constexpr int kProbesPerStep = 8;
   static constexpr double kNearPeak = 0.95;
+  Nanos ProbeHorizon() const;
+  ProbePoint ProbeAt(Nanos slack, Nanos now);
+  // Every probe point at once: the first plan, or after the workers changed.
   void Probe(Nanos now);
+  // The next kProbesPerStep points of the refresh under way (one starts
+  // kProbeInterval after the previous one started).
+  void ProbeStep(Nanos now);
   // The most queries that may be ahead of one due at `deadline` for it to
   // reach the head with plan.target left at headroom x the plan's
   // throughput.
@@ -226,6 +237,9 @@ class ModelScheduler {
   Nanos max_budget_ = 0;  // the longest budget queued so far
   std::vector<ProbePoint> probes_;
   Nanos probed_at_ = 0;
+  std::vector<ProbePoint> next_probes_;  // the refresh under way
+  Nanos next_horizon_ = 0;
+  Nanos refresh_started_ = 0;
   EdfQueue probe_queue_;
   std::vector<int32_t> probe_free_;
   Nanos plan_budget_ = -1;  // the budget plan_ is for

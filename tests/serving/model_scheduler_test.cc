@@ -53,6 +53,37 @@ class ModelSchedulerTest : public ::testing::Test {
   std::unique_ptr<ModelScheduler> s_;
 };
 
+// The overload plan's probes run under the core's lock: the first plan asks
+// the policy at all 64 slacks at once, a refresh 250 ms later asks 8 per
+// PlanFor call, and the complete set before it answers until the refresh
+// is done. The scripted policy runs batch 1 for the first 64 questions and
+// batch 2 after, so the plan shows which set answered.
+TEST_F(ModelSchedulerTest, ProbeRefreshesAskThePolicyEightSlacksAtATime) {
+  std::vector<Decision> script(64, Dispatch(1, 1, 0, 3));
+  script.insert(script.end(), 64, Dispatch(2, 2, 0, 3));
+  ModelScheduler& s = Make(script);
+  auto asked = [&] { return policy_->seen_free.size(); };
+  EXPECT_EQ(s.PlanFor(Seconds(1), 0).take, 1);
+  EXPECT_EQ(asked(), 64u);
+  EXPECT_EQ(s.PlanFor(Seconds(1), Millis(249)).take, 1);
+  EXPECT_EQ(asked(), 64u) << "no refresh before 250 ms";
+  for (int step = 1; step <= 7; ++step) {
+    EXPECT_EQ(s.PlanFor(Seconds(1), Millis(250) + step).take, 1) << "step " << step;
+    EXPECT_EQ(asked(), 64u + 8u * step);
+  }
+  EXPECT_EQ(s.PlanFor(Seconds(1), Millis(251)).take, 2) << "the 8th step completes the set";
+  EXPECT_EQ(asked(), 128u);
+  // The next refresh starts 250 ms after this one started (250 ms + 1 ns).
+  EXPECT_EQ(s.PlanFor(Seconds(1), Millis(500)).take, 2);
+  EXPECT_EQ(asked(), 128u);
+  s.PlanFor(Seconds(1), Millis(500) + 1);
+  EXPECT_EQ(asked(), 136u);
+  // A worker joining invalidates the plan: every slack at once again.
+  s.AddWorker(5);
+  s.PlanFor(Seconds(1), Millis(501));
+  EXPECT_EQ(asked(), 200u);
+}
+
 TEST_F(ModelSchedulerTest, AppliesDropThenTakeAndSkipsCancelled) {
   ModelScheduler& s = Make({Dispatch(3, 4, 1, 3, /*drop=*/1), Dispatch(2, 2, 0, 1)});
   EXPECT_EQ(s.workers(), (std::vector<int32_t>{1, 3}));
