@@ -18,7 +18,11 @@
 //   attainment. Each trial also reads the router process's CPU time (user +
 //   system, /proc/<pid>/stat) before and after it: the router's CPU per
 //   query served is that difference over the trial's OK answers, reported per
-//   transport at its highest passing rate.
+//   transport at its highest passing rate. Then each transport is offered
+//   1.5x and 2x its peak (--throughput_past_peak): goodput there over the
+//   peak (target >= 0.9: the excess refused at once, not queued to die),
+//   with how late the load generator itself sent (p99), so that a saturated
+//   client is not mistaken for the router.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -28,10 +32,13 @@
 #include <cstdio>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/benchmark_registry.h"
 #include "bench/benchmarks/grpc/emulated_fleet.h"
@@ -53,6 +60,9 @@ ABSL_FLAG(double, throughput_slo_ms, 100, "router-throughput: query SLO, ms.");
 ABSL_FLAG(double, throughput_start_qps, 4000, "router-throughput: first rate tried.");
 ABSL_FLAG(double, throughput_max_qps, 64000, "router-throughput: highest rate tried.");
 ABSL_FLAG(int32_t, throughput_workers, 16, "router-throughput: emulated workers.");
+ABSL_FLAG(std::string, throughput_past_peak, "1.5,2",
+          "router-throughput: after the search, offer these multiples of each transport's "
+          "peak and report the goodput there against the peak (empty: none).");
 ABSL_FLAG(std::string, bench_policy, "slackfit", "Policy the benchmark router runs.");
 ABSL_FLAG(std::string, router_cpus, "",
           "The benchmark router's --cpus (empty = not pinned, the router's default).");
@@ -402,14 +412,52 @@ int MeasureRouterOverhead(const BenchmarkArgs& args, const std::string& work) {
 struct Trial {
   std::string transport;
   double qps = 0;
+  double past_peak = 0;  // the multiple of the peak offered; 0 = a search trial
   ReplaySummary summary;
   int64_t served = 0;                   // answers with status OK
   double router_cpu_us_per_query = -1;  // < 0: not measured (see the trial's line)
+  // The load generator's own lateness: how long after its trace time each
+  // query was sent (p99). A client that cannot keep up sends late, and the
+  // trial then measures the client as much as the router.
+  double client_late_ms_p99 = 0;
+  int64_t refused = 0;           // answered, not OK (DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ...)
+  double refusal_ms_p99 = 0;     // how long those answers took
+  int64_t unanswered = 0;
 };
+
+// The same trial's figures that the summary leaves out.
+void AddClientFigures(const std::vector<TraceArrival>& trace,
+                      const std::vector<QueryRecord>& records, Trial* t) {
+  std::vector<double> late, refusal;
+  for (size_t i = 0; i < records.size() && i < trace.size(); ++i) {
+    const QueryRecord& r = records[i];
+    late.push_back(ToMillis(std::max<Nanos>(0, r.sent - trace[i].arrival)));
+    if (!r.answered) {
+      ++t->unanswered;
+    } else if (r.code != absl::StatusCode::kOk) {
+      ++t->refused;
+      refusal.push_back(ToMillis(r.latency));
+    }
+  }
+  t->client_late_ms_p99 = late.empty() ? 0 : Percentile(late, 99);
+  t->refusal_ms_p99 = refusal.empty() ? 0 : Percentile(refusal, 99);
+}
 
 int MeasureRouterThroughput(const BenchmarkArgs& args,
                             const std::vector<std::pair<std::string, Transport>>& transports,
                             const std::string& work);
+
+// --throughput_past_peak as numbers, each in (1, 100]; nullopt if one is not.
+std::optional<std::vector<double>> PastPeakMultiples() {
+  std::vector<double> out;
+  for (absl::string_view m : absl::StrSplit(absl::GetFlag(FLAGS_throughput_past_peak), ',',
+                                            absl::SkipEmpty())) {
+    double x = 0;
+    if (!absl::SimpleAtod(m, &x) || !(x > 1 && x <= 100)) return std::nullopt;
+    out.push_back(x);
+  }
+  return out;
+}
 
 int RunRouterThroughput(const BenchmarkArgs& args) {
   // Usage errors before anything starts: a NaN --throughput_trial_s aborted
@@ -425,6 +473,13 @@ int RunRouterThroughput(const BenchmarkArgs& args) {
                  "router-throughput: need --throughput_trial_s in (0, 3600], --throughput_slo_ms "
                  "in (0, 3.6e6], 0 < --throughput_start_qps <= --throughput_max_qps <= 1e7, "
                  "--throughput_workers in [1, 4096]\n");
+    return 2;
+  }
+  if (!PastPeakMultiples().has_value()) {
+    std::fprintf(stderr,
+                 "router-throughput: --throughput_past_peak needs a comma-separated list of "
+                 "multiples in (1, 100], got \"%s\"\n",
+                 absl::GetFlag(FLAGS_throughput_past_peak).c_str());
     return 2;
   }
   std::vector<std::pair<std::string, Transport>> transports;
@@ -471,35 +526,45 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
   const double trial_s = absl::GetFlag(FLAGS_throughput_trial_s);
   const Nanos slo = Millis(absl::GetFlag(FLAGS_throughput_slo_ms));
   std::vector<Trial> trials;
+  // One open-loop Poisson trial at `qps`; past_peak: the multiple of the peak it is.
+  auto run_trial = [&](const std::string& name, InferenceClient& client, double qps,
+                     double past_peak) {
+    const std::vector<TraceArrival> trace = PoissonTrace(qps, trial_s, static_cast<uint64_t>(qps));
+    ReplayOptions ro;
+    ro.default_slo = slo;
+    ro.progress = false;
+    const pid_t router_pid = (*cluster)->router().pid();
+    const absl::StatusOr<Nanos> cpu_before = ProcessCpuTime(router_pid);
+    auto records = ReplayTrace(client, trace, inputs, ro);
+    const absl::StatusOr<Nanos> cpu_after = ProcessCpuTime(router_pid);
+    Trial tr;
+    tr.transport = name;
+    tr.qps = qps;
+    tr.past_peak = past_peak;
+    if (records.ok()) {
+      tr.summary = Summarize(*records);
+      for (const auto& r : *records) tr.served += r.code == absl::StatusCode::kOk ? 1 : 0;
+      AddClientFigures(trace, *records, &tr);
+    }
+    tr.router_cpu_us_per_query = CpuPerQuery("router-throughput", cpu_before, cpu_after, tr.served);
+    std::printf(
+        "  %s, %.0f qps offered: attainment %.4f, served %.0f qps in time, p50 %.2f ms, p99 "
+        "%.2f ms, router CPU %s/query; %lld refused (p99 %.1f ms), %lld unanswered; client "
+        "sent p99 %.2f ms late\n",
+        name.c_str(), qps, tr.summary.slo_attainment, tr.summary.throughput_qps,
+        tr.summary.p50_ms, tr.summary.p99_ms, CpuText(tr.router_cpu_us_per_query).c_str(),
+        static_cast<long long>(tr.refused), tr.refusal_ms_p99,
+        static_cast<long long>(tr.unanswered), tr.client_late_ms_p99);
+    std::fflush(stdout);
+    trials.push_back(tr);
+    // Let queues drain between trials.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    return tr;
+  };
   // The highest rate (within 10 %) this client sustains at >= 0.999.
   auto find_max = [&](const std::string& name, InferenceClient& client) {
     auto run = [&](double qps) {
-      const std::vector<TraceArrival> trace = PoissonTrace(qps, trial_s, static_cast<uint64_t>(qps));
-      ReplayOptions ro;
-      ro.default_slo = slo;
-      ro.progress = false;
-      const pid_t router_pid = (*cluster)->router().pid();
-      const absl::StatusOr<Nanos> cpu_before = ProcessCpuTime(router_pid);
-      auto records = ReplayTrace(client, trace, inputs, ro);
-      const absl::StatusOr<Nanos> cpu_after = ProcessCpuTime(router_pid);
-      Trial tr;
-      tr.transport = name;
-      tr.qps = qps;
-      if (records.ok()) {
-        tr.summary = Summarize(*records);
-        for (const auto& r : *records) tr.served += r.code == absl::StatusCode::kOk ? 1 : 0;
-      }
-      tr.router_cpu_us_per_query = CpuPerQuery("router-throughput", cpu_before, cpu_after, tr.served);
-      std::printf(
-          "  %s, %.0f qps offered: attainment %.4f, served %.0f qps, p50 %.2f ms, p99 "
-          "%.2f ms, router CPU %s/query\n",
-          name.c_str(), qps, tr.summary.slo_attainment, tr.summary.throughput_qps,
-          tr.summary.p50_ms, tr.summary.p99_ms, CpuText(tr.router_cpu_us_per_query).c_str());
-      std::fflush(stdout);
-      trials.push_back(tr);
-      // Let queues drain between trials.
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      return tr.summary.slo_attainment >= 0.999;
+      return run_trial(name, client, qps, 0).summary.slo_attainment >= 0.999;
     };
     // Double until a rate fails, then bisect between the last pass and the fail.
     double lo = 0, hi = 0;
@@ -529,6 +594,7 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
     }
     return lo;
   };
+  const std::vector<double> past_peak = PastPeakMultiples().value_or(std::vector<double>{});
   std::vector<std::pair<std::string, double>> maxima;
   // Per transport: the router's CPU per query in the last passing trial at
   // its max rate (< 0 when none passed or it was not measured).
@@ -538,6 +604,18 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
     InferenceClient client((*cluster)->router_address(), transport);
     client.WaitForConnected(Seconds(5));
     const double lo = find_max(name, client);
+    // Past the peak: goodput should stay near it (the excess refused at once,
+    // not queued to die); the client's lateness says whether the load
+    // generator, not the router, ran out first.
+    for (double m : lo > 0 ? past_peak : std::vector<double>{}) {
+      const Trial t = run_trial(name, client, lo * m, m);
+      std::printf("router-throughput: %s at %.2gx the peak: goodput %.0f qps = %.3f of the peak%s\n",
+                  name.c_str(), m, t.summary.throughput_qps, t.summary.throughput_qps / lo,
+                  t.client_late_ms_p99 > 0.1 * ToMillis(slo)
+                      ? " (the load generator sent late by more than 10 % of the SLO: it, not "
+                        "only the router, was saturated)"
+                      : "");
+    }
     double cpu = -1;
     for (const auto& t : trials) {
       if (t.transport == name && t.qps == lo && t.summary.slo_attainment >= 0.999) {
@@ -560,10 +638,15 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
       JsonWriter row;
       row.Add("transport", t.transport)
           .Add("offered_qps", t.qps)
+          .Add("past_peak", t.past_peak)
           .Add("slo_attainment", t.summary.slo_attainment)
           .Add("served_qps", t.summary.throughput_qps)
           .Add("p99_ms", t.summary.p99_ms)
-          .Add("served", t.served);
+          .Add("served", t.served)
+          .Add("refused", t.refused)
+          .Add("refusal_ms_p99", t.refusal_ms_p99)
+          .Add("unanswered", t.unanswered)
+          .Add("client_late_ms_p99", t.client_late_ms_p99);
       if (t.router_cpu_us_per_query >= 0) {
         row.Add("router_cpu_us_per_query", t.router_cpu_us_per_query);
       }
@@ -574,6 +657,17 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
         .Add("router_cpus", absl::GetFlag(FLAGS_router_cpus))
         .Add("max_qps", best);
     for (const auto& [name, lo] : maxima) out.Add("max_qps_" + name, lo);
+    // Goodput past the peak over the peak, per transport and multiple
+    // (target >= 0.9), with the client's lateness there beside it.
+    for (const auto& [name, lo] : maxima) {
+      for (const auto& t : trials) {
+        if (t.transport != name || t.past_peak == 0 || lo <= 0) continue;
+        std::string at = absl::StrFormat("%gx_%s", t.past_peak, name);
+        std::replace(at.begin(), at.end(), '.', '_');  // 1.5x -> 1_5x: a plain key
+        out.Add("goodput_ratio_" + at, t.summary.throughput_qps / lo)
+            .Add("client_late_ms_p99_" + at, t.client_late_ms_p99);
+      }
+    }
     // The baseline of the same run: the first transport (unary by default).
     if (maxima.size() > 1 && maxima.front().second > 0) {
       out.Add("ratio_vs_" + maxima.front().first, best / maxima.front().second);
