@@ -561,7 +561,9 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     return tr;
   };
-  // The highest rate (within 10 %) this client sustains at >= 0.999.
+  // The highest rate (within 10 %) this client sustains at >= 0.999;
+  // `capped`: it passed up to --throughput_max_qps (the peak is not measured).
+  bool capped = false;
   auto find_max = [&](const std::string& name, InferenceClient& client) {
     auto run = [&](double qps) {
       return run_trial(name, client, qps, 0).summary.slo_attainment >= 0.999;
@@ -577,6 +579,7 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
         break;
       }
     }
+    capped = hi == 0 && lo > 0;
     if (hi == 0) hi = lo;  // never failed up to the cap
     while (lo > 0 && hi > lo * 1.1) {
       double mid = (lo + hi) / 2;
@@ -596,6 +599,7 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
   };
   const std::vector<double> past_peak = PastPeakMultiples().value_or(std::vector<double>{});
   std::vector<std::pair<std::string, double>> maxima;
+  std::vector<std::string> capped_transports;  // whose peak is the cap
   // Per transport: the router's CPU per query in the last passing trial at
   // its max rate (< 0 when none passed or it was not measured).
   std::vector<double> cpu_at_max;
@@ -609,8 +613,9 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
     // generator, not the router, ran out first.
     for (double m : lo > 0 ? past_peak : std::vector<double>{}) {
       const Trial t = run_trial(name, client, lo * m, m);
-      std::printf("router-throughput: %s at %.2gx the peak: goodput %.0f qps = %.3f of the peak%s\n",
+      std::printf("router-throughput: %s at %.2gx the peak: goodput %.0f qps = %.3f of the peak%s%s\n",
                   name.c_str(), m, t.summary.throughput_qps, t.summary.throughput_qps / lo,
+                  capped ? " (the peak is the --throughput_max_qps cap, not measured)" : "",
                   t.client_late_ms_p99 > 0.1 * ToMillis(slo)
                       ? " (the load generator sent late by more than 10 % of the SLO: it, not "
                         "only the router, was saturated)"
@@ -628,6 +633,7 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
         name.c_str(), lo, workers, ToMillis(slo), absl::GetFlag(FLAGS_bench_policy).c_str(),
         CpuText(cpu).c_str());
     maxima.emplace_back(name, lo);
+    if (capped) capped_transports.push_back(name);
     cpu_at_max.push_back(cpu);
     best = std::max(best, lo);
   }
@@ -664,6 +670,10 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
         if (t.transport != name || t.past_peak == 0 || lo <= 0) continue;
         std::string at = absl::StrFormat("%gx_%s", t.past_peak, name);
         std::replace(at.begin(), at.end(), '.', '_');  // 1.5x -> 1_5x: a plain key
+        if (std::find(capped_transports.begin(), capped_transports.end(), name) !=
+            capped_transports.end()) {
+          continue;  // not past a measured peak
+        }
         out.Add("goodput_ratio_" + at, t.summary.throughput_qps / lo)
             .Add("client_late_ms_p99_" + at, t.client_late_ms_p99);
       }
