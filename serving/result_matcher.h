@@ -14,7 +14,7 @@ namespace superserve {
 // one at the same position, so a well-behaved worker costs one compare per
 // result); an id the batch does not hold is foreign, a second result for a
 // query is a duplicate, and both are ignored and counted. Whatever no
-// result answered is left for the caller to fail (ForEachUnanswered).
+// result answered is left for the caller to fail (answered(k) false).
 // Reused across batches by the serving core: no allocation per batch once
 // its scratch has grown to the largest batch.
 class ResultMatcher {
@@ -28,13 +28,11 @@ class ResultMatcher {
 
   int32_t foreign() const { return foreign_; }
   int32_t duplicate() const { return duplicate_; }
-  // Calls fn(position) for each query no result answered, in batch order.
-  template <typename Fn>
-  void ForEachUnanswered(Fn&& fn) const {
-    for (size_t k = 0; k < answered_.size(); ++k) {
-      if (!answered_[k]) fn(k);
-    }
-  }
+  // Whether a result answered the query at batch position `k` (a plain
+  // loop at the caller, not a callback: the caller holds the core's lock,
+  // which clang's thread-safety analysis cannot see through a lambda).
+  bool answered(size_t k) const { return k < answered_.size() && answered_[k] != 0; }
+  size_t size() const { return answered_.size(); }  // the batch's queries
 
  private:
   const std::vector<QueryId>* queries_ = nullptr;

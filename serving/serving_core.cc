@@ -837,14 +837,15 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
                           << match.foreign() << " foreign, " << match.duplicate()
                           << " duplicate ids ignored)";
         }
-        match.ForEachUnanswered([&](size_t k) {
+        for (size_t k = 0; k < n; ++k) {
+          if (match.answered(k)) continue;
           FailLocked(b->queries[k],
                      absl::InternalError(absl::StrCat("worker ", *w->name,
                                                       " returned no result for this query (",
                                                       outcome.outputs.size(), " results for ", n,
                                                       " queries)")),
                      QueryOutcome::kError, now, &e);
-        });
+        }
       } else if (refused) {
         // The worker could not start within the window: try again elsewhere
         // first (this worker may take them below if no other one did).

@@ -9,7 +9,9 @@ namespace {
 
 std::vector<size_t> Unanswered(const ResultMatcher& m) {
   std::vector<size_t> out;
-  m.ForEachUnanswered([&](size_t k) { out.push_back(k); });
+  for (size_t k = 0; k < m.size(); ++k) {
+    if (!m.answered(k)) out.push_back(k);
+  }
   return out;
 }
 
