@@ -138,8 +138,9 @@ void SetParam(inference::ModelInferResponse* out, const char* name, int64_t v) {
 
 }  // namespace
 
-absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& request,
+absl::StatusOr<Nanos> ToNativeRequest(inference::ModelInferRequest* in,
                                       v1::InferRequest* native) {
+  const inference::ModelInferRequest& request = *in;
   if (request.model_name().empty()) return absl::InvalidArgumentError("model_name is empty");
   // The id comes back in the answer: unbounded, a stream that does not read
   // held --max_stream_unsent_answers copies of it.
@@ -229,7 +230,7 @@ absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& reques
       return absl::InvalidArgumentError(absl::StrCat(
           "raw_input_contents has ", request.raw_input_contents_size(), " entries for 1 input"));
     }
-    t->set_data(request.raw_input_contents(0));
+    t->mutable_data()->swap(*in->mutable_raw_input_contents(0));  // moved, not copied
   } else if (typed) {
     const auto& c = in.contents();
     if (c.bool_contents_size() + c.int_contents_size() + c.int64_contents_size() +
@@ -346,7 +347,7 @@ class OipStreamReactor final
       delete query;
       return;
     }
-    auto timeout = ToNativeRequest(query->oip_request_, &query->request_);
+    auto timeout = ToNativeRequest(&query->oip_request_, &query->request_);
     if (!timeout.ok()) {
       query->Answer(timeout.status());
     } else {
@@ -447,7 +448,7 @@ grpc::ServerUnaryReactor* OpenInferenceService::ModelInfer(grpc::CallbackServerC
     reactor->Finish(s);
     return reactor;
   }
-  auto timeout = ToNativeRequest(reactor->oip_request_, &reactor->native_request_);
+  auto timeout = ToNativeRequest(&reactor->oip_request_, &reactor->native_request_);
   if (!timeout.ok()) {
     reactor->Finish(ToClientStatus(timeout.status()));
     return reactor;

@@ -88,11 +88,11 @@ class OpenInferenceService final : public OipServiceBase {
 // The most bytes of a request id (echoed in its answer).
 constexpr size_t kMaxIdBytes = 1024;
 
-// The translation, exposed for unit tests. ToNativeRequest copies the input
-// bytes once into `native` (as Inference.Infer copies its input) and returns
+// The translation, exposed for unit tests. ToNativeRequest moves raw input
+// bytes into `native` (typed contents are copied once) and returns
 // the "timeout" parameter in nanoseconds, 0 when the request has none; every
 // error is INVALID_ARGUMENT and names the offending field.
-absl::StatusOr<Nanos> ToNativeRequest(const inference::ModelInferRequest& request,
+absl::StatusOr<Nanos> ToNativeRequest(inference::ModelInferRequest* request,
                                       v1::InferRequest* native);
 // Fills `out` from a served native answer (output moved, not copied).
 void ToOpenInferenceResponse(const inference::ModelInferRequest& request, v1::InferResponse* native,

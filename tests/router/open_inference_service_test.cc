@@ -32,10 +32,15 @@ inference::ModelInferRequest Request(const std::vector<float>& values,
   return r;
 }
 
+// ToNativeRequest on a copy of `r` (it moves the raw input out of its request).
+absl::StatusOr<Nanos> Translate(inference::ModelInferRequest r, v1::InferRequest* native) {
+  return ToNativeRequest(&r, native);
+}
+
 TEST(OpenInferenceTranslation, RawInputBecomesTheNativeSampleWithoutTheBatchDimension) {
   const std::vector<float> v = {1, 2, 3, 4};
   v1::InferRequest native;
-  auto timeout = ToNativeRequest(Request(v), &native);
+  auto timeout = Translate(Request(v), &native);
   ASSERT_TRUE(timeout.ok()) << timeout.status();
   EXPECT_EQ(*timeout, 0);
   EXPECT_EQ(native.model(), "emu");
@@ -45,14 +50,27 @@ TEST(OpenInferenceTranslation, RawInputBecomesTheNativeSampleWithoutTheBatchDime
   EXPECT_EQ(std::memcmp(native.input().data().data(), v.data(), 16), 0);
 }
 
+// The raw input bytes move into the native request: the router holds one
+// copy of a query's input, not two.
+TEST(OpenInferenceTranslation, RawInputBytesMoveNotCopy) {
+  const std::vector<float> v(1024, 0.25f);
+  inference::ModelInferRequest r = Request(v, {1, 1, 32, 32});
+  const char* bytes = r.raw_input_contents(0).data();
+  v1::InferRequest native;
+  ASSERT_TRUE(ToNativeRequest(&r, &native).ok());
+  EXPECT_EQ(native.input().data().data(), bytes) << "the same buffer, not a copy";
+  EXPECT_EQ(native.input().data().size(), 4096u);
+  EXPECT_TRUE(r.raw_input_contents(0).empty());
+}
+
 TEST(OpenInferenceTranslation, TypedContentsEqualRawBytes) {
   const std::vector<float> v = {0.5f, -1.f, 3.25f, 7.f};
   auto typed = Request(v);
   typed.clear_raw_input_contents();
   for (float x : v) typed.mutable_inputs(0)->mutable_contents()->add_fp32_contents(x);
   v1::InferRequest a, b;
-  ASSERT_TRUE(ToNativeRequest(typed, &a).ok());
-  ASSERT_TRUE(ToNativeRequest(Request(v), &b).ok());
+  ASSERT_TRUE(Translate(typed, &a).ok());
+  ASSERT_TRUE(Translate(Request(v), &b).ok());
   EXPECT_EQ(a.input().data(), b.input().data());
 }
 
@@ -61,31 +79,31 @@ TEST(OpenInferenceTranslation, TimeoutParameterIsMicroseconds) {
   (*r.mutable_parameters())["timeout"].set_int64_param(2500);
   (*r.mutable_parameters())["application"].set_string_param("camera");
   v1::InferRequest native;
-  auto timeout = ToNativeRequest(r, &native);
+  auto timeout = Translate(r, &native);
   ASSERT_TRUE(timeout.ok());
   EXPECT_EQ(*timeout, Micros(2500));
   EXPECT_EQ(native.application(), "camera");
   (*r.mutable_parameters())["timeout"].set_int64_param(INT64_MAX);  // saturates
-  EXPECT_EQ(*ToNativeRequest(r, &native), INT64_MAX);
+  EXPECT_EQ(*Translate(r, &native), INT64_MAX);
   (*r.mutable_parameters())["timeout"].set_string_param("soon");
-  EXPECT_THAT(ToNativeRequest(r, &native).status().message(), HasSubstr("timeout"));
+  EXPECT_THAT(Translate(r, &native).status().message(), HasSubstr("timeout"));
   (*r.mutable_parameters())["timeout"].set_int64_param(-1);
-  EXPECT_THAT(ToNativeRequest(r, &native).status().message(), HasSubstr("negative"));
+  EXPECT_THAT(Translate(r, &native).status().message(), HasSubstr("negative"));
 }
 
 TEST(OpenInferenceTranslation, ModelVersionPinsTheManifestVersion) {
   auto r = Request({1, 2, 3, 4});
   v1::InferRequest native;
-  ASSERT_TRUE(ToNativeRequest(r, &native).ok());
+  ASSERT_TRUE(Translate(r, &native).ok());
   EXPECT_EQ(native.model_version(), 0u);  // empty: the current version
   r.set_model_version("2");
-  ASSERT_TRUE(ToNativeRequest(r, &native).ok());
+  ASSERT_TRUE(Translate(r, &native).ok());
   EXPECT_EQ(native.model_version(), 2u);
   // " 1", "+1" and "01" were taken as 1 here while ModelReady and
   // ModelMetadata answered NOT_FOUND for them.
   for (const char* bad : {"two", "0", "-1", " 1", "+1", "01", "1 ", "4294967297"}) {
     r.set_model_version(bad);
-    auto s = ToNativeRequest(r, &native).status();
+    auto s = Translate(r, &native).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(s.message(), HasSubstr("model_version")) << bad;
   }
@@ -102,7 +120,7 @@ TEST(OpenInferenceTranslation, ParametersOfTheWrongTypeAreRefusedNamingTheType) 
            [](inference::InferParameter* p) { p->set_double_param(1); }}) {
     auto r = Request({1, 2, 3, 4});
     set(&(*r.mutable_parameters())["application"]);
-    auto s = ToNativeRequest(r, &native).status();
+    auto s = Translate(r, &native).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(s.message(), HasSubstr("parameter \"application\" must be a string_param"));
   }
@@ -111,7 +129,7 @@ TEST(OpenInferenceTranslation, ParametersOfTheWrongTypeAreRefusedNamingTheType) 
            [](inference::InferParameter* p) { p->set_int64_param(1); }}) {
     auto r = Request({1, 2, 3, 4});
     set(&(*r.mutable_parameters())["superserve_details"]);
-    auto s = ToNativeRequest(r, &native).status();
+    auto s = Translate(r, &native).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(s.message(), HasSubstr("parameter \"superserve_details\" must be a bool_param"));
   }
@@ -119,7 +137,7 @@ TEST(OpenInferenceTranslation, ParametersOfTheWrongTypeAreRefusedNamingTheType) 
   (*r.mutable_parameters())["application"].set_string_param("camera");
   (*r.mutable_parameters())["superserve_details"].set_bool_param(false);
   (*r.mutable_parameters())["some_other_servers_parameter"].set_int64_param(1);  // not ours
-  ASSERT_TRUE(ToNativeRequest(r, &native).ok());
+  ASSERT_TRUE(Translate(r, &native).ok());
   EXPECT_EQ(native.application(), "camera");
 }
 
@@ -131,9 +149,9 @@ TEST(OpenInferenceTranslation, AnIdOverTheLimitIsRefused) {
   v1::InferRequest native;
   auto r = Request({1, 2, 3, 4});
   r.set_id(std::string(kMaxIdBytes, 'i'));
-  ASSERT_TRUE(ToNativeRequest(r, &native).ok());
+  ASSERT_TRUE(Translate(r, &native).ok());
   r.set_id(std::string(kMaxIdBytes + 1, 'i'));
-  auto s = ToNativeRequest(r, &native).status();
+  auto s = Translate(r, &native).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("id of 1025 bytes exceeds the limit of 1024 bytes"));
 }
@@ -175,7 +193,7 @@ TEST(OpenInferenceTranslation, SharedMemoryAndClassificationAreRefusedNotIgnored
     auto* o = r.add_outputs();
     o->set_name("logits");
     (*o->mutable_parameters())["classification"].set_int64_param(3);
-    EXPECT_THAT(ToNativeRequest(r, &native).status().message(),
+    EXPECT_THAT(Translate(r, &native).status().message(),
                 HasSubstr("parameter \"classification\" is not supported"));
   }
   {
@@ -184,13 +202,13 @@ TEST(OpenInferenceTranslation, SharedMemoryAndClassificationAreRefusedNotIgnored
     o->set_name("logits");
     (*o->mutable_parameters())["shared_memory_region"].set_string_param("out0");
     (*o->mutable_parameters())["shared_memory_byte_size"].set_int64_param(40);
-    EXPECT_THAT(ToNativeRequest(r, &native).status().message(),
+    EXPECT_THAT(Translate(r, &native).status().message(),
                 HasSubstr("parameter \"shared_memory_region\" is not supported"));
   }
   {
     auto r = Request({1, 2, 3, 4});
     (*r.mutable_inputs(0)->mutable_parameters())["shared_memory_region"].set_string_param("in0");
-    auto s = ToNativeRequest(r, &native).status();
+    auto s = Translate(r, &native).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(s.message(), HasSubstr("\"shared_memory_region\" is not supported"));
   }
@@ -199,7 +217,7 @@ TEST(OpenInferenceTranslation, SharedMemoryAndClassificationAreRefusedNotIgnored
     auto* o = r.add_outputs();
     o->set_name("logits");
     (*o->mutable_parameters())["binary_data"].set_bool_param(true);
-    EXPECT_TRUE(ToNativeRequest(r, &native).ok());
+    EXPECT_TRUE(Translate(r, &native).ok());
   }
 }
 
@@ -235,7 +253,7 @@ TEST(OpenInferenceTranslation, EveryMalformedRequestIsInvalidArgumentNamingTheFi
     auto r = Request({1, 2, 3, 4});
     c.mutate(&r);
     v1::InferRequest native;
-    auto s = ToNativeRequest(r, &native).status();
+    auto s = Translate(r, &native).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.what;
     EXPECT_THAT(s.message(), HasSubstr(c.says)) << c.what << ": " << s.message();
   }
