@@ -138,9 +138,9 @@ void SetParam(inference::ModelInferResponse* out, const char* name, int64_t v) {
 
 }  // namespace
 
-absl::StatusOr<Nanos> ToNativeRequest(inference::ModelInferRequest* in,
+absl::StatusOr<Nanos> ToNativeRequest(inference::ModelInferRequest* mutable_request,
                                       v1::InferRequest* native) {
-  const inference::ModelInferRequest& request = *in;
+  const inference::ModelInferRequest& request = *mutable_request;
   if (request.model_name().empty()) return absl::InvalidArgumentError("model_name is empty");
   // The id comes back in the answer: unbounded, a stream that does not read
   // held --max_stream_unsent_answers copies of it.
@@ -230,7 +230,7 @@ absl::StatusOr<Nanos> ToNativeRequest(inference::ModelInferRequest* in,
       return absl::InvalidArgumentError(absl::StrCat(
           "raw_input_contents has ", request.raw_input_contents_size(), " entries for 1 input"));
     }
-    t->mutable_data()->swap(*in->mutable_raw_input_contents(0));  // moved, not copied
+    t->mutable_data()->swap(*mutable_request->mutable_raw_input_contents(0));  // moved, not copied
   } else if (typed) {
     const auto& c = in.contents();
     if (c.bool_contents_size() + c.int_contents_size() + c.int64_contents_size() +
