@@ -142,6 +142,12 @@ void EncodeTensor(const HostTensor& t, v1::Tensor* out) {
   out->set_data(t.data);
 }
 
+void EncodeTensor(HostTensor&& t, v1::Tensor* out) {
+  out->set_dtype(ToWire(t.dtype));
+  out->mutable_shape()->Assign(t.shape.begin(), t.shape.end());
+  out->mutable_data()->swap(t.data);
+}
+
 HostTensor MakeFloatTensor(std::vector<int64_t> shape, absl::Span<const float> values) {
   HostTensor h;
   h.dtype = DType::kFloat32;

@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -99,7 +100,7 @@ void RunBatch(const v1::Batch& batch, Nanos received, absl::Span<const ModelEntr
   for (int i = 0; i < batch.queries_size(); ++i) {
     v1::QueryResult* r = result->add_results();
     r->set_query_id(batch.queries(i).query_id());
-    EncodeTensor((*outputs)[i], r->mutable_output());
+    EncodeTensor(std::move((*outputs)[i]), r->mutable_output());
     if (static_cast<size_t>(i) < exits.size()) {
       const QueryExit& e = exits[i];
       r->set_exit(e.exit + 1);  // 1-based on the wire, 0 = unknown

@@ -32,6 +32,19 @@ TEST(TensorCodecTest, FloatRoundTripThroughTheWire) {
   EXPECT_EQ(static_cast<uint8_t>(parsed.data()[0]), bits & 0xff);
 }
 
+// A worker's outputs move into the wire message: the same buffer, no copy.
+TEST(TensorCodecTest, EncodingAnRvalueMovesTheBytes) {
+  HostTensor t = MakeFloatTensor({256}, std::vector<float>(256, 1.5f));
+  const HostTensor copy = t;
+  const char* bytes = t.data.data();
+  v1::Tensor wire;
+  EncodeTensor(std::move(t), &wire);
+  EXPECT_EQ(wire.data().data(), bytes);
+  v1::Tensor by_copy;
+  EncodeTensor(copy, &by_copy);
+  EXPECT_EQ(wire.SerializeAsString(), by_copy.SerializeAsString());
+}
+
 TEST(TensorCodecTest, RoundTripOtherDtypes) {
   HostTensor t;
   t.dtype = DType::kInt64;
