@@ -91,15 +91,16 @@ int32_t Residency::Replicas(ModelId model) const {
   return it == models_.end() ? 0 : static_cast<int32_t>(it->second.replicas.size());
 }
 
-Residency::LoadPlan Residency::Plan(ModelId model, Nanos now, Nanos need_by,
+Residency::LoadPlan Residency::Plan(ModelId model, Nanos now,
                                     absl::FunctionRef<bool(int32_t)> eligible,
                                     absl::FunctionRef<bool(int32_t, ModelId)> pinned,
                                     double max_victim_demand) const {
   LoadPlan best;
-  bool best_in_time = false;
+  Nanos best_key = 0;
   auto mi = models_.find(model);
   if (mi == models_.end()) return best;
   const ModelInfo& m = mi->second;
+  const Nanos slot = std::max<Nanos>(1, m.load_time);
   std::vector<std::pair<double, ModelId>> candidates;
   // Workers in id order: the choice does not depend on the hash map's order.
   std::vector<int32_t> ids;
@@ -130,20 +131,21 @@ Residency::LoadPlan Residency::Plan(ModelId model, Nanos now, Nanos need_by,
       }
       if (need > 0) continue;  // cannot make room here
     }
-    const bool in_time = p.ready <= need_by;
+    // Loads queue on a worker's loading engine: the fewest load times until
+    // ready first (a worker whose engine is busy waits), then the least
+    // demand evicted, then the earliest ready.
+    const Nanos key = (p.ready - now) / slot;
     bool better;
-    if (best.worker < 0) {
-      better = true;
-    } else if (in_time != best_in_time) {
-      better = in_time;
-    } else if (in_time && p.evicted_demand != best.evicted_demand) {
+    if (best.worker < 0 || key != best_key) {
+      better = best.worker < 0 || key < best_key;
+    } else if (p.evicted_demand != best.evicted_demand) {
       better = p.evicted_demand < best.evicted_demand;
     } else {
       better = p.ready < best.ready;
     }
     if (better) {
       best = std::move(p);
-      best_in_time = in_time;
+      best_key = key;
     }
   }
   return best;

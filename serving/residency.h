@@ -60,13 +60,13 @@ class Residency {
   // Where to load `model` at `now`: among tracked workers that `eligible`
   // accepts and that do not hold it, the ones whose memory can be freed by
   // evicting resident models that `pinned` does not protect (a batch in
-  // flight, queries waiting only for it), least demand first. Among those
-  // whose load completes by `need_by`, the one evicting the least demand
-  // (then the earliest ready, then the lowest id); if none completes by
-  // then, the earliest ready. Evicts only models of less demand than
-  // `max_victim_demand` (replicas of hot models do not push out warmer ones).
-  LoadPlan Plan(ModelId model, Nanos now, Nanos need_by,
-                absl::FunctionRef<bool(int32_t worker)> eligible,
+  // flight, queries waiting only for it), least demand first, and only
+  // models of less demand than `max_victim_demand` (a replica of a hot
+  // model does not push out warmer ones). Of those, the one whose load
+  // completes soonest, counted in whole load times (loads queue on a
+  // worker: an idle loading engine wins), then the one evicting the least
+  // demand, then the earliest ready, then the lowest id.
+  LoadPlan Plan(ModelId model, Nanos now, absl::FunctionRef<bool(int32_t worker)> eligible,
                 absl::FunctionRef<bool(int32_t worker, ModelId model)> pinned,
                 double max_victim_demand = 1e300) const;
   // Carries out a plan: evicts its victims (their memory is free at once)

@@ -980,7 +980,7 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
       if (!m->scheduler.workers().empty() || m->loadable_on.empty()) continue;
       bool wanted = !m->scheduler.empty();
       for (const InflightBatch& b : lost) wanted = wanted || (b.model == m->id && !b.queries.empty());
-      if (wanted) EnsureLoadLocked(m, now, std::numeric_limits<Nanos>::max(), e);
+      if (wanted) EnsureLoadLocked(m, now, e);
     }
   }
   for (const InflightBatch& b : lost) {

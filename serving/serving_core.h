@@ -343,10 +343,11 @@ class ServingCore {
   // the load is planned (Residency::Plan) unless one is pending, queries
   // that cannot finish after it are answered DEADLINE_EXCEEDED, and the
   // time it completes is returned (-1: no budgeted worker can take it).
-  Nanos EnsureLoadLocked(ServedModel* m, Nanos now, Nanos need_by, Effects* e)
+  Nanos EnsureLoadLocked(ServedModel* m, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Plans and starts one load of `m` (evicting as planned); -1 if none fits.
-  Nanos StartLoadLocked(ServedModel* m, Nanos now, Nanos need_by, double max_victim_demand,
+  // Plans and starts one load of `m` (evicting as planned, only models of
+  // less demand than `max_victim_demand`); when it completes, -1 if none fits.
+  Nanos StartLoadLocked(ServedModel* m, Nanos now, double max_victim_demand,
                         Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers the queued queries of `m` that a load ready at `ready` cannot
   // serve in time.

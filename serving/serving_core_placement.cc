@@ -19,11 +19,11 @@ bool ServingCore::BusyWithLocked(int32_t worker, ModelId model) const {
   return false;
 }
 
-Nanos ServingCore::StartLoadLocked(ServedModel* m, Nanos now, Nanos need_by,
-                                   double max_victim_demand, Effects* e) {
+Nanos ServingCore::StartLoadLocked(ServedModel* m, Nanos now, double max_victim_demand,
+                                   Effects* e) {
   const std::vector<int32_t>& on = m->loadable_on;
   const Residency::LoadPlan plan = residency_.Plan(
-      m->id, now, need_by,
+      m->id, now,
       [&](int32_t w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return std::binary_search(on.begin(), on.end(), w) && workers_.GetAlive(w) != nullptr;
       },
@@ -63,10 +63,10 @@ void ServingCore::DropUnreachableLocked(ServedModel* m, Nanos ready, Nanos now, 
   }
 }
 
-Nanos ServingCore::EnsureLoadLocked(ServedModel* m, Nanos now, Nanos need_by, Effects* e) {
+Nanos ServingCore::EnsureLoadLocked(ServedModel* m, Nanos now, Effects* e) {
   const Nanos pending = residency_.PendingReady(m->id);
   if (pending >= 0) return pending;
-  const Nanos ready = StartLoadLocked(m, now, need_by, std::numeric_limits<double>::max(), e);
+  const Nanos ready = StartLoadLocked(m, now, std::numeric_limits<double>::max(), e);
   if (ready < 0) return -1;
   cold_since_.try_emplace(m->id, now);
   DropUnreachableLocked(m, ready, now, e);
@@ -78,7 +78,7 @@ Nanos ServingCore::PlaceForArrivalLocked(ServedModel* m, Nanos deadline, Nanos n
   residency_.NoteDemand(m->id, now);
   if (!m->scheduler.workers().empty()) return 0;
   if (m->loadable_on.empty()) return -1;
-  return EnsureLoadLocked(m, now, deadline - m->scheduler.fastest(), e);
+  return EnsureLoadLocked(m, now, e);
 }
 
 void ServingCore::MaybeReplicateLocked(ServedModel* m, Nanos deadline, Nanos now, Effects* e) {
@@ -91,7 +91,7 @@ void ServingCore::MaybeReplicateLocked(ServedModel* m, Nanos deadline, Nanos now
                            int64_t{options_.replicate_queue} * replicas) {
     return;
   }
-  StartLoadLocked(m, now, deadline, residency_.Demand(m->id, now), e);
+  StartLoadLocked(m, now, residency_.Demand(m->id, now), e);
 }
 
 void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
@@ -112,7 +112,7 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
       if (m->scheduler.workers().empty() && residency_.PendingReady(m->id) < 0 &&
           !m->scheduler.empty()) {
         // Another worker, if one can take it; else nobody serves it.
-        if (EnsureLoadLocked(m, now, std::numeric_limits<Nanos>::max(), &e) < 0) {
+        if (EnsureLoadLocked(m, now, &e) < 0) {
           const absl::Status none = absl::UnavailableError(
               absl::StrCat("model ", model, " could not be loaded: ", status.message()));
           for (QueryId id : m->scheduler.TakeAll()) {

@@ -112,7 +112,7 @@ class EmulatedWorker final : public WorkerChannel {
   void Send(BatchPlan batch) override;
   void Close(const absl::Status&) override {}
   void Load(const std::string& model, Nanos expected) override;
-  void Unload(const std::string&) override {}  // memory is the core's to count
+  void Unload(const std::string&) override;  // memory is the core's to count
 
  private:
   Simulation* const sim_;
@@ -140,10 +140,8 @@ class Simulation final : public ServingObserver {
     result_.model_queries.assign(models.size(), 0);
     result_.model_met.assign(models.size(), 0);
     for (size_t i = 0; i < models.size(); ++i) model_index_[models[i].profile->model] = i;
-    if (model_of.empty()) {
-      result_.model_queries[0] = static_cast<int64_t>(arrivals.size());
-    } else {
-      for (int32_t m : model_of) ++result_.model_queries[m];
+    for (size_t i = 0; i < arrivals.size(); ++i) {
+      if (arrivals[i] >= options.measure_from) ++result_.model_queries[model_of.empty() ? 0 : model_of[i]];
     }
     result_.queries = static_cast<int64_t>(arrivals.size());
     if (!arrivals.empty()) result_.first_arrival = arrivals.front();
@@ -251,10 +249,7 @@ class Simulation final : public ServingObserver {
       }
     }
     draining_ = true;  // the workers' shutdown is not a failure to report
-    const ServingStats stats = core.Stats();
-    result_.loads = stats.loads;
-    result_.unloads = stats.unloads;
-    result_.load_too_late = stats.load_too_late;
+    result_.load_too_late = core.Stats().load_too_late;
     core.Shutdown();   // answers anything left (counted as dropped)
     core_ = nullptr;
     result_.last_event = clock_.Now();
@@ -368,13 +363,20 @@ class Simulation final : public ServingObserver {
     const Nanos done =
         std::max(clock_.Now(), load_free_[worker]) + models_[index].profile->load_time;
     load_free_[worker] = done;
+    if (clock_.Now() >= options_.measure_from) ++result_.loads;
     loads_.push({done, ++load_seq_, live_core_ids_.at(worker), index});
+  }
+
+  void NoteUnload() {
+    if (clock_.Now() >= options_.measure_from) ++result_.unloads;
   }
 
   // ServingObserver
   void OnModelLoaded(const std::string& model, const std::string& worker,
                      Nanos cold_start) override {
-    if (cold_start > 0) result_.cold_starts.push_back(cold_start);
+    if (cold_start > 0 && clock_.Now() - cold_start >= options_.measure_from) {
+      result_.cold_starts.push_back(cold_start);
+    }
   }
   void OnQueryDone(const QueryDone& d) override {
     if (options_.trace != nullptr) options_.trace->OnQueryDone(d);
@@ -384,7 +386,10 @@ class Simulation final : public ServingObserver {
     if (d.outcome == QueryOutcome::kOk || d.outcome == QueryOutcome::kLate) {
       latencies_.push_back(d.latency);
       if (d.outcome == QueryOutcome::kOk) {
-        if (const int64_t i = ModelIndexOf(d.model); i >= 0) ++result_.model_met[i];
+        if (const int64_t i = ModelIndexOf(d.model);
+            i >= 0 && d.now - d.latency >= options_.measure_from) {
+          ++result_.model_met[i];
+        }
         ++result_.met;
         result_.accuracy_sum += d.accuracy;
         bin.met++;
@@ -574,6 +579,7 @@ class Simulation final : public ServingObserver {
 
 void EmulatedWorker::Send(BatchPlan batch) { sim_->Start(id_, std::move(batch)); }
 void EmulatedWorker::Load(const std::string& model, Nanos) { sim_->StartLoad(id_, model); }
+void EmulatedWorker::Unload(const std::string&) { sim_->NoteUnload(); }
 
 }  // namespace
 

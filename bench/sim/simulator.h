@@ -72,6 +72,10 @@ struct SimulatorOptions {
   // taking the profile's load_time (one at a time per worker, beside its
   // batches), using the profile's memory_bytes.
   int64_t worker_memory_bytes = 0;
+  // The per-model counts (SimulationResult::model_queries, model_met), the
+  // loads, unloads and cold starts count from this time on (queries by
+  // arrival): a warm-up left out. 0 = all.
+  Nanos measure_from = 0;
 };
 
 // The most bins a timeline may have (one CSV row each): a million rows is
@@ -116,7 +120,8 @@ struct SimulationResult {
   std::vector<int64_t> model_queries;
   std::vector<int64_t> model_met;
   // Placement: loads and unloads the core asked for, and the cold starts
-  // (first query finding its model resident nowhere -> model resident).
+  // (first query finding its model resident nowhere -> model resident),
+  // from SimulatorOptions::measure_from; load_too_late over the whole run.
   int64_t loads = 0;
   int64_t unloads = 0;
   int64_t load_too_late = 0;

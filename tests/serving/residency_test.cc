@@ -21,7 +21,7 @@ TEST(ResidencyTest, LoadsWhereMemoryIsFreeAndQueuesLoadsOnOneWorker) {
   r.AddModel(1, 60, Millis(10));
   r.AddModel(2, 60, Millis(10));
   r.AddModel(3, 30, Millis(20));
-  auto p1 = r.Plan(1, Millis(0), Millis(100), Anyone(), NonePinned());
+  auto p1 = r.Plan(1, Millis(0), Anyone(), NonePinned());
   ASSERT_EQ(p1.worker, 0) << "both free: the lowest id";
   EXPECT_EQ(p1.ready, Millis(10));
   EXPECT_TRUE(p1.evict.empty());
@@ -30,12 +30,12 @@ TEST(ResidencyTest, LoadsWhereMemoryIsFreeAndQueuesLoadsOnOneWorker) {
   EXPECT_EQ(r.PendingReady(1), Millis(10));
   EXPECT_EQ(r.used(0), 60);
   // Model 2 does not fit next to 1 without evicting; worker 1 is empty.
-  auto p2 = r.Plan(2, Millis(1), Millis(100), Anyone(), NonePinned());
+  auto p2 = r.Plan(2, Millis(1), Anyone(), NonePinned());
   EXPECT_EQ(p2.worker, 1);
   r.StartLoad(2, p2);
   // Model 3 (30) fits on both; both loading engines are busy until 10 and
   // 11 ms: worker 0's completes first (10 + 20).
-  auto p3 = r.Plan(3, Millis(2), Millis(100), Anyone(), NonePinned());
+  auto p3 = r.Plan(3, Millis(2), Anyone(), NonePinned());
   EXPECT_EQ(p3.worker, 0);
   EXPECT_EQ(p3.ready, Millis(30));
   EXPECT_TRUE(r.FinishLoad(0, 1));
@@ -52,7 +52,7 @@ TEST(ResidencyTest, EvictsTheLeastDemandedUnpinnedModels) {
   r.AddModel(5, 50, Millis(5));
   Nanos now = 0;
   for (ModelId m = 1; m <= 4; ++m) {
-    auto p = r.Plan(m, now, now + Millis(100), Anyone(), NonePinned());
+    auto p = r.Plan(m, now, Anyone(), NonePinned());
     ASSERT_EQ(p.worker, 0);
     r.StartLoad(m, p);
     ASSERT_TRUE(r.FinishLoad(0, m));
@@ -65,20 +65,20 @@ TEST(ResidencyTest, EvictsTheLeastDemandedUnpinnedModels) {
   EXPECT_DOUBLE_EQ(r.Demand(1, now), 3);
   EXPECT_NEAR(r.Demand(1, now + Seconds(10)), 1.5, 1e-9) << "one half-life later";
   // Room for 50 = two victims: 3 (0) then 2 (1), never 1 or 4.
-  auto p = r.Plan(5, now, now + Millis(100), Anyone(), NonePinned());
+  auto p = r.Plan(5, now, Anyone(), NonePinned());
   ASSERT_EQ(p.worker, 0);
   EXPECT_EQ(p.evict, (std::vector<ModelId>{3, 2}));
   EXPECT_DOUBLE_EQ(p.evicted_demand, 1);
   // Model 3 pinned (a batch in flight): 2 then 4 instead.
   auto pinned3 = [](int32_t, ModelId m) { return m == 3; };
-  p = r.Plan(5, now, now + Millis(100), Anyone(), pinned3);
+  p = r.Plan(5, now, Anyone(), pinned3);
   EXPECT_EQ(p.evict, (std::vector<ModelId>{2, 4}));
   // Everything pinned: no room anywhere.
   auto all = [](int32_t, ModelId) { return true; };
-  EXPECT_EQ(r.Plan(5, now, now + Millis(100), Anyone(), all).worker, -1);
+  EXPECT_EQ(r.Plan(5, now, Anyone(), all).worker, -1);
   // Victims only below a demand: 3 (0) and 2 (1) are below 1.5, 4 is not.
-  EXPECT_EQ(r.Plan(5, now, now + Millis(100), Anyone(), pinned3, 1.5).worker, -1);
-  p = r.Plan(5, now, now + Millis(100), Anyone(), NonePinned(), 1.5);
+  EXPECT_EQ(r.Plan(5, now, Anyone(), pinned3, 1.5).worker, -1);
+  p = r.Plan(5, now, Anyone(), NonePinned(), 1.5);
   r.StartLoad(5, p);
   EXPECT_EQ(r.StateOf(0, 3), State::kNone);
   EXPECT_EQ(r.StateOf(0, 2), State::kNone);
@@ -86,7 +86,7 @@ TEST(ResidencyTest, EvictsTheLeastDemandedUnpinnedModels) {
   EXPECT_EQ(r.Replicas(2), 0);
 }
 
-TEST(ResidencyTest, PrefersInTimeThenLeastEvictedDemand) {
+TEST(ResidencyTest, PrefersTheSoonestLoadThenTheLeastEvictedDemand) {
   Residency r;
   r.AddWorker(0, 100);
   r.AddWorker(1, 100);
@@ -94,25 +94,26 @@ TEST(ResidencyTest, PrefersInTimeThenLeastEvictedDemand) {
   r.AddModel(1, 100, Millis(10));
   r.AddModel(2, 100, Millis(10));
   r.AddModel(3, 100, Millis(10));
-  r.StartLoad(1, r.Plan(1, 0, Millis(100), Anyone(), NonePinned()));
-  r.StartLoad(2, r.Plan(2, 0, Millis(100), Anyone(), NonePinned()));
+  r.StartLoad(1, r.Plan(1, 0, Anyone(), NonePinned()));
+  r.StartLoad(2, r.Plan(2, 0, Anyone(), NonePinned()));
   ASSERT_TRUE(r.FinishLoad(0, 1));
   ASSERT_TRUE(r.FinishLoad(1, 2));
   r.NoteDemand(1, Millis(10));
   r.NoteDemand(1, Millis(10));
   r.NoteDemand(2, Millis(10));
-  auto p = r.Plan(3, Millis(10), Millis(100), Anyone(), NonePinned());
+  auto p = r.Plan(3, Millis(10), Anyone(), NonePinned());
   EXPECT_EQ(p.worker, 1) << "evicts model 2 (demand 1), not model 1 (2)";
   EXPECT_EQ(p.evict, (std::vector<ModelId>{2}));
   // Worker 1 ineligible (the model is not declared there): worker 0.
-  p = r.Plan(3, Millis(10), Millis(100), [](int32_t w) { return w != 1; }, NonePinned());
+  p = r.Plan(3, Millis(10), [](int32_t w) { return w != 1; }, NonePinned());
   EXPECT_EQ(p.worker, 0);
-  // Nothing in time: the earliest ready wins (worker 0's engine idle, 1's
-  // busy with a load until 200 ms).
+  // A busy loading engine loses, whatever it would evict: worker 1 loads
+  // model 4 until 200 ms, so worker 0 (idle) takes model 3 although it
+  // evicts more demand.
   r.AddModel(4, 0, Millis(190));
-  r.StartLoad(4, r.Plan(4, Millis(10), Millis(300), [](int32_t w) { return w == 1; },
+  r.StartLoad(4, r.Plan(4, Millis(10), [](int32_t w) { return w == 1; },
                         NonePinned()));
-  p = r.Plan(3, Millis(10), Millis(15), Anyone(), NonePinned());
+  p = r.Plan(3, Millis(10), Anyone(), NonePinned());
   EXPECT_EQ(p.worker, 0);
   EXPECT_EQ(p.ready, Millis(20));
 }
@@ -124,9 +125,9 @@ TEST(ResidencyTest, RemovingAWorkerOrAModelForgetsTheirReplicas) {
   r.AddModel(1, 50, Millis(10));
   r.AddModel(2, 50, Millis(10));
   auto on = [](int32_t want) { return [want](int32_t w) { return w == want; }; };
-  r.StartLoad(1, r.Plan(1, 0, Millis(100), on(0), NonePinned()));
-  r.StartLoad(2, r.Plan(2, 0, Millis(100), on(0), NonePinned()));
-  r.StartLoad(1, r.Plan(1, 0, Millis(100), on(1), NonePinned()));
+  r.StartLoad(1, r.Plan(1, 0, on(0), NonePinned()));
+  r.StartLoad(2, r.Plan(2, 0, on(0), NonePinned()));
+  r.StartLoad(1, r.Plan(1, 0, on(1), NonePinned()));
   ASSERT_TRUE(r.FinishLoad(0, 1));
   EXPECT_EQ(r.Replicas(1), 2);
   EXPECT_EQ(r.RemoveWorker(0), (std::vector<ModelId>{1, 2}));
