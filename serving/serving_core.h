@@ -165,6 +165,14 @@ struct QueryRequest {
 // calling out: answers, channel sends (which encode the inputs) and observer
 // calls all run after it is released, on the calling thread.
 //
+// Cost per decision, in the registered models M: O(1) to find an arrival's
+// model (hash), O(A log A) for a free worker over the A models with queued
+// queries, O(W/64) to offer a model its free workers (bitmap), O(log M) per
+// policy wake-up (heap); placement adds O(1) per arrival (demand) and
+// Residency::Plan's cost per load. Only worker loss, registration and the
+// per-tick gauges (with an observer) walk every model
+// (`superserve-bench scheduler`: decisions/s at 10, 1,000, 10,000 models).
+//
 // Time comes from `clock`; nothing runs by itself. The owner calls Tick when
 // it asked to be called (the router from a timer thread, the simulator from
 // its event loop), and is told of an earlier wake-up via `request_tick`.

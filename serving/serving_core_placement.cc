@@ -25,7 +25,9 @@ Nanos ServingCore::StartLoadLocked(ServedModel* m, Nanos now, double max_victim_
   const Residency::LoadPlan plan = residency_.Plan(
       m->id, now,
       [&](int32_t w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return std::binary_search(on.begin(), on.end(), w) && workers_.GetAlive(w) != nullptr;
+        // Not one still being told of its registration: no load overtakes it.
+        const WorkerRecord* r = workers_.GetAlive(w);
+        return r != nullptr && !r->registering && std::binary_search(on.begin(), on.end(), w);
       },
       [&](int32_t w, ModelId victim) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         // Never one with a batch in flight, nor the last holder of a model
@@ -118,9 +120,9 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
           for (QueryId id : m->scheduler.TakeAll()) {
             FailLocked(id, none, QueryOutcome::kUnavailable, now, &e);
           }
-          cold_since_.erase(m->id);
         }
       }
+      if (residency_.PendingReady(m->id) < 0) cold_since_.erase(m->id);
     } else {
       if (!residency_.FinishLoad(worker, m->id)) return;
       m->scheduler.AddWorker(worker);

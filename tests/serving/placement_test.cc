@@ -225,16 +225,20 @@ TEST_F(PlacementTest, AFailedLoadIsRetriedElsewhereOrAnswered) {
   ASSERT_EQ(channels_[0]->loads.size(), 1u);
   core_->OnModelLoaded(channels_[0]->id, "a", absl::InternalError("out of memory"));
   channels_[0]->loading.clear();
-  // Retried: worker 1 is the only one without a failed copy... the plan
-  // may pick worker 0 again (its memory is free); either way one more load.
-  const size_t loads = channels_[0]->loads.size() + channels_[1]->loads.size();
-  EXPECT_EQ(loads, 2u);
+  // Retried at once, the query still waiting: worker 0's engine is busy
+  // until the failed load's planned end (10 ms), so worker 1 loads it.
+  EXPECT_EQ(channels_[0]->loads.size(), 1u);
+  ASSERT_EQ(channels_[1]->loads.size(), 1u);
   EXPECT_EQ(q.answers, 0);
-  const int w = channels_[1]->loads.empty() ? 0 : 1;
   Advance(Millis(10));
-  Loaded(w, "a");
-  Answer(w);
+  Loaded(1, "a");
+  Answer(1);
   EXPECT_TRUE(q.status.ok());
+  // No live worker left to load it: UNAVAILABLE at once.
+  core_->OnWorkerGone(channels_[0]->id, absl::UnavailableError("gone"));
+  core_->OnWorkerGone(channels_[1]->id, absl::UnavailableError("gone"));
+  FakeHandle& none = Submit("a", Millis(100));
+  EXPECT_EQ(none.status.code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(PlacementTest, WorkersWithoutABudgetKeepEveryModelAsBefore) {
