@@ -1,8 +1,9 @@
 // `many-models [--quick]`: placement (issue 43; Clockwork's LOAD/UNLOAD) in
 // the simulator. 1,000 and 4,000 models, each 100 MB and 10 ms to load, with
 // per-model rates heavy-tailed like the Azure Functions trace: Zipf shares
-// (exponent 1.2: the hottest 10 % of models carry ~89 % of the queries, the
-// coldest half under 3 %), each model its own gamma process (squared CV 2),
+// (exponent 1.2: the hottest 10 % of models carry 83 % (1,000) and 88 %
+// (4,000) of the queries, the coldest half 4 % and 3 %; the hottest model
+// alone 22 %), each model its own gamma process (squared CV 2),
 // 3,000 q/s in all for 20 s. 16 emulated workers whose memory holds 10 % of
 // the models (1,000: 6 each; 4,000: 25 each), SLO 100 ms, the default
 // policy. Baseline in the same run: the same trace with placement off
