@@ -32,11 +32,11 @@ BatchOutcome Ok(const BatchPlan& b) {
 class PlacementTest : public ::testing::Test {
  protected:
   void Start(const std::vector<std::string>& models, Nanos load, int workers,
-             int64_t budget = 100) {
+             int64_t budget = 100, int32_t replicate_queue = 0) {
     ServingOptions o;
     o.missed_heartbeats = 0;
     o.batch_grace = Millis(20);
-    o.replicate_queue = 0;  // replicas are their own test
+    o.replicate_queue = replicate_queue;  // 0 here but in the replica test
     core_ = std::make_unique<ServingCore>(o, &clock_);
     for (const std::string& name : models) {
       ModelProfile p = testing::ThreeSubnetProfile();
@@ -239,6 +239,34 @@ TEST_F(PlacementTest, AFailedLoadIsRetriedElsewhereOrAnswered) {
   core_->OnWorkerGone(channels_[1]->id, absl::UnavailableError("gone"));
   FakeHandle& none = Submit("a", Millis(100));
   EXPECT_EQ(none.status.code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(PlacementTest, ADeepQueueLoadsASecondReplicaThatEvictsOnlyColderModels) {
+  Start({"a", "b"}, Millis(10), 2, 100, /*replicate_queue=*/4);
+  // "b" on worker 0, demand 10, all answered.
+  for (int i = 0; i < 10; ++i) Submit("b", Millis(1000));
+  Advance(Millis(10));
+  Loaded(0, "b");
+  while (!channels_[0]->sent.empty()) Answer(0);
+  // "a" on worker 1; its first batch stays in flight while queries queue.
+  Submit("a", Millis(1000));
+  Advance(Millis(10));
+  Loaded(1, "a");
+  ASSERT_EQ(channels_[1]->sent.size(), 1u);
+  // 5 queued > 4 per replica, but a replica would have to evict "b"
+  // (demand ~10) for "a" (demand ~6): no load.
+  for (int i = 0; i < 5; ++i) Submit("a", Millis(1000));
+  EXPECT_EQ(channels_[0]->loads.size(), 1u);
+  EXPECT_TRUE(channels_[0]->unloads.empty());
+  // Six more: "a" (~12) is now warmer than "b": worker 0 swaps it in.
+  for (int i = 0; i < 6; ++i) Submit("a", Millis(1000));
+  ASSERT_EQ(channels_[0]->loads.size(), 2u);
+  EXPECT_EQ(channels_[0]->loads[1].first, "a");
+  EXPECT_EQ(channels_[0]->unloads, std::vector<std::string>{"b"});
+  Advance(Millis(10));
+  Loaded(0, "a");
+  EXPECT_EQ(channels_[0]->sent.size(), 1u) << "the replica takes queued queries at once";
+  EXPECT_EQ(core_->Stats().loads, 3);
 }
 
 TEST_F(PlacementTest, WorkersWithoutABudgetKeepEveryModelAsBefore) {
