@@ -427,6 +427,13 @@ absl::StatusOr<ModelProfile> Convert(const v1::ModelProfile& p, bool drop_domina
   m.input_shape.assign(p.input_shape().begin(), p.input_shape().end());
   m.num_classes = p.num_classes();
   m.measured_on = p.measured_on();
+  if (p.memory_bytes() < 0 || !(p.load_ms() >= 0) || p.load_ms() > 86400e3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model \"", p.model(), "\": memory_bytes must be >= 0 and load_ms in [0, ",
+                     "86400000]"));
+  }
+  m.memory_bytes = p.memory_bytes();
+  m.load_time = static_cast<Nanos>(p.load_ms() * 1e6);
   if (p.has_input_normalization()) {
     m.input_mean = p.input_normalization().mean();
     m.input_std = p.input_normalization().std();
@@ -590,6 +597,8 @@ void ModelProfile::ToProto(v1::ModelProfile* p) const {
   for (auto d : input_shape) p->add_input_shape(d);
   p->set_num_classes(num_classes);
   p->set_measured_on(measured_on);
+  p->set_memory_bytes(memory_bytes);
+  p->set_load_ms(static_cast<double>(load_time) / 1e6);
   if (input_mean != 0 || input_std != 1) {
     p->mutable_input_normalization()->set_mean(input_mean);
     p->mutable_input_normalization()->set_std(input_std);

@@ -119,6 +119,12 @@ struct ModelProfile {
   // and nothing schedules with the profile before FillLatencies.
   bool latencies_measured = true;
 
+  // Placement (serving/residency.h): worker memory the loaded model takes
+  // (bytes) and the time a worker takes to load it. 0 = unknown: no memory,
+  // loaded at once.
+  int64_t memory_bytes = 0;
+  Nanos load_time = 0;
+
   // What loading adjusted (dips raised, dominated subnets left out), one
   // line each naming the subnet, the batch size and the figures; the binaries
   // that load a profile print them once. Not part of the proto.

@@ -44,6 +44,10 @@ struct ServedModel {
   int32_t wake_slot = -1;
   // ServingCore::CloseModel: no new queries; removed once drained.
   bool closed = false;
+  // Placement: live workers with a memory budget that declared the model
+  // (ascending ids), where the core may load it; the scheduler's workers
+  // are those that hold it.
+  std::vector<int32_t> loadable_on;
 };
 
 // The models the engine serves, by name and by id. Not thread-safe.

@@ -334,13 +334,25 @@ void ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t l
   }
 }
 
-ModelScheduler::Requeue ModelScheduler::TryRequeue(const Query& q, Nanos now) {
+ModelScheduler::Requeue ModelScheduler::TryRequeue(const Query& q, Nanos now, Nanos load_ready) {
   if (q.deadline - now < fastest_) return Requeue::kTooLate;
-  if (workers_.empty()) return Requeue::kNoWorker;
+  if (workers_.empty()) {
+    if (load_ready < 0) return Requeue::kNoWorker;
+    if (q.deadline - std::max(now, load_ready) < fastest_) return Requeue::kTooLate;
+  }
   NoteDeadline(q);
   queue_.Push(q);
   policy_->OnRequeue(q, now);
   return Requeue::kQueued;
+}
+
+void ModelScheduler::DropDueBefore(Nanos by, Nanos now, std::vector<QueryId>* dropped) {
+  while (!queue_.empty() && queue_.Head().deadline < by) {
+    last_loss_ = now;
+    const QueryId id = queue_.Pop().id;
+    cancelled_.erase(id);
+    dropped->push_back(id);
+  }
 }
 
 void ModelScheduler::Sweep(Nanos now, std::vector<QueryId>* expired,

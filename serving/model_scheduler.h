@@ -168,7 +168,13 @@ class ModelScheduler {
   // fastest subnet can still meet its deadline and some worker serves the
   // model; otherwise it is answered.
   enum class Requeue { kQueued, kTooLate, kNoWorker };
-  Requeue TryRequeue(const Query& q, Nanos now);
+  // `load_ready` >= 0: no worker serves the model yet, but a load completes
+  // then; the query waits for it if the fastest subnet still meets its
+  // deadline after it.
+  Requeue TryRequeue(const Query& q, Nanos now, Nanos load_ready = -1);
+  // Placement: removes the queued queries due before `by` (a load that
+  // completes too late for them), EDF order.
+  void DropDueBefore(Nanos by, Nanos now, std::vector<QueryId>* dropped);
 
   // Removes queries whose deadline has passed (answer DEADLINE_EXCEEDED) and
   // cancelled ones. Expired queries are a prefix of the EDF order: O(k log n)

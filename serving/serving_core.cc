@@ -33,6 +33,7 @@ ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObse
       clock_(clock),
       observer_(observer),
       request_tick_(std::move(request_tick)),
+      residency_(options_.demand_half_life),
       applications_(ApplicationRegistry::Options{options_.max_applications,
                                                  options_.max_application_bytes}) {
   absl::MutexLock lock(&mu_);
@@ -44,12 +45,18 @@ ServingCore::~ServingCore() { Shutdown(); }
 // ---------------------------------------------------------------- effects
 
 void ServingCore::Apply(Effects* e) {
+  const Effects::Rare* rare = e->rare.get();
+  if (rare != nullptr) {
+    // One channel's order: unloads free memory before the load, which the
+    // batches of the same effects never need (they hold resident models).
+    for (const auto& [channel, model] : rare->unloads) channel->Unload(model);
+    for (const auto& [channel, model, expected] : rare->loads) channel->Load(model, expected);
+  }
   for (auto& [channel, plan] : e->sends) {
     if (observer_ != nullptr) observer_->OnBatchSent(plan);
     channel->Send(std::move(plan));
   }
   for (auto& [handle, answer] : e->answers) handle->Deliver(std::move(answer));
-  const Effects::Rare* rare = e->rare.get();
   if (rare != nullptr) {
     for (auto& [channel, why] : rare->closes) channel->Close(why);
   }
@@ -67,6 +74,9 @@ void ServingCore::Apply(Effects* e) {
         observer_->OnWorkerSlowdown(*worker, slowdown);
       }
       for (const auto& [model, worker] : rare->refused) observer_->OnBatchRefused(*model, *worker);
+      for (const auto& [model, worker, cold] : rare->loaded) {
+        observer_->OnModelLoaded(*model, *worker, cold);
+      }
     }
     if (e->workers_alive >= 0) {
       absl::MutexLock lock(&alive_report_mu_);
@@ -111,11 +121,16 @@ absl::Status ServingCore::AddModel(const ModelProfile& profile, std::unique_ptr<
   applications_.ForEach(
       [&](int32_t id, const std::string& tag) { m->scheduler.NameApplication(id, tag); });
   m->scheduler.set_overload(options_.overload);
+  residency_.AddModel(m->id, profile.memory_bytes, profile.load_time);
   int32_t attached = 0;
   for (const WorkerRecord& w : workers_.records()) {
     if (!w.alive) continue;
     const auto& d = w.declared_models;
     if (std::find(d.begin(), d.end(), profile.model) != d.end()) {
+      if (residency_.Tracks(w.id)) {
+        m->loadable_on.push_back(w.id);  // loaded when demand asks
+        continue;
+      }
       m->scheduler.AddWorker(w.id);
       ++attached;
     }
@@ -145,6 +160,13 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     }
     UnmarkActiveLocked(m);
     wakes_.Erase(m);
+    for (int32_t held : residency_.RemoveModel(m->id)) {
+      if (const WorkerRecord* w = workers_.GetAlive(held)) {
+        e.rare_effects().unloads.emplace_back(w->channel, name);
+        ++stats_.unloads;
+      }
+    }
+    cold_since_.erase(m->id);
     removed = models_.Remove(name);
     if (options_.log_lifecycle) {
       SS_LOG(INFO) << "model " << name << " removed";
@@ -173,6 +195,11 @@ absl::Status ServingCore::AttachWorker(int32_t worker, const std::string& model)
     d.push_back(model);
     ServedModel* m = models_.Find(model);
     if (m == nullptr) return absl::OkStatus();
+    if (residency_.Tracks(worker)) {
+      m->loadable_on.insert(std::upper_bound(m->loadable_on.begin(), m->loadable_on.end(), worker),
+                            worker);
+      return absl::OkStatus();
+    }
     m->scheduler.AddWorker(worker);
     if (options_.log_lifecycle) {
       SS_LOG(INFO) << "worker " << *w->name << " loaded model " << model;
@@ -297,7 +324,7 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                    absl::InvalidArgumentError(
                        absl::StrCat("model ", *m->name, " input: ", input.message())),
                    QueryOutcome::kInvalidArgument, now, &e);
-    } else if (m->scheduler.workers().empty()) {
+    } else if (m->scheduler.workers().empty() && m->loadable_on.empty()) {
       RejectLocked(handle, request.model,
                    absl::UnavailableError(absl::StrCat("no live worker serves model ", *m->name)),
                    QueryOutcome::kUnavailable, now, &e);
@@ -322,6 +349,17 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                          "overloaded: cannot finish by the deadline behind the ",
                          m->scheduler.queued(), " queries queued for model ", *m->name)),
                      QueryOutcome::kDeadlineExceeded, now, &e);
+      } else if (Nanos ready = PlaceForArrivalLocked(m, request.deadline, now, &e); ready < 0) {
+        RejectLocked(handle, request.model,
+                     absl::UnavailableError(absl::StrCat("no live worker can load model ", *m->name)),
+                     QueryOutcome::kUnavailable, now, &e);
+      } else if (ready > 0 && request.deadline - ready < m->scheduler.fastest()) {
+        ++stats_.load_too_late;
+        RejectLocked(handle, request.model,
+                     absl::DeadlineExceededError(absl::StrCat(
+                         "model ", *m->name, " is resident on no worker and loading it completes ",
+                         ToMillis(ready - now), " ms from now, too late for the deadline")),
+                     QueryOutcome::kDeadlineExceeded, now, &e);
       } else {
         // Built in its slot of the map, not moved there.
         const QueryId id = ++next_query_id_;
@@ -337,6 +375,7 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
         m->scheduler.Push(p.query, now);
         MarkActiveLocked(m);
         ++stats_.accepted;
+        MaybeReplicateLocked(m, request.deadline, now, &e);
         // Queued: swept once per tick interval again, on the grid the last
         // housekeeping set (an idle core had let it lapse).
         if (next_housekeeping_ > now + options_.tick_interval) {
@@ -651,6 +690,16 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     latest_deadline = std::max(latest_deadline, q.deadline);
   }
   if (plan.queries.empty()) return;
+  if (!residency_.empty() && residency_.Tracks(taken.worker) &&
+      residency_.StateOf(taken.worker, m->id) != Residency::State::kResident) {
+    // Cannot happen: a model's scheduler offers only the workers holding it.
+    SS_LOG(ERROR) << "model " << *m->name << " not resident on worker " << *w->name;
+    for (QueryId id : plan.queries) {
+      pending_[id].on_worker = false;
+      RequeueLocked(id, now, e);
+    }
+    return;
+  }
   inflight.deadline = SaturatingAdd(latest_deadline, options_.batch_grace);
   inflight.queries = plan.queries;
   workers_.AddInflight(taken.worker, std::move(inflight));
@@ -668,7 +717,9 @@ void ServingCore::RequeueLocked(QueryId id, Nanos now, Effects* e) {
     FailLocked(id, absl::UnavailableError("model unregistered"), QueryOutcome::kUnavailable, now, e);
     return;
   }
-  switch (m->scheduler.TryRequeue(p.query, now)) {
+  const Nanos load_ready =
+      m->scheduler.workers().empty() ? residency_.PendingReady(m->id) : Nanos{-1};
+  switch (m->scheduler.TryRequeue(p.query, now, load_ready)) {
     case ModelScheduler::Requeue::kQueued:
       MarkActiveLocked(m);
       p.on_worker = false;
@@ -700,6 +751,8 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     const Nanos now = clock_->Now();
     id = workers_.Add(worker.name, worker.emulated, worker.models, channel, now);
     WorkerRecord& w = *workers_.Get(id);
+    const bool placed = worker.memory_bytes > 0;
+    if (placed) residency_.AddWorker(id, worker.memory_bytes);
     // No batch until the worker was told, below: none overtakes the
     // registration. Queries for its models are accepted meanwhile.
     w.registering = true;
@@ -707,6 +760,11 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     int32_t served = 0;
     for (const std::string& model : worker.models) {
       if (ServedModel* m = models_.Find(model)) {
+        if (placed) {  // loaded when demand asks (ids grow: appended in order, unless recycled)
+          auto& on = m->loadable_on;
+          on.insert(std::upper_bound(on.begin(), on.end(), id), id);
+          continue;
+        }
         m->scheduler.AddWorker(id);
         ++served;
       }
@@ -889,17 +947,36 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
       channel, absl::UnavailableError(absl::StrCat("worker declared dead: ", why.message())));
   NoteWorkersAliveLocked(e);
   std::vector<ServedModel*> affected;
+  // Placement: what it held or was loading is gone with it.
+  const std::vector<ModelId> held = residency_.RemoveWorker(worker);
   for (ServedModel* m : models_.All()) {
+    auto& on = m->loadable_on;
+    if (auto it = std::lower_bound(on.begin(), on.end(), worker); it != on.end() && *it == worker) {
+      on.erase(it);
+    }
     const auto& ws = m->scheduler.workers();
-    if (!std::binary_search(ws.begin(), ws.end(), worker)) continue;
-    m->scheduler.RemoveWorker(worker);
-    affected.push_back(m);
+    const bool serves = std::binary_search(ws.begin(), ws.end(), worker);
+    if (serves) m->scheduler.RemoveWorker(worker);
+    if (serves || std::binary_search(held.begin(), held.end(), m->id)) affected.push_back(m);
+  }
+  if (!residency_.empty()) {
+    // A model left on no worker, with queries waiting or lost with the
+    // worker, is loaded elsewhere before they are re-queued (they wait for
+    // that load if their deadlines allow).
+    for (ServedModel* m : affected) {
+      if (!m->scheduler.workers().empty() || m->loadable_on.empty()) continue;
+      bool wanted = !m->scheduler.empty();
+      for (const InflightBatch& b : lost) wanted = wanted || (b.model == m->id && !b.queries.empty());
+      if (wanted) EnsureLoadLocked(m, now, e);
+    }
   }
   for (const InflightBatch& b : lost) {
     for (QueryId id : b.queries) RequeueLocked(id, now, e);
   }
   for (ServedModel* m : affected) {
+    if (m->scheduler.workers().empty() && residency_.PendingReady(m->id) >= 0) continue;
     if (m->scheduler.workers().empty()) {
+      cold_since_.erase(m->id);
       const absl::Status none =
           absl::UnavailableError(absl::StrCat("no live worker serves model ", *m->name));
       for (QueryId id : m->scheduler.TakeAll()) {
@@ -1071,7 +1148,7 @@ ServingStats ServingCore::Stats() const {
   s.workers_alive = workers_.alive();
   s.worker_records = static_cast<int32_t>(workers_.records().size());
   s.models = static_cast<int32_t>(models_.size());
-  return s;
+  return s;  // loads, unloads, load_too_late: counted in stats_
 }
 
 }  // namespace superserve

@@ -24,6 +24,7 @@
 #include "serving/wake_queue.h"
 #include "absl/time/time.h"
 #include "serving/application_registry.h"
+#include "serving/residency.h"
 #include "serving/result_matcher.h"
 #include "serving/worker_channel.h"
 #include "serving/worker_pool.h"
@@ -73,6 +74,12 @@ struct ServingOptions {
   // Log models and workers coming and going (INFO/WARNING); the simulator
   // turns it off.
   bool log_lifecycle = true;
+  // Placement (workers with a memory budget): a model's recent demand, the
+  // value eviction ranks it by, is its arrivals decayed with this half-life.
+  Nanos demand_half_life = Seconds(10);
+  // A model whose queue holds more than this many queries per replica gets
+  // one more replica (a load evicting only colder models); 0 = never.
+  int32_t replicate_queue = 16;
 };
 
 struct ServingStats {
@@ -90,6 +97,12 @@ struct ServingStats {
   // yet reported them gone (OnWorkerGone); the rest are recycled.
   int32_t worker_records = 0;
   int32_t models = 0;
+  // Placement: loads and unloads asked of workers; queries answered
+  // DEADLINE_EXCEEDED at once because their model could not be loaded in
+  // time.
+  int64_t loads = 0;
+  int64_t unloads = 0;
+  int64_t load_too_late = 0;
 };
 
 struct ModelSummary {
@@ -126,6 +139,12 @@ struct WorkerRegistration {
   std::string name;  // requested; the core appends "#<id>"
   bool emulated = false;
   std::vector<std::string> models;  // the models the worker can serve
+  // Bytes of model memory (0 = unlimited: every declared model is resident
+  // for good, as before placement). With a budget the worker starts empty
+  // and the core loads and unloads its declared models as demand asks
+  // (serving/residency.h, docs/engine.md "Placement"); its channel must
+  // implement Load/Unload.
+  int64_t memory_bytes = 0;
 };
 
 // What a query asks for. `payload` is the input the worker will need.
@@ -145,6 +164,14 @@ struct QueryRequest {
 // Thread-safe. One mutex keeps the three consistent; it is never held while
 // calling out: answers, channel sends (which encode the inputs) and observer
 // calls all run after it is released, on the calling thread.
+//
+// Cost per decision, in the registered models M: O(1) to find an arrival's
+// model (hash), O(A log A) for a free worker over the A models with queued
+// queries, O(W/64) to offer a model its free workers (bitmap), O(log M) per
+// policy wake-up (heap); placement adds O(1) per arrival (demand) and
+// Residency::Plan's cost per load. Only worker loss, registration and the
+// per-tick gauges (with an observer) walk every model
+// (`superserve-bench scheduler`: decisions/s at 10, 1,000, 10,000 models).
 //
 // Time comes from `clock`; nothing runs by itself. The owner calls Tick when
 // it asked to be called (the router from a timer thread, the simulator from
@@ -196,6 +223,10 @@ class ServingCore {
   absl::Status AttachWorker(int32_t worker, const std::string& model);
   void OnHeartbeat(int32_t worker);
   void OnBatchResult(int32_t worker, BatchOutcome outcome);
+  // The worker finished (or failed) loading `model` (WorkerChannel::Load):
+  // it serves the model from now on. A stale report (the model or the
+  // worker gone, or not loading there) is ignored.
+  void OnModelLoaded(int32_t worker, const std::string& model, const absl::Status& status);
   // The worker's in-flight queries are re-queued if they can still make
   // their deadline, else answered DEADLINE_EXCEEDED. The owner's last call
   // for `worker` (its stream ended): the id may then name a later worker
@@ -249,6 +280,14 @@ class ServingCore {
       // (model, worker) of each batch refused for a closed window.
       std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
           refused;
+      // Placement, applied before the batches (one channel's order: unload,
+      // load, batches): (channel, model, expected load time).
+      std::vector<std::pair<std::shared_ptr<WorkerChannel>, std::string>> unloads;
+      std::vector<std::tuple<std::shared_ptr<WorkerChannel>, std::string, Nanos>> loads;
+      // (model, worker, cold start) of each finished load.
+      std::vector<std::tuple<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>,
+                             Nanos>>
+          loaded;
     };
     std::unique_ptr<Rare> rare;  // null: none of them
     Rare& rare_effects() {
@@ -299,6 +338,31 @@ class ServingCore {
   void RefreshFreeLocked(int32_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Placement, for an arrival of `m` due at `deadline`: notes the demand;
+  // 0 when a worker holds the model, else when its load completes (planned
+  // now unless pending; -1: no live worker can load it).
+  Nanos PlaceForArrivalLocked(ServedModel* m, Nanos deadline, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One more replica of a model whose queue holds more than
+  // ServingOptions::replicate_queue per replica (evicting colder models only).
+  void MaybeReplicateLocked(ServedModel* m, Nanos deadline, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Placement. A model's queries wait for a load when no worker holds it:
+  // the load is planned (Residency::Plan) unless one is pending, queries
+  // that cannot finish after it are answered DEADLINE_EXCEEDED, and the
+  // time it completes is returned (-1: no budgeted worker can take it).
+  Nanos EnsureLoadLocked(ServedModel* m, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Plans and starts one load of `m` (evicting as planned, only models of
+  // less demand than `max_victim_demand`); when it completes, -1 if none fits.
+  Nanos StartLoadLocked(ServedModel* m, Nanos now, double max_victim_demand,
+                        Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers the queued queries of `m` that a load ready at `ready` cannot
+  // serve in time.
+  void DropUnreachableLocked(ServedModel* m, Nanos ready, Nanos now, Effects* e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A batch of `model` in flight on `worker`.
+  bool BusyWithLocked(int32_t worker, ModelId model) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   using PendingMap = absl::flat_hash_map<QueryId, PendingQuery>;
@@ -345,6 +409,11 @@ class ServingCore {
   QueryId next_query_id_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
   ServingStats stats_ ABSL_GUARDED_BY(mu_);
+  // Placement: what budgeted workers hold (empty: no worker has a budget).
+  Residency residency_ ABSL_GUARDED_BY(mu_);
+  // Per model waiting for a load: when its first query found it resident
+  // nowhere (the cold start's start).
+  absl::flat_hash_map<ModelId, Nanos> cold_since_ ABSL_GUARDED_BY(mu_);
   std::vector<FreeSlot> slots_ ABSL_GUARDED_BY(mu_);  // scratch
   ScheduleResult schedule_scratch_ ABSL_GUARDED_BY(mu_);  // ScheduleOfferLocked's
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch

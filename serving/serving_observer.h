@@ -55,6 +55,11 @@ class ServingObserver {
   virtual void OnWorkerSlowdown(const std::string& worker, double slowdown) {}
   // A worker refused a batch of `model`: it could not start it before its
   // action window closed. Its queries were re-queued or answered.
+  // Placement: `model` became resident on `worker`, `cold_start` after the
+  // first query that found it resident nowhere (0 for a replica loaded
+  // while another one served).
+  virtual void OnModelLoaded(const std::string& model, const std::string& worker,
+                             Nanos cold_start) {}
   virtual void OnBatchRefused(const std::string& model, const std::string& worker) {}
 };
 

@@ -21,6 +21,18 @@ class WorkerChannel {
   // should heartbeat this often (0 = no heartbeats expected).
   virtual void OnRegistered(const std::string& assigned_name, Nanos heartbeat_interval) = 0;
   virtual void Send(BatchPlan batch) = 0;
+  // Placement (serving/residency.h): load `model` into the worker's memory
+  // (the core expects it to take the profile's load time; the worker loads
+  // one model at a time, in the order asked) and report it with
+  // ServingCore::OnModelLoaded; unload one (the core counts its memory free
+  // at once). An eviction never unloads a model with a batch in flight; a
+  // removed model's unload may follow batches of it already sent, which the
+  // worker finishes first. Only workers registered with a memory budget
+  // are asked. The live gRPC worker (router/grpc_worker_channel.h) does not
+  // support them yet and registers without a budget: these defaults never
+  // run there.
+  virtual void Load(const std::string& model, Nanos expected) {}
+  virtual void Unload(const std::string& model) {}
   // The core gave up on this worker (declared dead, or shutting down).
   virtual void Close(const absl::Status& why) = 0;
 };

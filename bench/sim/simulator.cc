@@ -111,6 +111,8 @@ class EmulatedWorker final : public WorkerChannel {
   void OnRegistered(const std::string&, Nanos) override {}
   void Send(BatchPlan batch) override;
   void Close(const absl::Status&) override {}
+  void Load(const std::string& model, Nanos expected) override;
+  void Unload(const std::string&) override;  // memory is the core's to count
 
  private:
   Simulation* const sim_;
@@ -138,10 +140,8 @@ class Simulation final : public ServingObserver {
     result_.model_queries.assign(models.size(), 0);
     result_.model_met.assign(models.size(), 0);
     for (size_t i = 0; i < models.size(); ++i) model_index_[models[i].profile->model] = i;
-    if (model_of.empty()) {
-      result_.model_queries[0] = static_cast<int64_t>(arrivals.size());
-    } else {
-      for (int32_t m : model_of) ++result_.model_queries[m];
+    for (size_t i = 0; i < arrivals.size(); ++i) {
+      if (arrivals[i] >= options.measure_from) ++result_.model_queries[model_of.empty() ? 0 : model_of[i]];
     }
     result_.queries = static_cast<int64_t>(arrivals.size());
     if (!arrivals.empty()) result_.first_arrival = arrivals.front();
@@ -162,6 +162,7 @@ class Simulation final : public ServingObserver {
     WorkerRegistration reg;
     reg.name = "sim";
     reg.emulated = true;
+    reg.memory_bytes = options_.worker_memory_bytes;
     for (const SimulatedModel& m : models_) {
       if (auto s = core.AddModel(*m.profile, std::make_unique<BorrowedPolicy>(m.policy, &wakes_));
           !s.ok()) {
@@ -174,6 +175,7 @@ class Simulation final : public ServingObserver {
       auto id = core.RegisterWorker(reg, std::make_shared<EmulatedWorker>(this, w));
       if (!id.ok()) return id.status();
       live_.push_back(*id);
+      live_core_ids_.push_back(*id);
     }
     size_t next_arrival = 0, next_failure = 0;
     tick_at_ = clock_.Now() + serving.tick_interval;  // the core's first tick
@@ -181,10 +183,11 @@ class Simulation final : public ServingObserver {
       const Nanos t_arrival = next_arrival < arrivals_.size() ? arrivals_[next_arrival] : kNever;
       const Nanos t_done = completions_.empty() ? kNever : completions_.top().time;
       const Nanos t_fail = next_failure < failures_.size() ? failures_[next_failure] : kNever;
+      const Nanos t_load = loads_.empty() ? kNever : loads_.top().time;
       // Ticks matter only while queries are outstanding (sweeps, wake-ups),
       // and idle ones are skipped (NextTick).
       const Nanos t_tick = outstanding_ > 0 ? NextTick(serving.tick_interval) : kNever;
-      const Nanos t = std::min({t_arrival, t_done, t_fail, t_tick});
+      const Nanos t = std::min({t_arrival, t_done, t_fail, t_tick, t_load});
       if (t == kNever) break;
       // The ticks NextTick skipped before t did nothing, but the last of them
       // sets the core's next tick and housekeeping times (which the wake-ups
@@ -196,7 +199,11 @@ class Simulation final : public ServingObserver {
         RunTick(core);
       }
       if (auto s = clock_.AdvanceTo(std::max(t, clock_.Now())); !s.ok()) return s;
-      if (t_done == t) {
+      if (t_load == t) {
+        const LoadDone l = loads_.top();
+        loads_.pop();
+        core.OnModelLoaded(l.worker_id, models_[l.model].profile->model, absl::OkStatus());
+      } else if (t_done == t) {
         // Moved out, not copied (with its vectors): pop() orders by time and
         // batch id only, which a move leaves as they were.
         Completion c = std::move(const_cast<Completion&>(completions_.top()));
@@ -242,6 +249,7 @@ class Simulation final : public ServingObserver {
       }
     }
     draining_ = true;  // the workers' shutdown is not a failure to report
+    result_.load_too_late = core.Stats().load_too_late;
     core.Shutdown();   // answers anything left (counted as dropped)
     core_ = nullptr;
     result_.last_event = clock_.Now();
@@ -347,7 +355,29 @@ class Simulation final : public ServingObserver {
                        std::move(b.queries), std::move(query_times)});
   }
 
+  // An emulated worker was asked to load a model: it takes the profile's
+  // load time, after the loads it was already asked for.
+  void StartLoad(int32_t worker, const std::string& model) {
+    const size_t index = model_index_.at(model);
+    if (load_free_.size() <= static_cast<size_t>(worker)) load_free_.resize(worker + 1, 0);
+    const Nanos done =
+        std::max(clock_.Now(), load_free_[worker]) + models_[index].profile->load_time;
+    load_free_[worker] = done;
+    if (clock_.Now() >= options_.measure_from) ++result_.loads;
+    loads_.push({done, ++load_seq_, live_core_ids_.at(worker), index});
+  }
+
+  void NoteUnload() {
+    if (clock_.Now() >= options_.measure_from) ++result_.unloads;
+  }
+
   // ServingObserver
+  void OnModelLoaded(const std::string& model, const std::string& worker,
+                     Nanos cold_start) override {
+    if (cold_start > 0 && clock_.Now() - cold_start >= options_.measure_from) {
+      result_.cold_starts.push_back(cold_start);
+    }
+  }
   void OnQueryDone(const QueryDone& d) override {
     if (options_.trace != nullptr) options_.trace->OnQueryDone(d);
     --outstanding_;
@@ -356,7 +386,10 @@ class Simulation final : public ServingObserver {
     if (d.outcome == QueryOutcome::kOk || d.outcome == QueryOutcome::kLate) {
       latencies_.push_back(d.latency);
       if (d.outcome == QueryOutcome::kOk) {
-        if (const int64_t i = ModelIndexOf(d.model); i >= 0) ++result_.model_met[i];
+        if (const int64_t i = ModelIndexOf(d.model);
+            i >= 0 && d.now - d.latency >= options_.measure_from) {
+          ++result_.model_met[i];
+        }
         ++result_.met;
         result_.accuracy_sum += d.accuracy;
         bin.met++;
@@ -499,6 +532,21 @@ class Simulation final : public ServingObserver {
   ServingCore* core_ = nullptr;
   DiscardingHandle handle_;
   std::vector<int32_t> live_;  // live worker ids, ascending
+  std::vector<int32_t> live_core_ids_;  // the core's id of emulated worker i
+  // Placement: loads in progress, earliest first, and when each worker's
+  // loading is free.
+  struct LoadDone {
+    Nanos time;
+    uint64_t seq;
+    int32_t worker_id;  // the core's id
+    size_t model;
+    bool operator>(const LoadDone& o) const {
+      return time > o.time || (time == o.time && seq > o.seq);
+    }
+  };
+  std::priority_queue<LoadDone, std::vector<LoadDone>, std::greater<LoadDone>> loads_;
+  std::vector<Nanos> load_free_;
+  uint64_t load_seq_ = 0;
   int32_t live_workers_ = 0;
   int64_t outstanding_ = 0;    // submitted, not yet answered
   bool draining_ = false;
@@ -530,6 +578,8 @@ class Simulation final : public ServingObserver {
 };
 
 void EmulatedWorker::Send(BatchPlan batch) { sim_->Start(id_, std::move(batch)); }
+void EmulatedWorker::Load(const std::string& model, Nanos) { sim_->StartLoad(id_, model); }
+void EmulatedWorker::Unload(const std::string&) { sim_->NoteUnload(); }
 
 }  // namespace
 

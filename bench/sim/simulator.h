@@ -66,6 +66,16 @@ struct SimulatorOptions {
   // as telemetry.
   std::vector<int32_t> applications;
   std::vector<double> exec_us;
+  // Placement (serving/residency.h): each worker's model memory in bytes
+  // (0 = unlimited: every model resident everywhere, as before). With a
+  // budget, workers start empty and load models as the core asks, each load
+  // taking the profile's load_time (one at a time per worker, beside its
+  // batches), using the profile's memory_bytes.
+  int64_t worker_memory_bytes = 0;
+  // The per-model counts (SimulationResult::model_queries, model_met), the
+  // loads, unloads and cold starts count from this time on (queries by
+  // arrival): a warm-up left out. 0 = all.
+  Nanos measure_from = 0;
 };
 
 // The most bins a timeline may have (one CSV row each): a million rows is
@@ -109,6 +119,13 @@ struct SimulationResult {
   // Simulate): queries and queries that met their deadline.
   std::vector<int64_t> model_queries;
   std::vector<int64_t> model_met;
+  // Placement: loads and unloads the core asked for, and the cold starts
+  // (first query finding its model resident nowhere -> model resident),
+  // from SimulatorOptions::measure_from; load_too_late over the whole run.
+  int64_t loads = 0;
+  int64_t unloads = 0;
+  int64_t load_too_late = 0;
+  std::vector<Nanos> cold_starts;
 
   double slo_attainment() const { return queries ? static_cast<double>(met) / queries : 0; }
   // SuperServe's definition: averaged over the queries that met their SLO.

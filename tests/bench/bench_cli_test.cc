@@ -178,5 +178,30 @@ TEST(BenchCliTest, LiveBenchmarksRefuseOutOfRangeFlagsBeforeStarting) {
   }
 }
 
+// `superserve-bench many-models --quick` (issue 43): the simulated placement
+// run ends with its JSON line, loads happened, and no cold start is shorter
+// than the 10-ms load it waits for (the simulation is deterministic: these
+// do not depend on the host).
+TEST(BenchCliTest, ManyModelsQuickRunReportsPlacement) {
+  const CliRun r = RunTool("superserve-bench", "many-models --json --quick");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const size_t last = r.out.rfind("{\"benchmark\":\"many-models\"");
+  ASSERT_NE(last, std::string::npos) << r.out;
+  const std::string json = r.out.substr(last);
+  for (const char* key : {"\"attainment\":", "\"attainment_hottest_10pct\":",
+                          "\"attainment_ratio_vs_unlimited\":", "\"loads_per_s\":",
+                          "\"cold_start_ms_p99\":", "\"router_cpu_us_per_query\":"}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
+  }
+  const auto number = [&](const std::string& key) {
+    const size_t at = json.find("\"" + key + "\":");
+    return at == std::string::npos ? -1.0 : std::stod(json.substr(at + key.size() + 3));
+  };
+  EXPECT_GT(number("loads_per_s"), 0);
+  EXPECT_GE(number("cold_start_ms_p50"), 10);
+  EXPECT_GT(number("attainment"), 0);
+  EXPECT_LE(number("attainment"), 1);
+}
+
 }  // namespace
 }  // namespace superserve

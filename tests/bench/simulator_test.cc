@@ -363,3 +363,51 @@ TEST(SimulatorTest, IdleTimeCostsNoTicks) {
 
 }  // namespace
 }  // namespace superserve
+
+namespace superserve {
+namespace {
+
+// Placement: emulated workers load a model for its profile's load time, one
+// load at a time, and the core evicts to make room (issue 43).
+TEST(SimulatorPlacementTest, LoadsTakeTheProfilesTimeOneAtATimeAndEvictToMakeRoom) {
+  ModelProfile a = Profile(), b = Profile();
+  a.model = "a";
+  b.model = "b";
+  for (ModelProfile* p : {&a, &b}) {
+    p->memory_bytes = 60;
+    p->load_time = Millis(10);
+  }
+  auto pa = Make("fixed-subnet", a), pb = Make("fixed-subnet", b);
+  const std::vector<SimulatedModel> models = {{&a, pa.get(), 0}, {&b, pb.get(), 0}};
+  SimulatorOptions o;
+  o.workers = 1;
+  o.slo = Millis(50);
+  o.worker_memory_bytes = 100;  // one model at a time
+  // a, then b (evicts a), then a again (evicts b): three loads of 10 ms.
+  const std::vector<Nanos> arrivals = {Millis(1), Millis(100), Millis(200)};
+  const std::vector<int32_t> model_of = {0, 1, 0};
+  auto r = SimulateModels(models, arrivals, model_of, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 3);
+  EXPECT_EQ(r->loads, 3);
+  EXPECT_EQ(r->unloads, 2);
+  EXPECT_EQ(r->cold_starts, (std::vector<Nanos>{Millis(10), Millis(10), Millis(10)}));
+  // Room for both, arriving together: the second load waits for the first.
+  o.worker_memory_bytes = 120;
+  auto both = SimulateModels(models, std::vector<Nanos>{Millis(1), Millis(1)},
+                             std::vector<int32_t>{0, 1}, o);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->met, 2);
+  EXPECT_EQ(both->unloads, 0);
+  EXPECT_EQ(both->cold_starts, (std::vector<Nanos>{Millis(10), Millis(20)}));
+  // A load that cannot finish in time: the query is answered at once.
+  o.slo = Millis(5);
+  auto late = SimulateModels(models, std::vector<Nanos>{Millis(1)}, std::vector<int32_t>{0}, o);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_EQ(late->met, 0);
+  EXPECT_EQ(late->dropped, 1);
+  EXPECT_EQ(late->load_too_late, 1);
+}
+
+}  // namespace
+}  // namespace superserve

@@ -592,3 +592,34 @@ TEST(ModelProfileTest, FillLatenciesLeavesOutASubnetTheMeasurementDominates) {
 
 }  // namespace
 }  // namespace superserve
+
+namespace superserve {
+namespace {
+
+// Placement (issue 43): a profile's memory footprint and load time round-
+// trip; negative ones are refused naming the fields.
+TEST(ModelProfileTest, MemoryAndLoadTimeRoundTripAndNegativesAreRefused) {
+  auto p = ValidProto();
+  auto plain = ModelProfile::FromProto(p);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->memory_bytes, 0);
+  EXPECT_EQ(plain->load_time, 0);
+  p.set_memory_bytes(100'000'000);
+  p.set_load_ms(8.5);
+  auto m = ModelProfile::FromProto(p);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->memory_bytes, 100'000'000);
+  EXPECT_EQ(m->load_time, Micros(8500));
+  auto back = ModelProfile::FromJson(m->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->memory_bytes, 100'000'000);
+  EXPECT_EQ(back->load_time, Micros(8500));
+  p.set_memory_bytes(-1);
+  ExpectRejected(p, "memory_bytes must be >= 0", "load_ms");
+  p.set_memory_bytes(0);
+  p.set_load_ms(-1);
+  ExpectRejected(p, "memory_bytes must be >= 0", "load_ms in [0");
+}
+
+}  // namespace
+}  // namespace superserve

@@ -7,7 +7,10 @@
 // workers joining for some of the models, answering (correctly, with
 // missing/foreign ids, failed, refused for a closed window, with wild
 // telemetry), vanishing, heartbeating; clients cancelling; a model being
-// replaced, closed or attached to a worker; time passing.
+// replaced, closed or attached to a worker; time passing. With placement
+// (issue 43): models with a footprint and a load time, workers with a
+// memory budget (or none), loads reported done, failed or stale, in any
+// order with the rest.
 //
 // Checked on every input:
 //   - every accepted query gets exactly one answer (never two, none lost),
@@ -20,7 +23,10 @@
 //     handed in, naming a batch size and (supernets) a subnet of the
 //     profile; every error answer has a message, and none is the core's
 //     answer to a policy that returned an impossible dispatch;
-//   - Tick() never asks to be called in the past.
+//   - Tick() never asks to be called in the past;
+//   - placement: no batch goes to a budgeted worker that does not hold its
+//     model (loaded and reported), and no eviction unloads a model with a
+//     batch still on that worker.
 // ASan and UBSan (the fuzz build's) catch overflow in the policies'
 // arithmetic on extreme latencies and deadlines.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -30,6 +36,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -195,6 +202,14 @@ void Run(FuzzedDataProvider& in) {
     m.policy = names[in.ConsumeIntegralInRange<size_t>(0, names.size() - 1)];
     models.push_back(std::move(m));
   }
+  const bool placed = in.ConsumeBool();
+  if (placed) {
+    for (Served& m : models) {
+      m.profile.memory_bytes = in.ConsumeIntegralInRange<int64_t>(0, 120);
+      m.profile.load_time = in.ConsumeBool() ? 0 : AnyLatency(in);
+    }
+  }
+  std::set<std::string> removed;  // replaced at least once: unloads may follow batches
   std::vector<std::unique_ptr<Policy>> first;
   for (const Served& m : models) {
     auto policy = MakeChecked(m);
@@ -261,6 +276,10 @@ void Run(FuzzedDataProvider& in) {
         reg.emulated = in.ConsumeBool();
         const int serves = in.ConsumeIntegralInRange<int>(1, 3);
         for (int k = 0; k < serves; ++k) reg.models.push_back(any_model());
+        if (placed && in.ConsumeIntegralInRange<int>(0, 3) > 0) {
+          reg.memory_bytes = in.ConsumeIntegralInRange<int64_t>(1, 250);
+          c->budgeted = true;
+        }
         auto id = core.RegisterWorker(reg, c);
         if (id.ok()) {
           c->id = *id;
@@ -303,6 +322,27 @@ void Run(FuzzedDataProvider& in) {
         g_in_batch_result = true;
         core.OnBatchResult(c.id, std::move(out));
         g_in_batch_result = false;
+      } else if (op < 73 && !workers.empty() && placed && in.ConsumeBool()) {
+        // A worker reports a load: done, failed, or about a model it was
+        // not loading (stale; the core ignores it).
+        FakeChannel& c = *workers[in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1)];
+        const int kind = in.ConsumeIntegralInRange<int>(0, 3);
+        if (kind == 3 || c.loading.empty()) {
+          const std::string model = any_model();
+          if (c.loading.count(model) == 0) {
+            core.OnModelLoaded(c.id, model,
+                               in.ConsumeBool() ? absl::OkStatus() : absl::InternalError("no"));
+          }
+          continue;
+        }
+        const std::string model = *c.loading.begin();
+        if (kind == 0) {
+          c.loading.erase(model);
+          core.OnModelLoaded(c.id, model, absl::ResourceExhaustedError("out of memory"));
+        } else {
+          FUZZ_CHECK(c.FinishLoad(model));
+          core.OnModelLoaded(c.id, model, absl::OkStatus());
+        }
       } else if (op < 73 && !workers.empty()) {
         const size_t i = in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1);
         for (const BatchPlan& b : workers[i]->sent) {
@@ -319,6 +359,7 @@ void Run(FuzzedDataProvider& in) {
           case 0:
             // The model is replaced (a new version) while queries are queued
             // or on workers.
+            removed.insert(m.name);
             if (core.RemoveModel(m.name).ok()) {
               auto again = MakeChecked(m);
               FUZZ_CHECK(again.ok());
@@ -351,6 +392,10 @@ void Run(FuzzedDataProvider& in) {
       }
       // What the core sent since the last step.
       for (const auto& c : workers) {
+        FUZZ_CHECK(c->sent_not_resident == 0);
+        for (const auto& [model, n] : c->unloaded_in_flight_of) {
+          FUZZ_CHECK(n == 0 || removed.count(model) > 0);
+        }
         for (const BatchPlan& b : c->sent) {
           if (checked.insert(b.batch_id).second) CheckBatch(b, *c, models, &on_workers);
         }

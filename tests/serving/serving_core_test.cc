@@ -334,7 +334,11 @@ TEST(ServingCoreWakeTest, ASupersededWakeUpCostsNoTick) {
 // Random clients, workers and operators; at the end every handle has exactly
 // one answer and nothing is left pending.
 TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+  // Seeds 21-40: placement too. Workers hold 100 bytes, models "hand" and
+  // "hand2" take 60 each (one at a time), so queries trigger loads and
+  // evictions; workers finish or fail loads in any order, and die mid-load.
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const bool placed = seed > 20;
     std::mt19937_64 rng(seed);
     SimulatedClock clock(Seconds(1));
     ServingOptions o;
@@ -346,21 +350,46 @@ TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
     std::vector<std::unique_ptr<FakeHandle>> handles;
     ServingCore core(o, &clock);
     ModelProfile p = testing::ThreeSubnetProfile();
+    p.memory_bytes = 60;
+    p.load_time = Millis(2);
+    ModelProfile p2 = p;
+    p2.model = "hand2";
     const std::vector<std::string> policies = PolicyNames();
     ASSERT_TRUE(core.AddModel(p, *MakePolicy(policies[seed % policies.size()], p, {})).ok());
+    if (placed) ASSERT_TRUE(core.AddModel(p2, *MakePolicy("slackfit", p2, {})).ok());
     std::vector<std::pair<int32_t, std::shared_ptr<FakeChannel>>> workers;
     for (int step = 0; step < 600; ++step) {
       const int op = static_cast<int>(rng() % 100);
+      if (placed && op >= 95 && !workers.empty() && rng() % 2 == 0) {
+        // A worker reports a load: done (usually) or failed.
+        auto& [id, c] = workers[rng() % workers.size()];
+        // A closed channel's worker is gone (its id may name a newer one).
+        if (c->loading.empty() || c->closed) continue;
+        const std::string model = *c->loading.begin();
+        if (rng() % 4 == 0) {
+          c->loading.erase(model);
+          core.OnModelLoaded(id, model, absl::InternalError("load failed"));
+        } else {
+          c->FinishLoad(model);
+          core.OnModelLoaded(id, model, absl::OkStatus());
+        }
+        continue;
+      }
       if (op < 40) {
         handles.push_back(std::make_unique<FakeHandle>());
         QueryRequest r;
-        r.model = rng() % 20 == 0 ? "other" : "hand";
+        r.model = rng() % 20 == 0 ? "other" : placed && rng() % 2 == 0 ? "hand2" : "hand";
         r.deadline = clock.Now() + Millis(static_cast<double>(rng() % 30));
         core.Submit(handles.back().get(), r);
       } else if (op < 45) {
         auto c = std::make_shared<FakeChannel>();
         WorkerRegistration reg;
         reg.models = {"hand"};
+        if (placed) {
+          reg.models.push_back("hand2");
+          reg.memory_bytes = 100;
+          c->budgeted = true;
+        }
         auto id = core.RegisterWorker(reg, c);
         if (id.ok()) workers.emplace_back(*id, c);
       } else if (op < 70 && !workers.empty()) {
@@ -405,6 +434,13 @@ TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
     ServingStats s = core.Stats();
     EXPECT_EQ(s.pending, 0) << "seed " << seed;
     EXPECT_EQ(s.accepted, s.answered) << "seed " << seed;
+    for (const auto& [id, c] : workers) {
+      EXPECT_EQ(c->sent_not_resident, 0) << "seed " << seed;
+      // Evictions never unload a model with a batch in flight ("hand2" is
+      // never removed; a removed model's unload follows its last batch).
+      EXPECT_EQ(c->unloaded_in_flight_of["hand2"], 0) << "seed " << seed;
+    }
+    if (placed) EXPECT_GT(s.loads, 0) << "seed " << seed;
   }
 }
 

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <set>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -26,14 +29,48 @@ class FakeChannel final : public WorkerChannel {
     name = assigned_name;
     heartbeat = heartbeat_interval;
   }
-  void Send(BatchPlan b) override { sent.push_back(std::move(b)); }
+  void Send(BatchPlan b) override {
+    if (budgeted && resident.count(b.model) == 0) ++sent_not_resident;
+    sent.push_back(std::move(b));
+  }
   void Close(const absl::Status&) override { closed = true; }
+  // Placement: the loads asked for (model, expected time) in order; what is
+  // loading and resident (the test moves a model with FinishLoad before it
+  // reports OnModelLoaded). Counts the core's mistakes: a batch for a model
+  // not resident here, an unload of a model with a batch still unanswered
+  // here (in `sent`), or of one not held.
+  void Load(const std::string& model, Nanos expected) override {
+    budgeted = true;
+    loads.emplace_back(model, expected);
+    loading.insert(model);
+  }
+  void Unload(const std::string& model) override {
+    unloads.push_back(model);
+    for (const BatchPlan& b : sent) {
+      if (b.model == model) ++unloaded_in_flight, ++unloaded_in_flight_of[model];
+    }
+    if (loading.erase(model) + resident.erase(model) == 0) ++unloaded_not_held;
+  }
+  // The worker finished loading `model` (false: it was not loading it).
+  bool FinishLoad(const std::string& model) {
+    if (loading.erase(model) == 0) return false;
+    resident.insert(model);
+    return true;
+  }
 
   std::string name;       // the name the core registered it under
   Nanos heartbeat = 0;    // the heartbeat interval it was told
   std::deque<BatchPlan> sent;
   bool closed = false;
   int32_t id = -1;        // the worker id RegisterWorker returned, if the test keeps it
+  bool budgeted = false;  // set by the test (or the first Load): check residency on Send
+  std::deque<std::pair<std::string, Nanos>> loads;
+  std::vector<std::string> unloads;
+  std::set<std::string> loading, resident;
+  int sent_not_resident = 0;
+  int unloaded_in_flight = 0;
+  std::map<std::string, int> unloaded_in_flight_of;  // by model
+  int unloaded_not_held = 0;
 };
 
 // A query's answer slot: counts the answers and keeps the last status.
