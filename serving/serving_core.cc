@@ -33,9 +33,9 @@ ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObse
       clock_(clock),
       observer_(observer),
       request_tick_(std::move(request_tick)),
-      residency_(options_.demand_half_life),
       applications_(ApplicationRegistry::Options{options_.max_applications,
-                                                 options_.max_application_bytes}) {
+                                                 options_.max_application_bytes}),
+      residency_(options_.demand_half_life) {
   absl::MutexLock lock(&mu_);
   next_tick_ = clock_->Now() + options_.tick_interval;
 }
