@@ -286,6 +286,8 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   d.subnet_index = -1;
   d.worker = ctx.free_workers.front();
   const int64_t want = std::min<int64_t>(sizes_[cand], count_[cand]);
+  taken_dists_.clear();
+  Nanos taken_deadline = std::numeric_limits<Nanos>::max();
   while (static_cast<int64_t>(d.take_ids.size()) < want && !tops_.empty()) {
     std::pop_heap(tops_.begin(), tops_.end(), better);
     Top top = tops_.back();
@@ -293,6 +295,10 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
     Group& g = groups[top.group_index];
     auto it = top.from_back ? std::prev(g.end()) : g.begin();
     d.take_ids.push_back(it->second);
+    if (exit_thresholds() > 0) {
+      taken_dists_.push_back(top.group_index / groups_per_dist_);
+      taken_deadline = std::min(taken_deadline, it->first);
+    }
     TakeAt(static_cast<size_t>(cand), top.group_index, it);
     PurgeEnd(static_cast<size_t>(cand), static_cast<size_t>(top.group_index), top.from_back);
     if (!g.empty()) {
@@ -303,6 +309,13 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   }
   d.take = static_cast<int32_t>(d.take_ids.size());
   if (d.take == 0) return Decision::Idle(drop);
+  // Load-adaptive exits: the highest threshold whose batch time meets the
+  // batch's earliest deadline with the viability test's probability.
+  if (exit_thresholds() > 0) {
+    d.exit_threshold_index =
+        PickExitThreshold(taken_dists_, ToMicros(taken_deadline - now - shift_),
+                          options_.score.viable_quantile);
+  }
   return d;
 }
 

@@ -43,7 +43,13 @@ struct OrlojOptions {
 //      batch when none is full, so that a model without batch size 1 is
 //      still served;
 //   5. pops the bs top-scored requests of Q_bs and names them in
-//      Decision::take_ids.
+//      Decision::take_ids;
+//   6. load-adaptive exits (a profile listing dynamic.thresholds; steps 1-5
+//      then plan with the lowest threshold's distributions): sets
+//      Decision::exit_threshold_index to the highest threshold whose batch
+//      time for the taken requests meets their earliest deadline (less the
+//      dispatch overhead) with probability >= viable_quantile, the success
+//      probability viability asks of a batch (PickExitThreshold).
 //
 // Priority queue: instead of the paper's dynamic convex hull, requests of one
 // (batch size, application, score group) share A_g and beta_g, so inside a
@@ -145,6 +151,7 @@ class OrlojPolicy final : public DynamicModelPolicy {
     bool from_back;
   };
   std::vector<Top> tops_;
+  std::vector<int32_t> taken_dists_;  // distribution index of each taken request
 };
 
 }  // namespace superserve
