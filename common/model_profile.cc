@@ -328,6 +328,16 @@ const std::vector<ApplicationHistogram>& DynamicModelProfile::ApplicationsAt(int
   return thresholds[static_cast<size_t>(t)].applications;
 }
 
+double DynamicModelProfile::ExpectedAccuracy(std::string_view application, int32_t t) const {
+  for (const ApplicationHistogram& a : ApplicationsAt(t)) {
+    if (a.application == application && a.accuracy.has_value()) return *a.accuracy;
+  }
+  if (t < 0) t = default_threshold_index();
+  return t >= 0 && static_cast<size_t>(t) < thresholds.size()
+             ? thresholds[static_cast<size_t>(t)].accuracy
+             : 0;
+}
+
 double DynamicModelProfile::ExitAccuracy(std::string_view application, int32_t exit,
                                          int32_t threshold_index) const {
   if (exit < 0) return 0;

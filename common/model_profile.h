@@ -87,6 +87,10 @@ struct DynamicModelProfile {
   // that threshold (its applications' figures, then the model's).
   double ExitAccuracy(std::string_view application, int32_t exit,
                       int32_t threshold_index = -1) const;
+  // The accuracy of an answer whose exit is unknown: the application's
+  // `accuracy` at threshold index `t` (-1: the default), else that
+  // threshold's model-wide accuracy, else 0.
+  double ExpectedAccuracy(std::string_view application, int32_t t = -1) const;
 };
 
 // The largest batch size a profile may list. Far beyond what one batch of

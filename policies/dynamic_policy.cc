@@ -8,25 +8,25 @@ namespace {
 
 // What the queues plan with: the lowest threshold's histograms when the
 // profile lists thresholds (see exit_thresholds()), else the profile's.
-DynamicModelProfile QueueProfile(const DynamicModelProfile& p) {
+DynamicModelProfile QueueProfile(const DynamicModelProfile& p, bool adaptive_exits) {
   DynamicModelProfile q = p;
-  if (!p.thresholds.empty()) q.applications = p.thresholds.front().applications;
+  if (adaptive_exits && !p.thresholds.empty()) q.applications = p.thresholds.front().applications;
   return q;
 }
 
 }  // namespace
 
 DynamicModelPolicy::DynamicModelPolicy(std::string name, const ModelProfile& profile,
-                                       DynamicPolicyOptions options)
+                                       DynamicPolicyOptions options, bool adaptive_exits)
     : options_(options),
       name_(std::move(name)),
-      estimator_(QueueProfile(profile.dynamic), options.estimator),
+      estimator_(QueueProfile(profile.dynamic, adaptive_exits), options.estimator),
       overhead_(options.initial_overhead) {
   model_.c0_us = profile.dynamic.batch_overhead_us;
   model_.c1 = profile.dynamic.per_request_factor;
   batch_sizes_ = profile.batch_sizes;
-  dists_ = ProfileDistributions(QueueProfile(profile.dynamic));
-  for (size_t t = 0; t < profile.dynamic.thresholds.size(); ++t) {
+  dists_ = ProfileDistributions(QueueProfile(profile.dynamic, adaptive_exits));
+  for (size_t t = 0; adaptive_exits && t < profile.dynamic.thresholds.size(); ++t) {
     DynamicModelProfile at = profile.dynamic;
     at.applications = profile.dynamic.thresholds[t].applications;
     threshold_dists_.push_back(ProfileDistributions(at));

@@ -34,7 +34,11 @@ struct DynamicPolicyOptions {
 // (unknown ones get the model's mix), and the dispatch-overhead estimate.
 class DynamicModelPolicy : public Policy {
  public:
-  DynamicModelPolicy(std::string name, const ModelProfile& profile, DynamicPolicyOptions options);
+  // `adaptive_exits`: the policy picks an exit threshold per batch when the
+  // profile lists them (see exit_thresholds()); otherwise every batch runs
+  // at the model's default and the default's histograms are planned with.
+  DynamicModelPolicy(std::string name, const ModelProfile& profile, DynamicPolicyOptions options,
+                     bool adaptive_exits = false);
 
   std::string_view name() const override { return name_; }
   void OnArrival(const Query& q, Nanos now) override;
@@ -58,7 +62,8 @@ class DynamicModelPolicy : public Policy {
   // Called after the distributions changed.
   virtual void OnDistributionsChanged() {}
 
-  // Load-adaptive exits (a profile that lists dynamic.thresholds): the
+  // Load-adaptive exits (adaptive_exits and a profile that lists
+  // dynamic.thresholds): the
   // distributions above are those of the LOWEST threshold (how fast a request
   // can be served at all: queues, viability and drops plan with them), and
   // only telemetry of batches run at it updates them. Number of thresholds

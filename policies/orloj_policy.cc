@@ -8,7 +8,8 @@
 namespace superserve {
 
 OrlojPolicy::OrlojPolicy(const ModelProfile& profile, OrlojOptions options)
-    : DynamicModelPolicy("orloj", profile, options.base), options_(options) {
+    : DynamicModelPolicy("orloj", profile, options.base, /*adaptive_exits=*/true),
+      options_(options) {
   double min_l = std::numeric_limits<double>::max();
   for (size_t i = 0; i + 1 < distributions().size(); ++i) {
     min_l = std::min(min_l, distributions()[i].min());

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,9 @@ struct SimulationResult {
   // Simulate): queries and queries that met their deadline.
   std::vector<int64_t> model_queries;
   std::vector<int64_t> model_met;
+  // Dynamic models: queries dispatched at each exit threshold (0 = the
+  // model's default, stated by no profile), by threshold.
+  std::map<double, int64_t> threshold_queries;
 
   double slo_attainment() const { return queries ? static_cast<double>(met) / queries : 0; }
   // SuperServe's definition: averaged over the queries that met their SLO.

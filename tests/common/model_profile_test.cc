@@ -496,6 +496,12 @@ TEST(ModelProfileTest, PerThresholdHistogramsLoadValidateAndRoundTrip) {
   EXPECT_EQ(d.ApplicationsAt(-1)[0].bin_edges_us, (std::vector<double>{100, 300}));
   EXPECT_EQ(d.ApplicationsAt(0)[0].accuracy, std::optional<double>(86));
   EXPECT_DOUBLE_EQ(d.ExitAccuracy("clean", 1, 0), 90) << "threshold 0.6's own figures";
+  // An answer whose exit is unknown: the application's accuracy at the
+  // threshold, else the threshold's.
+  EXPECT_DOUBLE_EQ(d.ExpectedAccuracy("clean", 0), 86);
+  EXPECT_DOUBLE_EQ(d.ExpectedAccuracy("other", 0), 85);
+  EXPECT_DOUBLE_EQ(d.ExpectedAccuracy("clean", -1), 91);
+  EXPECT_DOUBLE_EQ(d.ExpectedAccuracy("other", -1), 90) << "the default threshold's";
   auto back = ModelProfile::FromJson(m->ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->dynamic.thresholds.size(), 2u);
@@ -528,6 +534,7 @@ TEST(ModelProfileTest, PerThresholdHistogramsLoadValidateAndRoundTrip) {
   EXPECT_TRUE(old->dynamic.thresholds.empty());
   EXPECT_EQ(old->dynamic.default_threshold_index(), -1);
   EXPECT_EQ(&old->dynamic.ApplicationsAt(0), &old->dynamic.applications);
+  EXPECT_DOUBLE_EQ(old->dynamic.ExpectedAccuracy("a"), 0) << "not measured";
 }
 
 TEST(ModelProfileTest, JsonRoundTripAndFileIo) {
