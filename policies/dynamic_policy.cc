@@ -1,10 +1,14 @@
 #include "policies/dynamic_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace superserve {
 namespace {
+
+// Success probabilities this close count as equal (rounding).
+constexpr double kSameProbability = 1e-9;
 
 // What the queues plan with: the lowest threshold's histograms when the
 // profile lists thresholds (see exit_thresholds()), else the profile's.
@@ -33,20 +37,33 @@ DynamicModelPolicy::DynamicModelPolicy(std::string name, const ModelProfile& pro
   }
 }
 
+double DynamicModelPolicy::LowestThresholdBatchUs(int32_t k, double probability) const {
+  if (threshold_dists_.empty()) return 0;
+  k = std::max(k, 1);
+  // P(max of k <= x) = F(x)^k: the quantile of the max is F's at p^(1/k).
+  const double q = std::pow(probability, 1.0 / k);
+  return model_.Latency(k, threshold_dists_.front().back().Quantile(q));
+}
+
 int32_t DynamicModelPolicy::PickExitThreshold(const std::vector<int32_t>& dists, double budget_us,
                                               double probability) const {
   if (threshold_dists_.empty()) return -1;
   const double k = static_cast<double>(std::max<size_t>(dists.size(), 1));
   const double max_l = (budget_us - model_.c0_us) / (model_.c1 * k);
-  for (int32_t t = exit_thresholds() - 1; t > 0; --t) {
+  const auto success = [&](int32_t t) {
+    if (!(max_l > 0)) return 0.0;
     const auto& d = threshold_dists_[static_cast<size_t>(t)];
-    double p = max_l > 0 ? 1.0 : 0.0;
+    double p = 1.0;
     for (int32_t i : dists) {
-      if (p < probability) break;
       const size_t di = std::min(static_cast<size_t>(std::max(i, 0)), d.size() - 1);
       p *= d[di].Cdf(max_l);
     }
-    if (p >= probability) return t;
+    return p;
+  };
+  const double lowest = success(0);
+  if (lowest < probability) return 0;
+  for (int32_t t = exit_thresholds() - 1; t > 0; --t) {
+    if (success(t) >= lowest - kSameProbability) return t;
   }
   return 0;
 }

@@ -77,6 +77,10 @@ class DynamicModelPolicy : public Policy {
   // the profile lists no thresholds. O(thresholds * k * log bins).
   int32_t PickExitThreshold(const std::vector<int32_t>& dists, double budget_us,
                             double probability) const;
+  // A batch of k requests of the model's mix at the lowest threshold: the
+  // `probability` quantile of c0 + c1 * k * max(l_1..l_k) (us). 0 without
+  // thresholds.
+  double LowestThresholdBatchUs(int32_t k, double probability) const;
 
   BatchTimeModel model_;
   std::vector<int32_t> batch_sizes_;

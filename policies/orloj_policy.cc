@@ -195,13 +195,16 @@ void OrlojPolicy::ProcessMilestones(Nanos now) {
   }
 }
 
-Nanos OrlojPolicy::Earliest(size_t b) {
+Nanos OrlojPolicy::Earliest(size_t b, int32_t* dist) {
   Nanos earliest = std::numeric_limits<Nanos>::max();
   const auto& groups = groups_[b];
   for (size_t first = 0; first < groups.size(); first += groups_per_dist_) {
     for (size_t gi = first; gi < first + groups_per_dist_; ++gi) {
       PurgeEnd(b, gi, /*back=*/false);
       if (!groups[gi].empty()) {
+        if (groups[gi].begin()->first < earliest && dist != nullptr) {
+          *dist = static_cast<int32_t>(first / groups_per_dist_);
+        }
         earliest = std::min(earliest, groups[gi].begin()->first);
         break;
       }
@@ -311,11 +314,19 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   d.take = static_cast<int32_t>(d.take_ids.size());
   if (d.take == 0) return Decision::Idle(drop);
   // Load-adaptive exits: the highest threshold whose batch time meets the
-  // batch's earliest deadline with the viability test's probability.
+  // batch's earliest deadline, and leaves the most urgent request still
+  // queued the time it needs alone at the lowest threshold, with the
+  // viability test's probability.
   if (exit_thresholds() > 0) {
-    d.exit_threshold_index =
-        PickExitThreshold(taken_dists_, ToMicros(taken_deadline - now - shift_),
-                          options_.score.viable_quantile);
+    const double p = options_.score.viable_quantile;
+    double budget_us = ToMicros(taken_deadline - now - shift_);
+    if (count_[0] > 0) {
+      const Nanos next = Earliest(0);
+      const int32_t left = static_cast<int32_t>(std::min<int64_t>(count_[0], sizes_.back()));
+      budget_us = std::min(budget_us,
+                           ToMicros(next - now - 2 * shift_) - LowestThresholdBatchUs(left, p));
+    }
+    d.exit_threshold_index = PickExitThreshold(taken_dists_, budget_us, p);
   }
   return d;
 }
