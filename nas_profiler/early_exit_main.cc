@@ -272,6 +272,9 @@ absl::Status CheckFlags(const std::string& cmd) {
   if (const double t = absl::GetFlag(FLAGS_threshold); !(t > 0 && t <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("--threshold=", t, " must be in (0, 1]"));
   }
+  if (cmd == "build" || cmd == "profile") {
+    if (auto t = ThresholdsToMeasure(absl::GetFlag(FLAGS_threshold)); !t.ok()) return t.status();
+  }
   if (cmd == "build") return MakeOutputDirectory("--output_dir", absl::GetFlag(FLAGS_output_dir));
   if (cmd == "profile") {
     if (absl::GetFlag(FLAGS_output).empty()) {
