@@ -70,11 +70,12 @@ class DynamicModelPolicy : public Policy {
   // (0: none, the policy dispatches the model's default, -1).
   int32_t exit_thresholds() const { return static_cast<int32_t>(threshold_dists_.size()); }
   // The highest threshold at which a batch of the requests of distribution
-  // indices `dists` (as DistIndex) finishes within `budget_us` with
-  // probability >= `probability`: P(c0 + c1 * k * max(l_i) <= budget) =
+  // indices `dists` (as DistIndex) finishes within `budget_us` as surely as
+  // at the lowest threshold: P_t = P(c0 + c1 * k * max(l_i) <= budget) =
   // prod_i F_{t, i}((budget - c0) / (c1 * k)), k = dists.size(), with the
-  // profile's histograms at threshold t. The lowest when none does; -1 when
-  // the profile lists no thresholds. O(thresholds * k * log bins).
+  // profile's histograms at threshold t; P_t >= P_0 (to 1e-9). The lowest
+  // when P_0 < `probability`; -1 when the profile lists no thresholds.
+  // O(thresholds * k * log bins).
   int32_t PickExitThreshold(const std::vector<int32_t>& dists, double budget_us,
                             double probability) const;
   // A batch of k requests of the model's mix at the lowest threshold: the

@@ -195,16 +195,13 @@ void OrlojPolicy::ProcessMilestones(Nanos now) {
   }
 }
 
-Nanos OrlojPolicy::Earliest(size_t b, int32_t* dist) {
+Nanos OrlojPolicy::Earliest(size_t b) {
   Nanos earliest = std::numeric_limits<Nanos>::max();
   const auto& groups = groups_[b];
   for (size_t first = 0; first < groups.size(); first += groups_per_dist_) {
     for (size_t gi = first; gi < first + groups_per_dist_; ++gi) {
       PurgeEnd(b, gi, /*back=*/false);
       if (!groups[gi].empty()) {
-        if (groups[gi].begin()->first < earliest && dist != nullptr) {
-          *dist = static_cast<int32_t>(first / groups_per_dist_);
-        }
         earliest = std::min(earliest, groups[gi].begin()->first);
         break;
       }
@@ -313,10 +310,9 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   }
   d.take = static_cast<int32_t>(d.take_ids.size());
   if (d.take == 0) return Decision::Idle(drop);
-  // Load-adaptive exits: the highest threshold whose batch time meets the
-  // batch's earliest deadline, and leaves the most urgent request still
-  // queued the time it needs alone at the lowest threshold, with the
-  // viability test's probability.
+  // Load-adaptive exits (step 6 in orloj_policy.h): the budget is the
+  // batch's earliest deadline, less what the requests still queued need as
+  // one batch at the lowest threshold before theirs.
   if (exit_thresholds() > 0) {
     const double p = options_.score.viable_quantile;
     double budget_us = ToMicros(taken_deadline - now - shift_);

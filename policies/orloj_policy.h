@@ -46,14 +46,14 @@ struct OrlojOptions {
 //      Decision::take_ids;
 //   6. load-adaptive exits (a profile listing dynamic.thresholds; steps 1-5
 //      then plan with the lowest threshold's distributions): sets
-//      Decision::exit_threshold_index to the highest threshold whose batch
-//      time for the taken requests, with probability >= viable_quantile (the
-//      success probability viability asks of a batch; PickExitThreshold),
-//      meets both their earliest deadline and the latest finish that leaves
-//      the requests still queued (up to the largest batch) time to run as
-//      one batch at the lowest threshold (LowestThresholdBatchUs) by the
-//      earliest of their deadlines, each less the dispatch overhead. An
-//      empty queue (light load) leaves the batch's own deadline only.
+//      Decision::exit_threshold_index to the highest threshold at which the
+//      taken requests' batch meets its budget as surely as at the lowest
+//      threshold (PickExitThreshold; the lowest when even it does so with
+//      probability < viable_quantile). The budget: their earliest deadline,
+//      and the latest finish that leaves the requests still queued (up to
+//      the largest batch) time to run as one batch at the lowest threshold
+//      (LowestThresholdBatchUs) by the earliest of theirs, each less the
+//      dispatch overhead. An empty queue (light load): the batch's own.
 //
 // Priority queue: instead of the paper's dynamic convex hull, requests of one
 // (batch size, application, score group) share A_g and beta_g, so inside a
@@ -120,8 +120,7 @@ class OrlojPolicy final : public DynamicModelPolicy {
   // The earliest deadline in Q_b (max if empty). After ProcessMilestones a
   // member of group g has Floor(g) <= D - now < Floor(g + 1): per
   // distribution, the lowest non-empty group holds the earliest deadline.
-  // `dist` (if given) gets the distribution index of that request.
-  Nanos Earliest(size_t b, int32_t* dist = nullptr);
+  Nanos Earliest(size_t b);
   Group& GroupOf(size_t b, int32_t dist, int32_t g) { return groups_[b][dist * groups_per_dist_ + g]; }
 
   OrlojOptions options_;
