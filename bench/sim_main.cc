@@ -270,6 +270,8 @@ int main(int argc, char** argv) {
       static_cast<long long>(r.dropped), ToMillis(r.p99_latency), r.throughput_qps(),
       r.mean_batch());
   if (absl::GetFlag(FLAGS_json)) {
+    JsonWriter thresholds;  // dynamic models: queries per exit threshold
+    for (const auto& [t, n] : r.threshold_queries) thresholds.Add(absl::StrCat(t), n);
     std::printf("%s\n", JsonWriter()
                             .Add("policy", r.policy)
                             .Add("queries", r.queries)
@@ -280,6 +282,7 @@ int main(int argc, char** argv) {
                             .Add("p99_latency_ms", ToMillis(r.p99_latency))
                             .Add("throughput_qps", r.throughput_qps())
                             .Add("mean_batch", r.mean_batch())
+                            .Add("threshold_queries", thresholds)
                             .ToString()
                             .c_str());
   }

@@ -20,10 +20,14 @@ struct ControlTuple {
   std::vector<float> expand_ratios;      // per block
   std::vector<float> width_multipliers;  // per stage
   std::vector<int32_t> kernel_sizes;     // per block, families with elastic kernels
+  // Early-exit models: the exit confidence threshold, (0, 1]; 0 = the
+  // model's own.
+  float exit_threshold = 0;
 
   bool operator==(const ControlTuple& o) const {
     return subnet_id == o.subnet_id && depths == o.depths && expand_ratios == o.expand_ratios &&
-           width_multipliers == o.width_multipliers && kernel_sizes == o.kernel_sizes;
+           width_multipliers == o.width_multipliers && kernel_sizes == o.kernel_sizes &&
+           exit_threshold == o.exit_threshold;
   }
   bool operator!=(const ControlTuple& o) const { return !(*this == o); }
 

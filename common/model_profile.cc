@@ -36,10 +36,15 @@ std::string SubnetWhere(const v1::ModelProfile& p, int index) {
   return absl::StrCat(Where(p), "subnet id=", p.subnets(index).id(), " (index ", index, "): ");
 }
 
+absl::Status ValidateHistogram(const v1::ApplicationHistogram& h, const std::string& where);
+
 absl::Status ValidateHistogram(const v1::ModelProfile& p, int index) {
   const auto& h = p.dynamic().applications(index);
-  std::string where =
-      absl::StrCat(Where(p), "dynamic.applications[", index, "] \"", h.application(), "\": ");
+  return ValidateHistogram(
+      h, absl::StrCat(Where(p), "dynamic.applications[", index, "] \"", h.application(), "\": "));
+}
+
+absl::Status ValidateHistogram(const v1::ApplicationHistogram& h, const std::string& where) {
   if (h.application().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(where, "field application is empty"));
   }
@@ -65,6 +70,75 @@ absl::Status ValidateHistogram(const v1::ModelProfile& p, int index) {
     sum += c;
   }
   if (sum <= 0) return absl::InvalidArgumentError(absl::StrCat(where, "field counts sums to 0"));
+  if (h.has_accuracy() &&
+      (!std::isfinite(h.accuracy()) || h.accuracy() < 0 || h.accuracy() > 100)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "field accuracy = ", h.accuracy(), " must be a top-1 accuracy in [0, 100] percent"));
+  }
+  return absl::OkStatus();
+}
+
+// dynamic.default_threshold and dynamic.thresholds (see model_profile.h).
+// `exits` as ValidateExitAccuracy's.
+absl::Status ValidateExitAccuracy(const google::protobuf::RepeatedField<double>& acc,
+                                  const std::string& field, int* exits);
+
+absl::Status ValidateThresholds(const v1::ModelProfile& p, double max_batch, int* exits) {
+  const auto& d = p.dynamic();
+  const double dt = d.default_threshold();
+  if (d.thresholds_size() == 0) {
+    if (dt != 0 && !(dt > 0 && dt <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(p), "field dynamic.default_threshold = ", dt, " must be 0 or in (0, 1]"));
+    }
+    return absl::OkStatus();
+  }
+  bool found = false;
+  for (int t = 0; t < d.thresholds_size(); ++t) {
+    const auto& th = d.thresholds(t);
+    const std::string where = absl::StrCat(Where(p), "dynamic.thresholds[", t, "]: ");
+    if (!(th.threshold() > 0 && th.threshold() <= 1) ||
+        (t > 0 && !(th.threshold() > d.thresholds(t - 1).threshold()))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "field threshold = ", th.threshold(), " must be in (0, 1] and increasing"));
+    }
+    if (!std::isfinite(th.accuracy()) || th.accuracy() < 0 || th.accuracy() > 100) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "field accuracy = ", th.accuracy(), " must be a top-1 accuracy in [0, 100] percent"));
+    }
+    if (th.threshold() == dt) found = true;
+    if (th.applications_size() != d.applications_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "has ", th.applications_size(), " applications where dynamic.applications has ",
+          d.applications_size(), " (the same, in the same order)"));
+    }
+    for (int i = 0; i < th.applications_size(); ++i) {
+      const auto& h = th.applications(i);
+      const std::string hw = absl::StrCat(where, "applications[", i, "] \"", h.application(), "\": ");
+      if (h.application() != d.applications(i).application()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            hw, "field application differs from dynamic.applications[", i, "] \"",
+            d.applications(i).application(), "\" (the same, in the same order)"));
+      }
+      if (auto st = ValidateHistogram(h, hw); !st.ok()) return st;
+      const double slowest = d.batch_overhead_us() + d.per_request_factor() * max_batch *
+                                                         h.bin_edges_us(h.bin_edges_us_size() - 1);
+      if (!(slowest <= static_cast<double>(kMaxQueryTimeout / kNanosPerMicro))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(hw, "a batch at its largest bin edge would take more than a day"));
+      }
+      if (auto st = ValidateExitAccuracy(h.exit_accuracy(), absl::StrCat(hw, "field exit_accuracy"),
+                                         exits);
+          !st.ok()) {
+        return st;
+      }
+    }
+  }
+  if (!found) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(p), "field dynamic.default_threshold = ", dt,
+                     " is none of dynamic.thresholds (it names the one `applications` describes)"));
+  }
   return absl::OkStatus();
 }
 
@@ -242,13 +316,36 @@ void DropDominated(ModelProfile* m) {
 
 }  // namespace
 
-double DynamicModelProfile::ExitAccuracy(std::string_view application, int32_t exit) const {
+int32_t DynamicModelProfile::default_threshold_index() const {
+  for (size_t t = 0; t < thresholds.size(); ++t) {
+    if (thresholds[t].threshold == default_threshold) return static_cast<int32_t>(t);
+  }
+  return -1;
+}
+
+const std::vector<ApplicationHistogram>& DynamicModelProfile::ApplicationsAt(int32_t t) const {
+  if (t < 0 || static_cast<size_t>(t) >= thresholds.size()) return applications;
+  return thresholds[static_cast<size_t>(t)].applications;
+}
+
+double DynamicModelProfile::ExpectedAccuracy(std::string_view application, int32_t t) const {
+  for (const ApplicationHistogram& a : ApplicationsAt(t)) {
+    if (a.application == application && a.accuracy.has_value()) return *a.accuracy;
+  }
+  if (t < 0) t = default_threshold_index();
+  return t >= 0 && static_cast<size_t>(t) < thresholds.size()
+             ? thresholds[static_cast<size_t>(t)].accuracy
+             : 0;
+}
+
+double DynamicModelProfile::ExitAccuracy(std::string_view application, int32_t exit,
+                                         int32_t threshold_index) const {
   if (exit < 0) return 0;
   const auto at = [exit](const std::vector<double>& acc) {
     return static_cast<size_t>(exit) < acc.size() ? acc[static_cast<size_t>(exit)] : 0.0;
   };
   if (!application.empty()) {
-    for (const ApplicationHistogram& a : applications) {
+    for (const ApplicationHistogram& a : ApplicationsAt(threshold_index)) {
       if (a.application == application && !a.exit_accuracy.empty()) return at(a.exit_accuracy);
     }
   }
@@ -411,6 +508,13 @@ absl::Status ValidateModelProfile(const v1::ModelProfile& p) {
                                                        "\" is a duplicate"));
       }
     }
+    if (auto st = ValidateThresholds(p, p.batch_sizes_size() > 0
+                                             ? p.batch_sizes(p.batch_sizes_size() - 1)
+                                             : 1,
+                                     &exits);
+        !st.ok()) {
+      return st;
+    }
   }
   return absl::OkStatus();
 }
@@ -463,13 +567,25 @@ absl::StatusOr<ModelProfile> Convert(const v1::ModelProfile& p, bool drop_domina
     m.dynamic.per_request_factor = p.dynamic().per_request_factor();
     m.dynamic.exit_accuracy.assign(p.dynamic().exit_accuracy().begin(),
                                    p.dynamic().exit_accuracy().end());
-    for (const auto& h : p.dynamic().applications()) {
+    const auto histogram = [](const v1::ApplicationHistogram& h) {
       ApplicationHistogram a;
       a.application = h.application();
       a.bin_edges_us.assign(h.bin_edges_us().begin(), h.bin_edges_us().end());
       a.counts.assign(h.counts().begin(), h.counts().end());
       a.exit_accuracy.assign(h.exit_accuracy().begin(), h.exit_accuracy().end());
-      m.dynamic.applications.push_back(std::move(a));
+      if (h.has_accuracy()) a.accuracy = h.accuracy();
+      return a;
+    };
+    for (const auto& h : p.dynamic().applications()) {
+      m.dynamic.applications.push_back(histogram(h));
+    }
+    m.dynamic.default_threshold = p.dynamic().default_threshold();
+    for (const auto& th : p.dynamic().thresholds()) {
+      ExitThresholdProfile t;
+      t.threshold = th.threshold();
+      t.accuracy = th.accuracy();
+      for (const auto& h : th.applications()) t.applications.push_back(histogram(h));
+      m.dynamic.thresholds.push_back(std::move(t));
     }
   }
   return m;
@@ -621,12 +737,20 @@ void ModelProfile::ToProto(v1::ModelProfile* p) const {
     d->set_batch_overhead_us(dynamic.batch_overhead_us);
     d->set_per_request_factor(dynamic.per_request_factor);
     for (double x : dynamic.exit_accuracy) d->add_exit_accuracy(x);
-    for (const auto& a : dynamic.applications) {
-      auto* h = d->add_applications();
+    const auto histogram = [](const ApplicationHistogram& a, v1::ApplicationHistogram* h) {
       h->set_application(a.application);
       for (double e : a.bin_edges_us) h->add_bin_edges_us(e);
       for (double c : a.counts) h->add_counts(c);
       for (double x : a.exit_accuracy) h->add_exit_accuracy(x);
+      if (a.accuracy.has_value()) h->set_accuracy(*a.accuracy);
+    };
+    for (const auto& a : dynamic.applications) histogram(a, d->add_applications());
+    d->set_default_threshold(dynamic.default_threshold);
+    for (const auto& t : dynamic.thresholds) {
+      auto* th = d->add_thresholds();
+      th->set_threshold(t.threshold);
+      th->set_accuracy(t.accuracy);
+      for (const auto& a : t.applications) histogram(a, th->add_applications());
     }
   }
 }

@@ -47,6 +47,18 @@ struct ApplicationHistogram {
   // Top-1 accuracy, percent, of the application's held-out samples that left
   // at each exit (0-based); empty when not measured.
   std::vector<double> exit_accuracy;
+  // Top-1 accuracy, percent, of the application's held-out samples at the
+  // histogram's threshold; nullopt when not measured.
+  std::optional<double> accuracy;
+};
+
+// An early-exit model measured at one exit confidence threshold:
+// `applications` parallel to DynamicModelProfile::applications (same names,
+// same order).
+struct ExitThresholdProfile {
+  double threshold = 0;  // (0, 1]
+  double accuracy = 0;   // percent, whole held-out test set
+  std::vector<ApplicationHistogram> applications;
 };
 
 struct DynamicModelProfile {
@@ -55,11 +67,30 @@ struct DynamicModelProfile {
   std::vector<ApplicationHistogram> applications;
   // As ApplicationHistogram::exit_accuracy, over the whole held-out test set.
   std::vector<double> exit_accuracy;
+  // Load-adaptive exits: the model measured at several thresholds, strictly
+  // increasing; `applications` and `exit_accuracy` above are those of
+  // thresholds[default_threshold_index()]. Empty for a profile without
+  // per-threshold data: one threshold, the model's own (default_threshold 0 =
+  // not stated).
+  double default_threshold = 0;
+  std::vector<ExitThresholdProfile> thresholds;
+
+  // Index into `thresholds` of default_threshold, or -1 when there are none.
+  int32_t default_threshold_index() const;
+  // The application histograms at threshold index `t` (-1 or out of range:
+  // the default's, `applications`).
+  const std::vector<ApplicationHistogram>& ApplicationsAt(int32_t t) const;
 
   // The accuracy an answer that left at `exit` (0-based) carries: the
   // application's figure if it has one, else the model's, else 0 (not
-  // measured). O(applications) string compares.
-  double ExitAccuracy(std::string_view application, int32_t exit) const;
+  // measured). O(applications) string compares. `threshold_index` >= 0: at
+  // that threshold (its applications' figures, then the model's).
+  double ExitAccuracy(std::string_view application, int32_t exit,
+                      int32_t threshold_index = -1) const;
+  // The accuracy of an answer whose exit is unknown: the application's
+  // `accuracy` at threshold index `t` (-1: the default), else that
+  // threshold's model-wide accuracy, else 0.
+  double ExpectedAccuracy(std::string_view application, int32_t t = -1) const;
 };
 
 // The largest batch size a profile may list. Far beyond what one batch of
@@ -87,7 +118,12 @@ inline constexpr int32_t kMaxBatchSize = 1 << 16;
 //   - dynamic histograms: edges strictly increasing, counts >= 0 with sum > 0;
 //   - dynamic exit_accuracy (model-wide and per application, each optional):
 //     finite in [0, 100] percent, and every one that is given has as many
-//     entries (one per exit).
+//     entries (one per exit);
+//   - dynamic thresholds (optional): each in (0, 1], strictly increasing,
+//     accuracy in [0, 100], its applications the same names in the same
+//     order as dynamic.applications, each a valid histogram (as above);
+//     default_threshold one of them. Without thresholds default_threshold
+//     is 0 or in (0, 1].
 // What a measured profile gets wrong by noise is adjusted, not refused, and
 // each adjustment is described in `warnings`:
 //   - a table latency below the previous batch size's is raised to it

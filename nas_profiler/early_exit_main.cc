@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/init.h"
 #include "common/json_writer.h"
 #include "common/logging.h"
@@ -34,6 +36,10 @@ ABSL_FLAG(std::string, model_name, "fmnist-exit", "The profile's model name.");
 ABSL_FLAG(int, epochs, 3, "Training epochs.");
 ABSL_FLAG(double, learning_rate, 2e-3, "Adam learning rate (cosine decay to 0).");
 ABSL_FLAG(double, threshold, 0.9, "Softmax confidence needed to leave at an early exit.");
+ABSL_FLAG(std::string, exit_thresholds, "0.6,0.7,0.8,0.9,0.95",
+          "build/profile: exit thresholds to measure for load-adaptive exits (comma-separated; "
+          "the model's own, --threshold for build, is the profile's default and is always "
+          "measured); empty: the model's own only.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the initialisation, the order, the noise and the sampling.");
 ABSL_FLAG(int, threads, 2, "Intra-op threads for training (profiling always uses 1, as workers).");
 ABSL_FLAG(int, samples, 500, "profile: batch-1 timings per application.");
@@ -102,9 +108,77 @@ std::vector<double> AnswerAccuracyPerExit(const EarlyExitEval& e) {
   return acc;
 }
 
+// The thresholds to measure, increasing, rounded to 1e-6 (the model's own is
+// a float), with the model's own among them.
+absl::StatusOr<std::vector<double>> ThresholdsToMeasure(double own) {
+  const auto round = [](double t) { return std::round(t * 1e6) / 1e6; };
+  std::vector<double> out = {round(own)};
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_exit_thresholds), ',',
+                                            absl::SkipWhitespace())) {
+    double t = 0;
+    if (!absl::SimpleAtod(s, &t) || !(t > 0 && t <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--exit_thresholds: \"", s, "\" must be a number in (0, 1]"));
+    }
+    out.push_back(round(t));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+absl::StatusOr<ModelProfile> MeasureProfileAt(models::EarlyExitNet& net, const LabeledImages& test,
+                                              const std::vector<EarlyExitEval>& evals,
+                                              JsonWriter* report);
+
+// The profile at the model's own threshold (MeasureProfileAt), and with more
+// than one threshold to measure, per threshold the accuracy and each
+// application's histogram (dynamic.thresholds); the batch model is the own
+// threshold's fit.
 absl::StatusOr<ModelProfile> MeasureProfile(models::EarlyExitNet& net, const LabeledImages& test,
                                             const std::vector<EarlyExitEval>& evals,
                                             JsonWriter* report) {
+  const double own = net.config().exit_threshold;
+  auto thresholds = ThresholdsToMeasure(own);
+  if (!thresholds.ok()) return thresholds.status();
+  auto p = MeasureProfileAt(net, test, evals, report);
+  if (!p.ok() || thresholds->size() < 2) return p;
+  const double own_rounded = std::round(own * 1e6) / 1e6;
+  p->dynamic.default_threshold = own_rounded;
+  std::vector<JsonWriter> items;
+  for (double t : *thresholds) {
+    ExitThresholdProfile tp;
+    tp.threshold = t;
+    if (t == own_rounded) {
+      tp.applications = p->dynamic.applications;
+      for (const EarlyExitEval& e : evals) {
+        if (e.application == "all") tp.accuracy = e.overall_accuracy;
+      }
+    } else {
+      net.set_exit_threshold(static_cast<float>(t));
+      auto ev = EvaluateEarlyExit(net, test, kPixelMean, kPixelStd, FashionMnistApplications());
+      if (!ev.ok()) return ev.status();
+      auto at = MeasureProfileAt(net, test, *ev, nullptr);
+      if (!at.ok()) return at.status();
+      tp.applications = at->dynamic.applications;
+      for (const EarlyExitEval& e : *ev) {
+        if (e.application == "all") tp.accuracy = e.overall_accuracy;
+      }
+    }
+    std::printf("threshold %.2f: accuracy %.2f %%\n", t, tp.accuracy);
+    JsonWriter j;
+    j.Add("threshold", t).Add("accuracy", tp.accuracy);
+    items.push_back(std::move(j));
+    p->dynamic.thresholds.push_back(std::move(tp));
+  }
+  net.set_exit_threshold(static_cast<float>(own));
+  if (report != nullptr) report->AddArray("thresholds", items);
+  return p;
+}
+
+absl::StatusOr<ModelProfile> MeasureProfileAt(models::EarlyExitNet& net, const LabeledImages& test,
+                                              const std::vector<EarlyExitEval>& evals,
+                                              JsonWriter* report) {
   SetTorchThreads(1);
   DynamicProfileOptions o;
   o.samples_per_application = absl::GetFlag(FLAGS_samples);
@@ -130,7 +204,10 @@ absl::StatusOr<ModelProfile> MeasureProfile(models::EarlyExitNet& net, const Lab
   for (const EarlyExitEval& e : evals) {
     if (e.application == "all") p.dynamic.exit_accuracy = AnswerAccuracyPerExit(e);
     for (ApplicationHistogram& a : p.dynamic.applications) {
-      if (a.application == e.application) a.exit_accuracy = AnswerAccuracyPerExit(e);
+      if (a.application == e.application) {
+        a.exit_accuracy = AnswerAccuracyPerExit(e);
+        a.accuracy = e.overall_accuracy;
+      }
     }
   }
   std::printf("batch model: %.1f us + %.4f * k * max(l); held-back error mean %.1f %%, max %.1f %% "
@@ -194,6 +271,9 @@ absl::Status CheckFlags(const std::string& cmd) {
   }
   if (const double t = absl::GetFlag(FLAGS_threshold); !(t > 0 && t <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("--threshold=", t, " must be in (0, 1]"));
+  }
+  if (cmd == "build" || cmd == "profile") {
+    if (auto t = ThresholdsToMeasure(absl::GetFlag(FLAGS_threshold)); !t.ok()) return t.status();
   }
   if (cmd == "build") return MakeOutputDirectory("--output_dir", absl::GetFlag(FLAGS_output_dir));
   if (cmd == "profile") {

@@ -34,6 +34,10 @@ struct Decision {
   Nanos latest = 0;           // router clock; 0 = no bound
   Nanos wake_at = 0;
   std::vector<QueryId> take_ids;  // empty: the `take` most urgent queries
+  // Dynamic models with load-adaptive exits: the exit confidence threshold
+  // the batch runs at, an index into ModelProfile::dynamic.thresholds; -1 =
+  // the model's default.
+  int32_t exit_threshold_index = -1;
 
   static Decision Idle(int32_t drop = 0) {
     Decision d;
@@ -67,6 +71,8 @@ struct CompletionTelemetry {
   Nanos exec = 0;      // measured execution time on the worker
   Nanos overhead = 0;  // dispatch round trip minus exec (RPC + transfer)
   Nanos now = 0;
+  // Dynamic models: the batch's Decision::exit_threshold_index.
+  int32_t exit_threshold_index = -1;
   // Dynamic models: one entry per query the worker reported on (may be
   // empty; static models leave it empty).
   std::vector<QueryTelemetry> queries;

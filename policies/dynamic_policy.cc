@@ -1,19 +1,71 @@
 #include "policies/dynamic_policy.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace superserve {
+namespace {
+
+// Success probabilities this close count as equal (rounding).
+constexpr double kSameProbability = 1e-9;
+
+// What the queues plan with: the lowest threshold's histograms when the
+// profile lists thresholds (see exit_thresholds()), else the profile's.
+DynamicModelProfile QueueProfile(const DynamicModelProfile& p, bool adaptive_exits) {
+  DynamicModelProfile q = p;
+  if (adaptive_exits && !p.thresholds.empty()) q.applications = p.thresholds.front().applications;
+  return q;
+}
+
+}  // namespace
 
 DynamicModelPolicy::DynamicModelPolicy(std::string name, const ModelProfile& profile,
-                                       DynamicPolicyOptions options)
+                                       DynamicPolicyOptions options, bool adaptive_exits)
     : options_(options),
       name_(std::move(name)),
-      estimator_(profile.dynamic, options.estimator),
+      estimator_(QueueProfile(profile.dynamic, adaptive_exits), options.estimator),
       overhead_(options.initial_overhead) {
   model_.c0_us = profile.dynamic.batch_overhead_us;
   model_.c1 = profile.dynamic.per_request_factor;
   batch_sizes_ = profile.batch_sizes;
-  dists_ = ProfileDistributions(profile.dynamic);
+  dists_ = ProfileDistributions(QueueProfile(profile.dynamic, adaptive_exits));
+  for (size_t t = 0; adaptive_exits && t < profile.dynamic.thresholds.size(); ++t) {
+    DynamicModelProfile at = profile.dynamic;
+    at.applications = profile.dynamic.thresholds[t].applications;
+    threshold_dists_.push_back(ProfileDistributions(at));
+  }
+}
+
+double DynamicModelPolicy::LowestThresholdBatchUs(int32_t k, double probability) const {
+  if (threshold_dists_.empty()) return 0;
+  k = std::max(k, 1);
+  // P(max of k <= x) = F(x)^k: the quantile of the max is F's at p^(1/k).
+  const double q = std::pow(probability, 1.0 / k);
+  return model_.Latency(k, threshold_dists_.front().back().Quantile(q));
+}
+
+int32_t DynamicModelPolicy::PickExitThreshold(const std::vector<int32_t>& dists, double budget_us,
+                                              double probability) const {
+  if (threshold_dists_.empty()) return -1;
+  const double k = static_cast<double>(std::max<size_t>(dists.size(), 1));
+  const double max_l = (budget_us - model_.c0_us) / (model_.c1 * k);
+  const auto success = [&](int32_t t) {
+    if (!(max_l > 0)) return 0.0;
+    const auto& d = threshold_dists_[static_cast<size_t>(t)];
+    double p = 1.0;
+    for (int32_t i : dists) {
+      const size_t di = std::min(static_cast<size_t>(std::max(i, 0)), d.size() - 1);
+      p *= d[di].Cdf(max_l);
+    }
+    return p;
+  };
+  const double lowest = success(0);
+  if (lowest < probability) return 0;
+  for (int32_t t = exit_thresholds() - 1; t > 0; --t) {
+    if (success(t) >= lowest - kSameProbability) return t;
+  }
+  return 0;
 }
 
 int32_t DynamicModelPolicy::DistIndex(const Query& q) const {
@@ -38,6 +90,8 @@ void DynamicModelPolicy::OnArrival(const Query& q, Nanos) {
 void DynamicModelPolicy::OnCompletion(const CompletionTelemetry& t) {
   overhead_samples_.Add(t.overhead);
   overhead_ = overhead_samples_.value();
+  // With thresholds, the distributions are the lowest threshold's.
+  if (t.exit_threshold_index != (threshold_dists_.empty() ? -1 : 0)) return;
   for (const QueryTelemetry& q : t.queries) {
     Query probe;
     probe.application = q.application;

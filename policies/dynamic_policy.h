@@ -34,7 +34,11 @@ struct DynamicPolicyOptions {
 // (unknown ones get the model's mix), and the dispatch-overhead estimate.
 class DynamicModelPolicy : public Policy {
  public:
-  DynamicModelPolicy(std::string name, const ModelProfile& profile, DynamicPolicyOptions options);
+  // `adaptive_exits`: the policy picks an exit threshold per batch when the
+  // profile lists them (see exit_thresholds()); otherwise every batch runs
+  // at the model's default and the default's histograms are planned with.
+  DynamicModelPolicy(std::string name, const ModelProfile& profile, DynamicPolicyOptions options,
+                     bool adaptive_exits = false);
 
   std::string_view name() const override { return name_; }
   void OnArrival(const Query& q, Nanos now) override;
@@ -58,6 +62,27 @@ class DynamicModelPolicy : public Policy {
   // Called after the distributions changed.
   virtual void OnDistributionsChanged() {}
 
+  // Load-adaptive exits (adaptive_exits and a profile that lists
+  // dynamic.thresholds): the
+  // distributions above are those of the LOWEST threshold (how fast a request
+  // can be served at all: queues, viability and drops plan with them), and
+  // only telemetry of batches run at it updates them. Number of thresholds
+  // (0: none, the policy dispatches the model's default, -1).
+  int32_t exit_thresholds() const { return static_cast<int32_t>(threshold_dists_.size()); }
+  // The highest threshold at which a batch of the requests of distribution
+  // indices `dists` (as DistIndex) finishes within `budget_us` as surely as
+  // at the lowest threshold: P_t = P(c0 + c1 * k * max(l_i) <= budget) =
+  // prod_i F_{t, i}((budget - c0) / (c1 * k)), k = dists.size(), with the
+  // profile's histograms at threshold t; P_t >= P_0 (to 1e-9). The lowest
+  // when P_0 < `probability`; -1 when the profile lists no thresholds.
+  // O(thresholds * k * log bins).
+  int32_t PickExitThreshold(const std::vector<int32_t>& dists, double budget_us,
+                            double probability) const;
+  // A batch of k requests of the model's mix at the lowest threshold: the
+  // `probability` quantile of c0 + c1 * k * max(l_1..l_k) (us). 0 without
+  // thresholds.
+  double LowestThresholdBatchUs(int32_t k, double probability) const;
+
   BatchTimeModel model_;
   std::vector<int32_t> batch_sizes_;
   DynamicPolicyOptions options_;
@@ -67,6 +92,9 @@ class DynamicModelPolicy : public Policy {
   ExecutionTimeEstimator estimator_;
   std::vector<int32_t> app_of_id_;  // core application id -> estimator index or -1
   std::vector<EmpiricalDistribution> dists_;
+  // Per threshold (increasing), the profile's distributions: one per
+  // application, then the mix (ProfileDistributions).
+  std::vector<std::vector<EmpiricalDistribution>> threshold_dists_;
   uint64_t refreshed_version_ = 0;
   Nanos refreshed_at_ = 0;
   bool refreshed_ = false;

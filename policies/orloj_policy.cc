@@ -8,7 +8,8 @@
 namespace superserve {
 
 OrlojPolicy::OrlojPolicy(const ModelProfile& profile, OrlojOptions options)
-    : DynamicModelPolicy("orloj", profile, options.base), options_(options) {
+    : DynamicModelPolicy("orloj", profile, options.base, /*adaptive_exits=*/true),
+      options_(options) {
   double min_l = std::numeric_limits<double>::max();
   for (size_t i = 0; i + 1 < distributions().size(); ++i) {
     min_l = std::min(min_l, distributions()[i].min());
@@ -286,6 +287,8 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   d.subnet_index = -1;
   d.worker = ctx.free_workers.front();
   const int64_t want = std::min<int64_t>(sizes_[cand], count_[cand]);
+  taken_dists_.clear();
+  Nanos taken_deadline = std::numeric_limits<Nanos>::max();
   while (static_cast<int64_t>(d.take_ids.size()) < want && !tops_.empty()) {
     std::pop_heap(tops_.begin(), tops_.end(), better);
     Top top = tops_.back();
@@ -293,6 +296,10 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
     Group& g = groups[top.group_index];
     auto it = top.from_back ? std::prev(g.end()) : g.begin();
     d.take_ids.push_back(it->second);
+    if (exit_thresholds() > 0) {
+      taken_dists_.push_back(top.group_index / groups_per_dist_);
+      taken_deadline = std::min(taken_deadline, it->first);
+    }
     TakeAt(static_cast<size_t>(cand), top.group_index, it);
     PurgeEnd(static_cast<size_t>(cand), static_cast<size_t>(top.group_index), top.from_back);
     if (!g.empty()) {
@@ -303,6 +310,20 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   }
   d.take = static_cast<int32_t>(d.take_ids.size());
   if (d.take == 0) return Decision::Idle(drop);
+  // Load-adaptive exits (step 6 in orloj_policy.h): the budget is the
+  // batch's earliest deadline, less what the requests still queued need as
+  // one batch at the lowest threshold before theirs.
+  if (exit_thresholds() > 0) {
+    const double p = options_.score.viable_quantile;
+    double budget_us = ToMicros(taken_deadline - now - shift_);
+    if (count_[0] > 0) {
+      const Nanos next = Earliest(0);
+      const int32_t left = static_cast<int32_t>(std::min<int64_t>(count_[0], sizes_.back()));
+      budget_us = std::min(budget_us,
+                           ToMicros(next - now - 2 * shift_) - LowestThresholdBatchUs(left, p));
+    }
+    d.exit_threshold_index = PickExitThreshold(taken_dists_, budget_us, p);
+  }
   return d;
 }
 

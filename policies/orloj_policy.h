@@ -43,7 +43,17 @@ struct OrlojOptions {
 //      batch when none is full, so that a model without batch size 1 is
 //      still served;
 //   5. pops the bs top-scored requests of Q_bs and names them in
-//      Decision::take_ids.
+//      Decision::take_ids;
+//   6. load-adaptive exits (a profile listing dynamic.thresholds; steps 1-5
+//      then plan with the lowest threshold's distributions): sets
+//      Decision::exit_threshold_index to the highest threshold at which the
+//      taken requests' batch meets its budget as surely as at the lowest
+//      threshold (PickExitThreshold; the lowest when even it does so with
+//      probability < viable_quantile). The budget: their earliest deadline,
+//      and the latest finish that leaves the requests still queued (up to
+//      the largest batch) time to run as one batch at the lowest threshold
+//      (LowestThresholdBatchUs) by the earliest of theirs, each less the
+//      dispatch overhead. An empty queue (light load): the batch's own.
 //
 // Priority queue: instead of the paper's dynamic convex hull, requests of one
 // (batch size, application, score group) share A_g and beta_g, so inside a
@@ -145,6 +155,7 @@ class OrlojPolicy final : public DynamicModelPolicy {
     bool from_back;
   };
   std::vector<Top> tops_;
+  std::vector<int32_t> taken_dists_;  // distribution index of each taken request
 };
 
 }  // namespace superserve

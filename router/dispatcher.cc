@@ -36,6 +36,9 @@ void QueryResponder::Deliver(QueryAnswer answer) {
     resp->mutable_served_by()->set_subnet_id(answer.subnet_id);
     resp->mutable_served_by()->set_accuracy(answer.accuracy);
     if (answer.exit >= 0) resp->mutable_served_by()->set_exit(answer.exit + 1);
+    if (answer.exit_threshold > 0) {
+      resp->mutable_served_by()->set_exit_threshold(static_cast<float>(answer.exit_threshold));
+    }
     if (answer.worker) resp->mutable_served_by()->set_worker(*answer.worker);
     resp->set_batch_size(answer.batch_size);
     resp->set_queue_us(answer.queued / kNanosPerMicro);

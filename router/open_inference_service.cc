@@ -278,6 +278,10 @@ void ToOpenInferenceResponse(const inference::ModelInferRequest& request, v1::In
   (*out->mutable_parameters())["superserve_accuracy"].set_double_param(
       native->served_by().accuracy());
   if (native->served_by().exit() > 0) SetParam(out, "superserve_exit", native->served_by().exit());
+  if (native->served_by().exit_threshold() > 0) {
+    (*out->mutable_parameters())["superserve_exit_threshold"].set_double_param(
+        native->served_by().exit_threshold());
+  }
   auto details = request.parameters().find("superserve_details");
   if (details != request.parameters().end() && details->second.bool_param()) {
     (*out->mutable_parameters())["superserve_worker"].set_string_param(

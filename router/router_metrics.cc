@@ -1,6 +1,7 @@
 #include "router/router_metrics.h"
 
 #include <atomic>
+#include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -40,6 +41,9 @@ struct RouterMetrics::ModelMetrics {
   prometheus::Counter* refused;
   std::mutex subnet_mu;
   std::unordered_map<int32_t, prometheus::Counter*> subnet;
+  // Load-adaptive exits: queries dispatched per exit threshold (under
+  // subnet_mu).
+  std::map<float, prometheus::Counter*> exit_threshold;
   std::atomic<int64_t> ok{0}, terminal{0};
   // Autoscaling advice; guarded by advice_mu.
   std::mutex advice_mu;
@@ -116,6 +120,11 @@ RouterMetrics::RouterMetrics()
                  .Name("superserve_subnet_queries_total")
                  .Help("Queries served per chosen subnet id")
                  .Register(*registry_);
+  exit_threshold_ = &BuildCounter()
+                        .Name("superserve_exit_threshold_queries_total")
+                        .Help("Queries of early-exit models dispatched per exit threshold the "
+                              "scheduler chose (load-adaptive exits)")
+                        .Register(*registry_);
   batch_ = &BuildHistogram()
                 .Name("superserve_batch_size")
                 .Help("Queries per dispatched batch")
@@ -246,6 +255,7 @@ void RouterMetrics::RemoveModel(const std::string& model) {
     queue_depth_->Remove(m.queue_depth);
     refused_->Remove(m.refused);
     for (auto& [id, c] : m.subnet) subnet_->Remove(c);
+    for (auto& [t, c] : m.exit_threshold) exit_threshold_->Remove(c);
     if (m.workers_needed != nullptr) workers_needed_->Remove(m.workers_needed);
     models_.erase(it);
   }
@@ -364,6 +374,20 @@ int32_t RouterMetrics::RefreshWorkersNeeded(ModelMetrics& m, Nanos now, bool for
 
 void RouterMetrics::OnBatchSent(const BatchPlan& batch) {
   OnBatch(batch.model, static_cast<int32_t>(batch.queries.size()));
+  if (batch.exit_threshold <= 0) return;  // no threshold chosen
+  WithModel(batch.model, [&](ModelMetrics& m) {
+    const float t = static_cast<float>(batch.exit_threshold);
+    prometheus::Counter* c;
+    {
+      std::lock_guard<std::mutex> lock(m.subnet_mu);
+      auto& slot = m.exit_threshold[t];
+      if (slot == nullptr) {
+        slot = &exit_threshold_->Add({{"model", batch.model}, {"threshold", absl::StrCat(t)}});
+      }
+      c = slot;
+    }
+    c->Increment(static_cast<double>(batch.queries.size()));
+  });
 }
 
 void RouterMetrics::OnBatch(const std::string& model, int32_t queries) {

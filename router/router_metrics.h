@@ -149,6 +149,7 @@ class RouterMetrics final : public ServingObserver {
   prometheus::Family<prometheus::Histogram>* latency_;
   prometheus::Family<prometheus::Histogram>* accuracy_;
   prometheus::Family<prometheus::Counter>* subnet_;
+  prometheus::Family<prometheus::Counter>* exit_threshold_;
   prometheus::Family<prometheus::Histogram>* batch_;
   prometheus::Family<prometheus::Gauge>* queue_depth_;
   prometheus::Family<prometheus::Counter>* refused_;

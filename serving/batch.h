@@ -25,6 +25,11 @@ struct BatchPlan {
   int32_t subnet_index = -1;  // index into the model's profile
   int32_t subnet_id = -1;
   ControlTuple control;
+  // Dynamic models: the exit confidence threshold the batch runs at, an
+  // index into the profile's dynamic.thresholds and its value; -1 and 0 =
+  // the model's own default.
+  int32_t exit_threshold_index = -1;
+  double exit_threshold = 0;
   int32_t batch_size = 0;  // the profiled batch size the policy planned for
   Nanos sent_at = 0;       // core clock
   Nanos earliest = 0;      // core clock; 0 = now

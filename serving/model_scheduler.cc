@@ -283,16 +283,23 @@ void ModelScheduler::Schedule(Nanos now, std::vector<FreeSlot>* slots, int32_t l
             ? d.subnet_index == -1
             : d.subnet_index >= 0 &&
                   d.subnet_index < static_cast<int32_t>(profile_->subnets.size());
-    if (slot == slots->end() || d.take < 1 || d.take > d.batch_size || !subnet_ok ||
+    // An exit threshold only for a dynamic model whose profile lists it.
+    const bool threshold_ok =
+        d.exit_threshold_index == -1 ||
+        (d.exit_threshold_index >= 0 &&
+         d.exit_threshold_index < static_cast<int32_t>(profile_->dynamic.thresholds.size()));
+    if (slot == slots->end() || d.take < 1 || d.take > d.batch_size || !subnet_ok || !threshold_ok ||
         profile_->BatchIndex(d.batch_size) < 0) {
       r.invalid = absl::StrCat("policy ", std::string(policy_->name()), " returned an invalid dispatch (worker ",
                                d.worker, ", take ", d.take, ", batch ", d.batch_size,
-                               ", subnet index ", d.subnet_index, ")");
+                               ", subnet index ", d.subnet_index, ", exit threshold index ",
+                               d.exit_threshold_index, ")");
       return;
     }
     TakenBatch b;
     b.worker = d.worker;
     b.subnet_index = d.subnet_index;
+    b.exit_threshold_index = d.exit_threshold_index;
     b.batch_size = d.batch_size;
     b.earliest = d.earliest;
     b.latest = d.latest;

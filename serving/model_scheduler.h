@@ -26,6 +26,8 @@ struct TakenBatch {
   int32_t worker = -1;
   int32_t subnet_index = -1;
   int32_t batch_size = 0;
+  // Dynamic models: Decision::exit_threshold_index (-1 = the default).
+  int32_t exit_threshold_index = -1;
   // The action window (Clockwork §4): start no earlier than `earliest` (0 =
   // now) and no later than `latest`, the last start at which the batch's
   // first deadline is still met with the policy's latency estimate (never

@@ -30,6 +30,9 @@ struct QueryAnswer {
   // that of the queries that left at the same exit (0 when not profiled).
   double accuracy = 0;
   int32_t exit = -1;  // dynamic models: the 0-based exit the query left at
+  // Dynamic models: the exit confidence threshold the batch ran at (0 = the
+  // model's default, not stated by its profile).
+  double exit_threshold = 0;
   std::shared_ptr<const std::string> worker;
   int32_t batch_size = 0;  // queries in the batch that served it
   Nanos queued = 0;        // arrival to dispatch

@@ -667,6 +667,12 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     plan.subnet_id = subnet.id;
     plan.control = subnet.control;
   }
+  plan.exit_threshold_index = taken.exit_threshold_index;
+  plan.exit_threshold =
+      taken.exit_threshold_index >= 0
+          ? m->profile.dynamic.thresholds[taken.exit_threshold_index].threshold
+          : 0;
+  plan.control.exit_threshold = static_cast<float>(plan.exit_threshold);
   plan.batch_size = taken.batch_size;
   plan.sent_at = now;
   plan.earliest = taken.earliest;
@@ -675,6 +681,7 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
   inflight.id = plan.batch_id;
   inflight.model = m->id;
   inflight.subnet_index = taken.subnet_index;
+  inflight.exit_threshold_index = taken.exit_threshold_index;
   inflight.batch_size = taken.batch_size;
   inflight.sent_at = now;
   Nanos latest_deadline = now;
@@ -831,6 +838,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
       }
       t.worker = worker;
       t.subnet_index = b->subnet_index;
+      t.exit_threshold_index = b->exit_threshold_index;
       t.batch_size = b->batch_size;
       t.exec = static_cast<Nanos>(static_cast<double>(outcome.exec) / speed);
       t.overhead = std::max<Nanos>(0, now - b->sent_at - outcome.exec - outcome.worker_queue);
@@ -877,11 +885,17 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           a.output = std::move(outcome.outputs[i].second);
           a.subnet_id = subnet != nullptr ? subnet->id : -1;
           a.accuracy = subnet != nullptr ? subnet->accuracy : 0;
-          if (const QueryTelemetry* q =
-                  m->profile.is_dynamic && !t.queries.empty() ? telemetry_of(id) : nullptr) {
-            a.exit = q->exit;
-            const int32_t app = pit->second.query.application;
-            a.accuracy = m->profile.dynamic.ExitAccuracy(applications_.NameView(app), q->exit);
+          if (m->profile.is_dynamic) {
+            const DynamicModelProfile& dyn = m->profile.dynamic;
+            const int32_t ti = b->exit_threshold_index;
+            a.exit_threshold = ti >= 0 ? dyn.thresholds[ti].threshold : dyn.default_threshold;
+            const std::string_view app = applications_.NameView(pit->second.query.application);
+            const QueryTelemetry* q = !t.queries.empty() ? telemetry_of(id) : nullptr;
+            if (q != nullptr) a.exit = q->exit;
+            // The exit's accuracy at the batch's threshold; an exit not
+            // reported (emulated workers): the application's expected one.
+            a.accuracy = a.exit >= 0 ? dyn.ExitAccuracy(app, a.exit, ti)
+                                     : dyn.ExpectedAccuracy(app, ti);
           }
           a.worker = w->name;
           a.batch_size = static_cast<int32_t>(n);

@@ -25,6 +25,7 @@ struct InflightBatch {
   uint64_t id = 0;
   ModelId model = 0;
   int32_t subnet_index = -1;
+  int32_t exit_threshold_index = -1;  // BatchPlan's
   int32_t batch_size = 0;
   Nanos sent_at = 0;
   Nanos deadline = 0;

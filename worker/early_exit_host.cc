@@ -74,6 +74,7 @@ absl::StatusOr<std::unique_ptr<EarlyExitHost>> EarlyExitHost::Load(const ModelEn
                                                    st.message()));
   }
   const float threshold = c.exit_threshold;
+  host->own_threshold_ = threshold;
   host->net_->set_exit_threshold(2.f);
   int64_t sample = 1;
   for (int64_t d : host->input_shape_) sample *= d;
@@ -113,7 +114,12 @@ absl::Status EarlyExitHost::WarmUp() {
 }
 
 absl::StatusOr<std::vector<HostTensor>> EarlyExitHost::Run(
-    absl::Span<const v1::Tensor* const> inputs, std::vector<QueryExit>* exits) {
+    absl::Span<const v1::Tensor* const> inputs, std::vector<QueryExit>* exits,
+    float exit_threshold) {
+  if (!(exit_threshold == 0 || (exit_threshold > 0 && exit_threshold <= 1))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("exit threshold ", exit_threshold, " must be in (0, 1] (0: the model's own)"));
+  }
   const int64_t n = static_cast<int64_t>(inputs.size());
   int64_t sample = 1;
   for (int64_t d : input_shape_) sample *= d;
@@ -130,7 +136,9 @@ absl::StatusOr<std::vector<HostTensor>> EarlyExitHost::Run(
   if (input_mean_ != 0.f || input_std_ != 1.f) {
     for (float& v : x) v = (v - input_mean_) / input_std_;
   }
+  net_->set_exit_threshold(exit_threshold > 0 ? exit_threshold : own_threshold_);
   auto out = net_->Run(x.data(), n);
+  net_->set_exit_threshold(own_threshold_);
   if (!out.ok()) return out.status();
   const int64_t classes = net_->config().num_classes;
   std::vector<HostTensor> result;

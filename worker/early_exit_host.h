@@ -36,8 +36,12 @@ class EarlyExitHost {
                                                              const std::string& device = "cpu");
   ~EarlyExitHost();
 
+  // `exit_threshold`: the batch's (the scheduler's choice, load-adaptive
+  // exits), in (0, 1]; 0 = the model's own. Anything else is
+  // INVALID_ARGUMENT.
   absl::StatusOr<std::vector<HostTensor>> Run(absl::Span<const v1::Tensor* const> inputs,
-                                              std::vector<QueryExit>* exits);
+                                              std::vector<QueryExit>* exits,
+                                              float exit_threshold = 0);
 
   // One run at every batch size with every exit forced, on the calling
   // thread (Load does it; a GPU worker again on its serving thread, whose
@@ -54,6 +58,7 @@ class EarlyExitHost {
   float input_mean_ = 0.f;
   float input_std_ = 1.f;
   int32_t max_batch_ = 1;
+  float own_threshold_ = 0;  // the checkpoint's
   std::vector<Nanos> exit_times_;
 };
 

@@ -41,6 +41,14 @@ absl::Status EmulatedExecutor::Load(const ModelEntry& model) {
     auto mix = EmpiricalDistribution::Mixture(parts, weights);
     if (!mix.ok()) return mix.status();
     d.mix = *std::move(mix);
+    for (const ExitThresholdProfile& t : model.profile.dynamic.thresholds) {
+      auto& apps = d.at_threshold[static_cast<float>(t.threshold)];
+      for (const auto& h : t.applications) {
+        auto dist = EmpiricalDistribution::FromProfile(h);
+        if (!dist.ok()) return dist.status();
+        apps.emplace(h.application, *std::move(dist));
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
     dynamic_[model.name] = std::move(d);
   }
@@ -82,13 +90,23 @@ absl::StatusOr<std::vector<HostTensor>> EmulatedExecutor::RunWithExits(
   }
   if (found == nullptr) return Run(model, control, inputs);
   const DynamicModel& d = *found;
+  // The batch's exit threshold: one the profile measured (0: the default's).
+  const auto* apps = &d.applications;
+  if (control.exit_threshold != 0) {
+    auto t = d.at_threshold.find(control.exit_threshold);
+    if (t == d.at_threshold.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("model ", model, " has no exit threshold ",
+                                                     control.exit_threshold, " in its profile"));
+    }
+    apps = &t->second;
+  }
   const double k = static_cast<double>(inputs.size());
   double max_l = 0;
   exits->resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const EmpiricalDistribution* dist = &d.mix;
     if (i < applications.size() && applications[i] != nullptr) {
-      if (auto a = d.applications.find(*applications[i]); a != d.applications.end()) {
+      if (auto a = apps->find(*applications[i]); a != apps->end()) {
         dist = &a->second;
       }
     }

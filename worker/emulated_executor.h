@@ -50,6 +50,9 @@ class EmulatedExecutor final : public Executor {
     double c0_us = 0, c1 = 1;
     std::map<std::string, EmpiricalDistribution, std::less<>> applications;
     EmpiricalDistribution mix = EmpiricalDistribution::Constant(0);
+    // Load-adaptive exits: per threshold of the profile, its applications'
+    // histograms (a batch's ControlTuple::exit_threshold picks one).
+    std::map<float, std::map<std::string, EmpiricalDistribution, std::less<>>> at_threshold;
   };
   std::vector<HostTensor> FakeLogits(const std::string& model,
                                      absl::Span<const v1::Tensor* const> inputs);

@@ -259,7 +259,7 @@ class TorchExecutor final : public Executor {
     if (EarlyExitHost* host = FindEarlyExit(model); host != nullptr) {
       try {
         c10::InferenceMode guard;
-        return host->Run(inputs, exits);
+        return host->Run(inputs, exits, control.exit_threshold);
       } catch (const c10::Error& e) {
         return absl::InternalError(absl::StrCat("torch: ", e.what_without_backtrace()));
       }

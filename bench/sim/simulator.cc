@@ -84,8 +84,12 @@ class DiscardingHandle final : public QueryHandle {
 // A dynamic model's query carries its own execution time to the emulated
 // worker (the simulator's only payload).
 struct DynamicQueryInput final : QueryPayload {
-  explicit DynamicQueryInput(double l) : exec_us(l) {}
-  double exec_us;
+  explicit DynamicQueryInput(double l, std::vector<double> at = {})
+      : exec_us(l), at_threshold(std::move(at)) {}
+  double exec_us;  // at the model's default threshold
+  // Load-adaptive exits: the time at each of the profile's thresholds (empty:
+  // exec_us at every one).
+  std::vector<double> at_threshold;
 };
 
 struct Completion {
@@ -235,7 +239,9 @@ class Simulation final : public ServingObserver {
         req.deadline = t + (m.slo > 0 ? m.slo : options_.slo);
         if (m.profile->is_dynamic) {
           req.application = m.profile->dynamic.applications[AppOf(next_arrival)].application;
-          req.payload = std::make_shared<DynamicQueryInput>(exec_us_[next_arrival]);
+          std::vector<double> at;
+          for (const auto& t : exec_at_) at.push_back(t[next_arrival]);
+          req.payload = std::make_shared<DynamicQueryInput>(exec_us_[next_arrival], std::move(at));
         }
         ++outstanding_;
         ++next_arrival;
@@ -309,7 +315,32 @@ class Simulation final : public ServingObserver {
     }
     std::mt19937_64 rng(options_.seed);
     exec_us_.resize(n);
-    for (size_t i = 0; i < n; ++i) exec_us_[i] = dists[AppOf(i)].Sample(rng);
+    const auto& thresholds = profile_.dynamic.thresholds;
+    if (thresholds.empty()) {
+      for (size_t i = 0; i < n; ++i) exec_us_[i] = dists[AppOf(i)].Sample(rng);
+      return absl::OkStatus();
+    }
+    // Load-adaptive exits: a query's time at every threshold is the same
+    // quantile u of that threshold's histogram (a sample that leaves late at
+    // one threshold leaves late at the others).
+    std::vector<std::vector<EmpiricalDistribution>> at(thresholds.size());
+    for (size_t t = 0; t < thresholds.size(); ++t) {
+      for (const auto& h : thresholds[t].applications) {
+        auto d = EmpiricalDistribution::FromProfile(h);
+        if (!d.ok()) return d.status();
+        at[t].push_back(*std::move(d));
+      }
+    }
+    exec_at_.assign(thresholds.size(), std::vector<double>(n));
+    const int32_t def = profile_.dynamic.default_threshold_index();
+    std::uniform_real_distribution<double> unit(0, 1);
+    for (size_t i = 0; i < n; ++i) {
+      const double u = unit(rng);
+      for (size_t t = 0; t < thresholds.size(); ++t) {
+        exec_at_[t][i] = at[t][AppOf(i)].Quantile(u);
+      }
+      exec_us_[i] = def >= 0 ? exec_at_[def][i] : dists[AppOf(i)].Quantile(u);
+    }
     return absl::OkStatus();
   }
 
@@ -333,9 +364,13 @@ class Simulation final : public ServingObserver {
       double max_l = 0;
       query_times.reserve(b.queries.size());
       for (size_t i = 0; i < b.queries.size(); ++i) {
-        const double l = i < b.inputs.size() && b.inputs[i] != nullptr
-                             ? static_cast<const DynamicQueryInput&>(*b.inputs[i]).exec_us
-                             : 0;
+        double l = 0;
+        if (i < b.inputs.size() && b.inputs[i] != nullptr) {
+          const auto& in = static_cast<const DynamicQueryInput&>(*b.inputs[i]);
+          const size_t ti = static_cast<size_t>(b.exit_threshold_index);
+          l = b.exit_threshold_index >= 0 && ti < in.at_threshold.size() ? in.at_threshold[ti]
+                                                                          : in.exec_us;
+        }
         max_l = std::max(max_l, l);
         QueryTelemetry q;
         q.id = b.queries[i];
@@ -406,6 +441,9 @@ class Simulation final : public ServingObserver {
   void OnBatchSent(const BatchPlan& b) override {
     if (options_.trace != nullptr) options_.trace->OnBatchSent(b);
     ++result_.batches;
+    if (models_[model_index_.at(b.model)].profile->is_dynamic) {
+      result_.threshold_queries[b.exit_threshold] += static_cast<int64_t>(b.queries.size());
+    }
     TimelineBin& bin = Bin(b.sent_at);
     bin.batches++;
     bin.batched_queries += static_cast<int64_t>(b.queries.size());
@@ -561,6 +599,7 @@ class Simulation final : public ServingObserver {
   double sigma_ = 0;
   std::vector<Nanos> latencies_;
   std::vector<double> exec_us_;  // dynamic models: each query's own time
+  std::vector<std::vector<double>> exec_at_;  // [threshold][query], see PrepareDynamic
   // NextTick's view: the deadlines of the accepted queries, earliest first,
   // each leaving once at the top after its query was answered (answered_);
   // and the wake-ups asked for (policies' and the core's), dropped once a

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,9 @@ struct SimulationResult {
   int64_t unloads = 0;
   int64_t load_too_late = 0;
   std::vector<Nanos> cold_starts;
+  // Dynamic models: queries dispatched at each exit threshold (0 = the
+  // model's default, stated by no profile), by threshold.
+  std::map<double, int64_t> threshold_queries;
 
   double slo_attainment() const { return queries ? static_cast<double>(met) / queries : 0; }
   // SuperServe's definition: averaged over the queries that met their SLO.

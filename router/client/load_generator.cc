@@ -227,6 +227,7 @@ absl::StatusOr<std::vector<QueryRecord>> ReplayTrace(absl::Span<InferenceClient*
           r.subnet_id = resp.served_by().subnet_id();
           r.accuracy = resp.served_by().accuracy();
           r.exit = resp.served_by().exit();
+          r.exit_threshold = resp.served_by().exit_threshold();
           r.worker = resp.served_by().worker();
           r.batch_size = resp.batch_size();
           r.queue_us = resp.queue_us();
@@ -351,7 +352,7 @@ absl::Status WriteRecordsCsv(const std::string& path, const std::vector<QueryRec
   std::ofstream out(path);
   if (!out) return absl::UnavailableError(absl::StrCat(path, ": cannot write"));
   out << "sent_us,slo_us,latency_us,status,in_slo,subnet,accuracy,batch_size,queue_us,exec_us,"
-         "label,predicted,correct,worker,model,application,exit\n";
+         "label,predicted,correct,worker,model,application,exit,exit_threshold\n";
   for (const auto& r : records) {
     out << r.sent / kNanosPerMicro << ',' << r.slo / kNanosPerMicro << ','
         << r.latency / kNanosPerMicro << ','
@@ -359,7 +360,7 @@ absl::Status WriteRecordsCsv(const std::string& path, const std::vector<QueryRec
         << (r.in_slo ? 1 : 0) << ',' << r.subnet_id << ',' << r.accuracy << ',' << r.batch_size
         << ',' << r.queue_us << ',' << r.exec_us << ',' << r.label << ',' << r.predicted << ','
         << (r.predicted >= 0 && r.predicted == r.label ? 1 : 0) << ',' << r.worker << ','
-        << r.model << ',' << r.application << ',' << r.exit << '\n';
+        << r.model << ',' << r.application << ',' << r.exit << ',' << r.exit_threshold << '\n';
   }
   return out ? absl::OkStatus() : absl::DataLossError(absl::StrCat(path, ": write failed"));
 }

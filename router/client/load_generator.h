@@ -72,6 +72,7 @@ struct QueryRecord {
   // dynamic model, of its exit).
   double accuracy = 0;
   int32_t exit = 0;  // dynamic models: the 1-based exit taken; 0 otherwise
+  float exit_threshold = 0;  // dynamic models: its batch's exit threshold; 0 = not stated
   int32_t batch_size = 0;
   int64_t queue_us = 0;
   int64_t exec_us = 0;

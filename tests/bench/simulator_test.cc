@@ -234,6 +234,58 @@ TEST(SimulatorTest, DynamicModelEveryQueryEndsOnceAndSeedsRepeat) {
   EXPECT_FALSE(Simulate(p, arrivals, policy.get(), bad).ok());
 }
 
+// Load-adaptive exits: one application, 1.0-1.2 ms at threshold 0.6 (80 %),
+// 4.0-4.4 ms at 0.9 (90 %, the default); a batch of one takes its query's
+// time at the threshold it runs at.
+ModelProfile ThresholdsProfile() {
+  ModelProfile p;
+  p.model = "exits";
+  p.batch_sizes = {1};
+  p.is_dynamic = true;
+  p.dynamic.per_request_factor = 1;
+  p.dynamic.default_threshold = 0.9;
+  p.dynamic.applications.push_back({"a", {4000, 4400}, {1}, {}, 90.0});
+  p.dynamic.thresholds.push_back({0.6, 80, {{"a", {1000, 1200}, {1}, {}, 80.0}}});
+  p.dynamic.thresholds.push_back({0.9, 90, p.dynamic.applications});
+  return p;
+}
+
+TEST(SimulatorTest, OrlojLowersTheExitThresholdOnlyWhenTheDeadlineNeedsIt) {
+  std::vector<Nanos> arrivals;
+  for (int i = 0; i < 50; ++i) arrivals.push_back(Millis(100) * i);  // light load
+  SimulatorOptions o;
+  o.workers = 1;
+  o.dispatch_overhead = 0;
+  o.applications.assign(arrivals.size(), 0);
+  ModelProfile p = ThresholdsProfile();
+  // 10 ms: the default threshold makes it; every query runs there.
+  o.slo = Millis(10);
+  auto policy = Make("orloj", p);
+  auto r = Simulate(p, arrivals, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 50);
+  EXPECT_DOUBLE_EQ(r->mean_accuracy(), 90);
+  EXPECT_EQ(r->threshold_queries, (std::map<double, int64_t>{{0.9, 50}}));
+  EXPECT_GE(r->p99_latency, Millis(4));
+  // 3 ms (2.5 after the policy's 0.5-ms overhead estimate): only 0.6 makes
+  // it, and the simulated batch takes 0.6's time.
+  o.slo = Millis(3);
+  policy = Make("orloj", p);
+  r = Simulate(p, arrivals, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 50);
+  EXPECT_DOUBLE_EQ(r->mean_accuracy(), 80);
+  EXPECT_EQ(r->threshold_queries, (std::map<double, int64_t>{{0.6, 50}}));
+  EXPECT_LE(r->p99_latency, Micros(1200));
+  // The same profile without per-threshold data: the default only.
+  ModelProfile fixed = p;
+  fixed.dynamic.thresholds.clear();
+  policy = Make("orloj", fixed);
+  r = Simulate(fixed, arrivals, policy.get(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->met, 0);
+}
+
 // An execution time beyond the int64 nanoseconds (a day's replayed time
 // scaled a million times) used to wrap to 1 ns: the query met its deadline.
 TEST(SimulatorTest, AnExecutionTooLongToCountIsLateNotWrapped) {

@@ -471,6 +471,72 @@ TEST(ModelProfileTest, ExitAccuracyIsValidatedRoundTripsAndFallsBackToTheModel) 
   ExpectRejected(p, "dynamic.exit_accuracy[0]");
 }
 
+// Load-adaptive exits: per threshold, the model's accuracy and each
+// application's histogram; a profile without them is one threshold.
+TEST(ModelProfileTest, PerThresholdHistogramsLoadValidateAndRoundTrip) {
+  const std::string json = R"({"model": "early-exit", "batch_sizes": [1, 2],
+    "dynamic": {"batch_overhead_us": 500, "per_request_factor": 0.25,
+      "default_threshold": 0.9,
+      "applications": [
+        {"application": "clean", "bin_edges_us": [100, 300], "counts": [3], "accuracy": 91}],
+      "thresholds": [
+        {"threshold": 0.6, "accuracy": 85, "applications": [
+          {"application": "clean", "bin_edges_us": [100, 150], "counts": [3], "accuracy": 86,
+           "exit_accuracy": [80, 90]}]},
+        {"threshold": 0.9, "accuracy": 90, "applications": [
+          {"application": "clean", "bin_edges_us": [100, 300], "counts": [3], "accuracy": 91}]}]}})";
+  auto m = ModelProfile::FromJson(json);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const DynamicModelProfile& d = m->dynamic;
+  ASSERT_EQ(d.thresholds.size(), 2u);
+  EXPECT_DOUBLE_EQ(d.thresholds[0].threshold, 0.6);
+  EXPECT_DOUBLE_EQ(d.thresholds[0].accuracy, 85);
+  EXPECT_EQ(d.default_threshold_index(), 1);
+  EXPECT_EQ(d.ApplicationsAt(0)[0].bin_edges_us, (std::vector<double>{100, 150}));
+  EXPECT_EQ(d.ApplicationsAt(-1)[0].bin_edges_us, (std::vector<double>{100, 300}));
+  EXPECT_EQ(d.ApplicationsAt(0)[0].accuracy, std::optional<double>(86));
+  EXPECT_DOUBLE_EQ(d.ExitAccuracy("clean", 1, 0), 90) << "threshold 0.6's own figures";
+  // An answer whose exit is unknown: the application's accuracy at the
+  // threshold, else the threshold's.
+  EXPECT_DOUBLE_EQ(d.ExpectedAccuracy("clean", 0), 86);
+  EXPECT_DOUBLE_EQ(d.ExpectedAccuracy("other", 0), 85);
+  EXPECT_DOUBLE_EQ(d.ExpectedAccuracy("clean", -1), 91);
+  EXPECT_DOUBLE_EQ(d.ExpectedAccuracy("other", -1), 90) << "the default threshold's";
+  auto back = ModelProfile::FromJson(m->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->dynamic.thresholds.size(), 2u);
+  EXPECT_DOUBLE_EQ(back->dynamic.default_threshold, 0.9);
+  EXPECT_EQ(back->dynamic.thresholds[0].applications[0].counts, (std::vector<double>{3}));
+  EXPECT_EQ(back->dynamic.applications[0].accuracy, std::optional<double>(91));
+
+  v1::ModelProfile p;
+  m->ToProto(&p);
+  p.mutable_dynamic()->set_default_threshold(0.8);
+  ExpectRejected(p, "dynamic.default_threshold = 0.8", "none of dynamic.thresholds");
+  p.mutable_dynamic()->set_default_threshold(0.9);
+  p.mutable_dynamic()->mutable_thresholds(0)->set_threshold(0.95);
+  ExpectRejected(p, "dynamic.thresholds[1]", "increasing");
+  p.mutable_dynamic()->mutable_thresholds(0)->set_threshold(0.6);
+  p.mutable_dynamic()->mutable_thresholds(0)->set_accuracy(101);
+  ExpectRejected(p, "dynamic.thresholds[0]", "accuracy = 101");
+  p.mutable_dynamic()->mutable_thresholds(0)->set_accuracy(85);
+  p.mutable_dynamic()->mutable_thresholds(0)->mutable_applications(0)->set_application("noisy");
+  ExpectRejected(p, "dynamic.thresholds[0]", "same order");
+  p.mutable_dynamic()->mutable_thresholds(0)->mutable_applications(0)->set_application("clean");
+  p.mutable_dynamic()->mutable_thresholds(0)->mutable_applications(0)->set_counts(0, -1);
+  ExpectRejected(p, "dynamic.thresholds[0]", "counts[0]");
+
+  // Today's profiles: no thresholds, one threshold (the model's own).
+  auto old = ModelProfile::FromJson(R"({"model": "x", "batch_sizes": [1],
+    "dynamic": {"per_request_factor": 1, "applications": [
+      {"application": "a", "bin_edges_us": [1, 2], "counts": [1]}]}})");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->dynamic.thresholds.empty());
+  EXPECT_EQ(old->dynamic.default_threshold_index(), -1);
+  EXPECT_EQ(&old->dynamic.ApplicationsAt(0), &old->dynamic.applications);
+  EXPECT_DOUBLE_EQ(old->dynamic.ExpectedAccuracy("a"), 0) << "not measured";
+}
+
 TEST(ModelProfileTest, JsonRoundTripAndFileIo) {
   auto m = ModelProfile::FromProto(ValidProto());
   ASSERT_TRUE(m.ok());

@@ -49,6 +49,10 @@ TEST(EarlyExitCli, FlagsOutOfRangeAndUnwritableOutputsAreRefusedFirst) {
            Case{"build --threshold=nan --output_dir=/proc/superserve-ss", "--threshold=nan must be in (0, 1]"},
            Case{"build --learning_rate=inf --output_dir=/proc/superserve-ss", "--learning_rate=inf must be a finite"},
            Case{"eval", "eval needs --checkpoint"},
+           Case{"profile " + ck + "--exit_thresholds=0.6,1.5 --output=/tmp/ss-never.json",
+                "--exit_thresholds: \"1.5\" must be a number in (0, 1]"},
+           Case{"build --exit_thresholds=0.6,x --output_dir=/proc/superserve-ss",
+                "--exit_thresholds: \"x\" must be a number in (0, 1]"},
        }) {
     ExpectRefused("superserve-early-exit", c);
   }

@@ -265,6 +265,121 @@ TEST(OrlojPolicyTest, TheDispatchOverheadCountsAgainstTheTimeLeft) {
   EXPECT_EQ(no_overhead.queued(0), 1);
 }
 
+// Load-adaptive exits: one application "a", uniform per threshold on
+// 0.6: [1000, 1200), 0.8: [1000, 2000), 0.9 (the default): [2000, 3000) us.
+ModelProfile ThresholdProfile(double c0_us, std::vector<int32_t> batches) {
+  ModelProfile p = DynamicProfile(c0_us, 1, std::move(batches), {{"a", 2000, 3000}});
+  p.dynamic.default_threshold = 0.9;
+  const double lo[] = {1000, 1000, 2000}, hi[] = {1200, 2000, 3000}, th[] = {0.6, 0.8, 0.9};
+  for (int t = 0; t < 3; ++t) {
+    p.dynamic.thresholds.push_back({th[t], 80.0 + t, {{"a", {lo[t], hi[t]}, {100}}}});
+  }
+  return p;
+}
+
+int32_t ThresholdForOne(const ModelProfile& p, Nanos deadline) {
+  OrlojOptions o;
+  o.base.initial_overhead = 0;
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "a");
+  EdfQueue q;
+  Query x = Q(1, 0, 0, deadline);
+  q.Push(x);
+  orloj.OnArrival(x, 0);
+  const int32_t free[] = {0};
+  Decision d = orloj.Decide({q, 0, free, 1});
+  EXPECT_EQ(d.kind, Decision::Kind::kDispatch) << ToMicros(deadline) << " us";
+  return d.exit_threshold_index;
+}
+
+TEST(OrlojPolicyTest, PicksTheHighestExitThresholdThatMeetsTheDeadline) {
+  // Batch of one, no overheads, nothing else queued: the highest threshold
+  // that meets the deadline as surely as the lowest does (P(l <= x), the
+  // lowest's at least viable_quantile = 0.5). x = 10 ms: 0.9's P = 1.
+  // x = 2.4 ms: 0.9's 0.4, 0.8's 1 = the lowest's. x = 2 ms: 0.9's 0, 0.8's 1.
+  // x = 1.6 ms: 0.8's 0.6 against the lowest's 1: the lowest.
+  ModelProfile p = ThresholdProfile(0, {1});
+  EXPECT_EQ(ThresholdForOne(p, Millis(10)), 2) << "light load: the highest";
+  EXPECT_EQ(ThresholdForOne(p, Micros(2400)), 1);
+  EXPECT_EQ(ThresholdForOne(p, Micros(2000)), 1);
+  EXPECT_EQ(ThresholdForOne(p, Micros(1600)), 0);
+  EXPECT_EQ(ThresholdForOne(p, Micros(1150)), 0) << "the lowest's P = 0.75: viable, and run";
+  // Without per-threshold data the batch runs at the model's default.
+  EXPECT_EQ(ThresholdForOne(DynamicProfile(0, 1, {1}, {{"a", 2000, 3000}}), Millis(10)), -1);
+}
+
+TEST(OrlojPolicyTest, TheNextQueuedRequestLowersTheExitThreshold) {
+  // Batch size 1, two requests with 4 ms left. Alone, 0.9 meets 4 ms
+  // surely. With the other still queued, the batch must also leave it its
+  // median time alone at the lowest threshold (1.1 ms): 2.9 ms, which 0.9
+  // meets with P = 0.9 and 0.8 (like the lowest) with 1.
+  ModelProfile p = ThresholdProfile(0, {1});
+  EXPECT_EQ(ThresholdForOne(p, Millis(4)), 2);
+  OrlojOptions o;
+  o.base.initial_overhead = 0;
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "a");
+  EdfQueue q;
+  for (QueryId id : {1, 2}) {
+    Query x = Q(id, 0, 0, Millis(4));
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+  }
+  const int32_t free[] = {0};
+  Decision d = orloj.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.take, 1);
+  EXPECT_EQ(d.exit_threshold_index, 1);
+}
+
+TEST(OrlojPolicyTest, TheExitThresholdIsPickedForTheWholeBatch) {
+  // c0 = 1 ms: a batch of two takes 1 + 2 * max(l) ms (efficient: 1.63 ms
+  // per query at the lowest threshold against 2.1 alone). Two requests with
+  // 6 ms left: max(l) <= 2.5 ms with probability 0.5^2 = 0.25 at 0.9, 1 at
+  // 0.8 and 0.6; with 7.4 ms left, max(l) <= 3.2 ms: 1 at 0.9.
+  for (const auto& [deadline, want] :
+       std::vector<std::pair<Nanos, int32_t>>{{Micros(6000), 1}, {Micros(7400), 2}}) {
+    ModelProfile p = ThresholdProfile(1000, {1, 2});
+    OrlojOptions o;
+    o.base.initial_overhead = 0;
+    OrlojPolicy orloj(p, o);
+    orloj.OnApplicationNamed(0, "a");
+    EdfQueue q;
+    for (QueryId id : {1, 2}) {
+      Query x = Q(id, 0, 0, deadline);
+      q.Push(x);
+      orloj.OnArrival(x, 0);
+    }
+    const int32_t free[] = {0};
+    Decision d = orloj.Decide({q, 0, free, 1});
+    ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+    EXPECT_EQ(d.take, 2);
+    EXPECT_EQ(d.exit_threshold_index, want) << ToMicros(deadline) << " us";
+  }
+}
+
+TEST(OrlojPolicyTest, WithExitThresholdsQueuesPlanWithTheLowestThreshold) {
+  // 1.15 ms left: viable at 0.6 (median 1.1 ms), at no other threshold.
+  ModelProfile p = ThresholdProfile(0, {1});
+  OrlojOptions o;
+  o.base.initial_overhead = 0;
+  OrlojPolicy orloj(p, o);
+  orloj.OnApplicationNamed(0, "a");
+  orloj.OnArrival(Q(1, 0, 0, Micros(1150)), 0);
+  EXPECT_EQ(orloj.queued(0), 1);
+  EXPECT_NEAR(ExecutionTimeEstimator(orloj.estimator()).Distribution(0).Mean(), 1100, 1e-9);
+  // Telemetry of batches at another threshold leaves the estimate alone;
+  // at the lowest it moves it (past min_samples = 100).
+  CompletionTelemetry t;
+  t.exit_threshold_index = 2;
+  for (QueryId id = 0; id < 150; ++id) t.queries.push_back({id, 0, Micros(5000), 2});
+  orloj.OnCompletion(t);
+  EXPECT_NEAR(ExecutionTimeEstimator(orloj.estimator()).Distribution(0).Mean(), 1100, 1e-9);
+  t.exit_threshold_index = 0;
+  orloj.OnCompletion(t);
+  EXPECT_NEAR(ExecutionTimeEstimator(orloj.estimator()).Distribution(0).Mean(), 5000, 1);
+}
+
 TEST(OrlojPolicyTest, PopsTheTopScoredRequestNotTheEdfHead) {
   // Short (1 ms) and long (5 ms) applications, batch size 1.
   ModelProfile p =

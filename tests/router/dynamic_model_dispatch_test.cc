@@ -144,6 +144,52 @@ TEST(DynamicModelDispatch, ApplicationReachesTheWorkerAndExitsComeBack) {
             std::string::npos);
 }
 
+// Load-adaptive exits: the policy's threshold travels in the batch's control,
+// and the answer and the metrics say which threshold served it.
+TEST(DynamicModelDispatch, TheChosenExitThresholdReachesTheWorkerTheAnswerAndTheMetrics) {
+  ModelProfile p = DynamicProfile();
+  p.dynamic.default_threshold = 0.9;
+  ExitThresholdProfile low{0.6, 70, {{"easy", {100, 150}, {1}}, {"hard", {300, 400}, {1}}}};
+  low.applications[1].exit_accuracy = {50, 55, 60};
+  p.dynamic.thresholds = {low, {0.9, 80, p.dynamic.applications}};
+  SimulatedClock clock(Seconds(1));
+  RouterMetrics metrics;
+  std::vector<std::unique_ptr<FakeQuery>> queries;  // outlive the dispatcher
+  Dispatcher d(Options(), &clock, &metrics);
+  ASSERT_TRUE(d.AddModel(p).ok());
+  auto conn = std::make_shared<FakeConnection>();
+  auto w = d.RegisterWorker(Hello({"dyn"}), conn);
+  ASSERT_TRUE(w.ok()) << w.status();
+  // 1.6 ms left, 0.5 ms of it the assumed dispatch overhead: a batch of one
+  // takes 0.5 + 0.5 * l ms, so l <= 1.2 ms, which "hard" makes with
+  // probability 0.2 at 0.9 and 1 at 0.6.
+  queries.push_back(std::make_unique<FakeQuery>("dyn", std::vector<int64_t>{2}, "hard"));
+  FakeQuery& q = *queries.back();
+  d.Submit(&q, clock.Now() + Micros(1600));
+  auto batch = conn->NextBatch();
+  ASSERT_NE(batch, nullptr);
+  EXPECT_FLOAT_EQ(batch->batch().control().exit_threshold(), 0.6f);
+  v1::BatchResult r;
+  r.set_batch_id(batch->batch().batch_id());
+  r.set_exec_us(400);
+  auto* qr = r.add_results();
+  qr->set_query_id(batch->batch().queries(0).query_id());
+  qr->set_exit(2);
+  qr->set_own_us(350);
+  EncodeTensor(MakeFloatTensor({3}, std::vector<float>{0, 0, 1}), qr->mutable_output());
+  ASSERT_TRUE(clock.Advance(Micros(500)).ok());
+  d.OnBatchResult(*w, &r);
+  ASSERT_EQ(q.answers, 1);
+  EXPECT_TRUE(q.status.ok()) << q.status;
+  EXPECT_FLOAT_EQ(q.response_.served_by().exit_threshold(), 0.6f);
+  EXPECT_EQ(q.response_.served_by().exit(), 2);
+  EXPECT_DOUBLE_EQ(q.response_.served_by().accuracy(), 55) << "hard's exit 2 at 0.6";
+  const std::string text = metrics.Scrape();
+  EXPECT_NE(text.find("superserve_exit_threshold_queries_total{model=\"dyn\",threshold=\"0.6\"} 1"),
+            std::string::npos)
+      << text;
+}
+
 // An application the profile has no accuracy for, and an exit the worker did
 // not report, fall back to the model's figure and to none.
 TEST(DynamicModelDispatch, AnswersFallBackToTheModelsExitAccuracy) {

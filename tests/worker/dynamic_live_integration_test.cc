@@ -131,8 +131,18 @@ TEST(DynamicLiveIntegration, BothModelsServedAndEveryAnswerIsTheOfflinePredictio
   const int64_t classes = dynamic.profile.num_classes;
   int exit_compared = 0, exit_agree = 0, exits_agree = 0;
   std::map<std::string, int> exit_per_app;
+  const float own_threshold = (*net)->config().exit_threshold;
+  const auto& thresholds = dynamic.profile.dynamic.thresholds;
   for (const auto& r : *records) {
     if (r.model != dynamic.name || r.code != absl::StatusCode::kOk) continue;
+    // Load-adaptive exits: the answer names the threshold its batch ran at,
+    // one of the profile's; offline runs at it too.
+    int32_t ti = -1;
+    for (size_t t = 0; t < thresholds.size(); ++t) {
+      if (static_cast<float>(thresholds[t].threshold) == r.exit_threshold) ti = static_cast<int32_t>(t);
+    }
+    ASSERT_TRUE(thresholds.empty() || ti >= 0) << "threshold " << r.exit_threshold;
+    (*net)->set_exit_threshold(r.exit_threshold > 0 ? r.exit_threshold : own_threshold);
     const v1::Tensor& in = app_inputs.at(r.application).requests[r.input]->input();
     std::vector<float> x(in.data().size() / sizeof(float));
     std::memcpy(x.data(), in.data().data(), in.data().size());
@@ -145,8 +155,9 @@ TEST(DynamicLiveIntegration, BothModelsServedAndEveryAnswerIsTheOfflinePredictio
     exits_agree += r.exit == alone->exit_taken[0] + 1;
     // The answer carries the profiled accuracy of its application's exit.
     ASSERT_GE(r.exit, 1) << "an early-exit answer names its exit";
-    EXPECT_DOUBLE_EQ(r.accuracy, dynamic.profile.dynamic.ExitAccuracy(r.application, r.exit - 1))
-        << r.application << " exit " << r.exit;
+    EXPECT_DOUBLE_EQ(r.accuracy,
+                     dynamic.profile.dynamic.ExitAccuracy(r.application, r.exit - 1, ti))
+        << r.application << " exit " << r.exit << " threshold " << r.exit_threshold;
     EXPECT_GT(r.accuracy, 0) << "the bundled profile has every exit's accuracy";
   }
   std::printf("early exit: %d of %d answers equal the offline prediction\n", exit_agree,

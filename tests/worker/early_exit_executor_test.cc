@@ -87,6 +87,30 @@ TEST(EarlyExitExecutorTest, BatchAnswersEachQueryAsItsOfflineExit) {
   auto plain_run = (*executor)->Run(model->name, ControlTuple(), inputs);
   ASSERT_TRUE(plain_run.ok());
   EXPECT_EQ((*plain_run)[3].data, (*out)[3].data);
+
+  // Load-adaptive exits: the batch's threshold (ControlTuple::exit_threshold)
+  // applies to that batch only. At 0.05 every sample leaves at the first
+  // exit (a softmax over 10 classes has a maximum >= 0.1); at 1.0 none
+  // leaves earlier than at the model's own 0.9; 0 is the model's own again.
+  ControlTuple low;
+  low.exit_threshold = 0.05f;
+  std::vector<QueryExit> low_exits;
+  ASSERT_TRUE((*executor)->RunWithExits(model->name, low, inputs, {}, &low_exits).ok());
+  ControlTuple high;
+  high.exit_threshold = 1.0f;
+  std::vector<QueryExit> high_exits;
+  ASSERT_TRUE((*executor)->RunWithExits(model->name, high, inputs, {}, &high_exits).ok());
+  std::vector<QueryExit> again;
+  ASSERT_TRUE((*executor)->RunWithExits(model->name, ControlTuple(), inputs, {}, &again).ok());
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(low_exits[i].exit, 0) << "query " << i;
+    EXPECT_GE(high_exits[i].exit, exits[i].exit) << "query " << i;
+    EXPECT_EQ(again[i].exit, exits[i].exit) << "query " << i;
+  }
+  ControlTuple bad;
+  bad.exit_threshold = 1.5f;
+  auto refused = (*executor)->RunWithExits(model->name, bad, inputs, {}, &low_exits);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
 }
 
 // A profile that disagrees with its checkpoint (the bundled one has 10

@@ -70,6 +70,34 @@ TEST(EmulatedDynamicTest, DrawsEachQueryFromItsApplicationAndSleepsTheSlowest) {
   for (size_t i = 0; i < exits.size(); ++i) EXPECT_EQ(exits[i].own, exits2[i].own);
 }
 
+// Load-adaptive exits: the batch's threshold picks that threshold's
+// histograms; one the profile did not measure is refused.
+TEST(EmulatedDynamicTest, TheBatchsExitThresholdPicksItsHistograms) {
+  ModelEntry e = DynamicEntry();
+  e.profile.dynamic.default_threshold = 0.9;
+  e.profile.dynamic.thresholds = {{0.6, 80, {{"easy", {10, 20}, {1}}, {"hard", {30, 40}, {1}}}},
+                                  {0.9, 90, e.profile.dynamic.applications}};
+  EmulatedExecutor ex(/*slowdown=*/1.0, /*seed=*/7);
+  ASSERT_TRUE(ex.Load(e).ok());
+  v1::Tensor x;
+  EncodeTensor(MakeFloatTensor({2}, std::vector<float>{1, 2}), &x);
+  const std::string hard = "hard";
+  std::vector<const v1::Tensor*> in = {&x};
+  std::vector<const std::string*> apps = {&hard};
+  ControlTuple low;
+  low.exit_threshold = 0.6f;
+  std::vector<QueryExit> exits;
+  ASSERT_TRUE(ex.RunWithExits("dyn", low, in, apps, &exits).ok());
+  EXPECT_GE(exits[0].own, Micros(30));
+  EXPECT_LE(exits[0].own, Micros(40));
+  ASSERT_TRUE(ex.RunWithExits("dyn", ControlTuple(), in, apps, &exits).ok());
+  EXPECT_GE(exits[0].own, Micros(3000)) << "0: the default's";
+  ControlTuple unknown;
+  unknown.exit_threshold = 0.7f;
+  EXPECT_EQ(ex.RunWithExits("dyn", unknown, in, apps, &exits).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(EmulatedDynamicTest, RunBatchReportsPerQueryTimesOnTheWire) {
   EmulatedExecutor ex;
   std::vector<ModelEntry> models = {DynamicEntry()};
