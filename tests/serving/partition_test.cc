@@ -23,13 +23,7 @@ using testing::FakeHandle;
 constexpr Nanos kHeartbeat = Millis(100);
 constexpr Nanos kTick = Millis(10);
 
-BatchOutcome Ok(const BatchPlan& b) {
-  BatchOutcome o;
-  o.batch_id = b.batch_id;
-  o.exec = Millis(1);
-  for (QueryId id : b.queries) o.outputs.emplace_back(id, nullptr);
-  return o;
-}
+BatchOutcome Ok(const BatchPlan& b) { return testing::OkOutcome(b); }
 
 class PartitionTest : public ::testing::Test {
  protected:

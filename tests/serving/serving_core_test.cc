@@ -27,13 +27,7 @@ std::unique_ptr<Policy> Clipper(const ModelProfile& p) {
   return *MakePolicy("fixed-subnet", p, PolicyConfig());
 }
 
-BatchOutcome Ok(const BatchPlan& b) {
-  BatchOutcome o;
-  o.batch_id = b.batch_id;
-  o.exec = Millis(1);
-  for (QueryId id : b.queries) o.outputs.emplace_back(id, nullptr);
-  return o;
-}
+BatchOutcome Ok(const BatchPlan& b) { return testing::OkOutcome(b); }
 
 class ServingCoreTest : public ::testing::Test {
  protected:

@@ -21,6 +21,16 @@
 
 namespace superserve::testing {
 
+// A worker's answer to `b`: every query served (no output bytes), executed
+// in 1 ms.
+inline BatchOutcome OkOutcome(const BatchPlan& b) {
+  BatchOutcome o;
+  o.batch_id = b.batch_id;
+  o.exec = Millis(1);
+  for (QueryId id : b.queries) o.outputs.emplace_back(id, nullptr);
+  return o;
+}
+
 // A worker as the core sees it: records what the core tells it; the test
 // takes the batches from `sent` and answers them with OnBatchResult.
 class FakeChannel final : public WorkerChannel {
