@@ -23,7 +23,7 @@ using testing::FakeHandle;
 constexpr Nanos kHeartbeat = Millis(100);
 constexpr Nanos kTick = Millis(10);
 
-BatchOutcome Ok(const BatchPlan& b) { return testing::OkOutcome(b); }
+using testing::OkOutcome;
 
 class PartitionTest : public ::testing::Test {
  protected:
@@ -116,13 +116,13 @@ TEST_F(PartitionTest, APartitionedWorkerIsDeadWithinTwoIntervalsAndItsQueriesAns
   EXPECT_EQ(tight.status.code(), absl::StatusCode::kDeadlineExceeded) << tight.status;
 
   // The roomy one is on w0 (alive); it completes normally.
-  core_->OnBatchResult(ids_[0], Ok(channels_[0]->sent.front()));
+  core_->OnBatchResult(ids_[0], OkOutcome(channels_[0]->sent.front()));
   channels_[0]->sent.pop_front();
   ASSERT_EQ(roomy.answers, 1);
   EXPECT_TRUE(roomy.status.ok()) << roomy.status;
 
   // The path heals and w1's late result arrives: ignored, nothing answered twice.
-  core_->OnBatchResult(ids_[1], Ok(channels_[1]->sent.front()));
+  core_->OnBatchResult(ids_[1], OkOutcome(channels_[1]->sent.front()));
   core_->OnHeartbeat(ids_[1]);
   RunUntil(clock_.Now() + Millis(100), {0, 1}, 1);
   EXPECT_EQ(tight.answers, 1);
@@ -139,7 +139,7 @@ TEST_F(PartitionTest, ThePartitionedWorkersQueriesThatCanStillMakeItAreServedByA
   ASSERT_EQ(channels_[1]->sent.size(), 1u);
   // w0 is cut off at once; w1 beats on and finishes its batch.
   const Nanos last = last_heard_[0];
-  core_->OnBatchResult(ids_[1], Ok(channels_[1]->sent.front()));
+  core_->OnBatchResult(ids_[1], OkOutcome(channels_[1]->sent.front()));
   channels_[1]->sent.pop_front();
   ASSERT_EQ(on_w1.answers, 1);
   const Nanos closed_at = RunUntil(clock_.Now() + Millis(400), {1}, 0);
@@ -152,11 +152,11 @@ TEST_F(PartitionTest, ThePartitionedWorkersQueriesThatCanStillMakeItAreServedByA
   ASSERT_EQ(channels_[1]->sent.front().queries.size(), 1u);
   EXPECT_EQ(channels_[1]->sent.front().queries[0], channels_[0]->sent.front().queries[0])
       << "the same query, re-run elsewhere";
-  core_->OnBatchResult(ids_[1], Ok(channels_[1]->sent.front()));
+  core_->OnBatchResult(ids_[1], OkOutcome(channels_[1]->sent.front()));
   ASSERT_EQ(on_w0.answers, 1);
   EXPECT_TRUE(on_w0.status.ok()) << on_w0.status;
   // w0's own (late) result: ignored.
-  core_->OnBatchResult(ids_[0], Ok(channels_[0]->sent.front()));
+  core_->OnBatchResult(ids_[0], OkOutcome(channels_[0]->sent.front()));
   EXPECT_EQ(on_w0.answers, 1);
   ServingStats s = core_->Stats();
   EXPECT_EQ(s.accepted, s.answered);

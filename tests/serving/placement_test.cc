@@ -19,7 +19,7 @@ namespace {
 using testing::FakeChannel;
 using testing::FakeHandle;
 
-BatchOutcome Ok(const BatchPlan& b) { return testing::OkOutcome(b); }
+using testing::OkOutcome;
 
 // Models named as given, 60 bytes each (so one fits a 100-byte worker),
 // loading in `load`; the "hand" profile (fastest subnet 1 ms at batch 1).
@@ -66,7 +66,7 @@ class PlacementTest : public ::testing::Test {
     ASSERT_FALSE(channels_[w]->sent.empty());
     BatchPlan b = std::move(channels_[w]->sent.front());
     channels_[w]->sent.pop_front();
-    core_->OnBatchResult(channels_[w]->id, Ok(b));
+    core_->OnBatchResult(channels_[w]->id, OkOutcome(b));
   }
   void Advance(Nanos d) { ASSERT_TRUE(clock_.Advance(d).ok()); }
   void TearDown() override {
@@ -272,7 +272,7 @@ TEST_F(PlacementTest, WorkersWithoutABudgetKeepEveryModelAsBefore) {
   FakeHandle& q = Submit("b", Millis(100));
   EXPECT_TRUE(c->loads.empty());
   ASSERT_EQ(c->sent.size(), 1u);
-  core_->OnBatchResult(id, Ok(c->sent.front()));
+  core_->OnBatchResult(id, OkOutcome(c->sent.front()));
   EXPECT_TRUE(q.status.ok());
   EXPECT_EQ(core_->Stats().loads, 0);
 }

@@ -27,7 +27,7 @@ std::unique_ptr<Policy> Clipper(const ModelProfile& p) {
   return *MakePolicy("fixed-subnet", p, PolicyConfig());
 }
 
-BatchOutcome Ok(const BatchPlan& b) { return testing::OkOutcome(b); }
+using testing::OkOutcome;
 
 class ServingCoreTest : public ::testing::Test {
  protected:
@@ -80,12 +80,12 @@ TEST_F(ServingCoreTest, AHungWorkerIsDeclaredDeadByItsBatchDeadlineAndItsLateRes
   EXPECT_EQ(q.status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(core_->Stats().workers_alive, 1);
   // The hung worker wakes up and answers: ignored.
-  core_->OnBatchResult(w0, Ok(c0->sent.front()));
+  core_->OnBatchResult(w0, OkOutcome(c0->sent.front()));
   EXPECT_EQ(q.answers, 1);
   // The other worker serves on.
   FakeHandle& next = Submit(Millis(100));
   ASSERT_EQ(c1->sent.size(), 1u);
-  core_->OnBatchResult(w1, Ok(c1->sent.front()));
+  core_->OnBatchResult(w1, OkOutcome(c1->sent.front()));
   EXPECT_TRUE(next.status.ok());
 }
 
@@ -142,7 +142,7 @@ TEST_F(ServingCoreTest, ObserverSeesEveryAnswerAndBatch) {
   r.model = "hand";
   core.Submit(&ok, r);
   ASSERT_EQ(c->sent.size(), 1u);
-  core.OnBatchResult(w, Ok(c->sent.front()));
+  core.OnBatchResult(w, OkOutcome(c->sent.front()));
   EXPECT_EQ(counter.outcomes[static_cast<int>(QueryOutcome::kInvalidArgument)], 1);
   EXPECT_EQ(counter.outcomes[static_cast<int>(QueryOutcome::kOk)], 1);
   EXPECT_EQ(counter.queries_sent, 1u);
@@ -239,9 +239,9 @@ TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
   EXPECT_EQ(late.status.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(late.status.message().find("draining"), absl::string_view::npos) << late.status;
   ASSERT_EQ(c->sent.size(), 1u);
-  core_->OnBatchResult(w, Ok(c->sent.front()));
+  core_->OnBatchResult(w, OkOutcome(c->sent.front()));
   ASSERT_EQ(c->sent.size(), 2u) << "the queued query is still scheduled";
-  core_->OnBatchResult(w, Ok(c->sent.back()));
+  core_->OnBatchResult(w, OkOutcome(c->sent.back()));
   EXPECT_TRUE(running.status.ok());
   EXPECT_TRUE(queued.status.ok());
   EXPECT_EQ(core_->Stats().pending, 0);
@@ -265,9 +265,9 @@ TEST_F(ServingCoreTest, AwaitingADrainWakesOnTheLastResultAndTimesOutOtherwise) 
       [&] { model_drained = core_->AwaitModelDrained("hand", absl::Seconds(60)); });
   std::thread idle_waiter([&] { idle = core_->AwaitIdle(absl::Seconds(60)); });
   ASSERT_EQ(c->sent.size(), 1u);
-  core_->OnBatchResult(w, Ok(c->sent.front()));
+  core_->OnBatchResult(w, OkOutcome(c->sent.front()));
   ASSERT_EQ(c->sent.size(), 2u) << "a closed model's queued query is still served";
-  core_->OnBatchResult(w, Ok(c->sent.back()));
+  core_->OnBatchResult(w, OkOutcome(c->sent.back()));
   const absl::Time joined_by = absl::Now() + absl::Seconds(30);
   model_waiter.join();
   idle_waiter.join();
@@ -350,7 +350,9 @@ TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
     p2.model = "hand2";
     const std::vector<std::string> policies = PolicyNames();
     ASSERT_TRUE(core.AddModel(p, *MakePolicy(policies[seed % policies.size()], p, {})).ok());
-    if (placed) ASSERT_TRUE(core.AddModel(p2, *MakePolicy("slackfit", p2, {})).ok());
+    if (placed) {
+      ASSERT_TRUE(core.AddModel(p2, *MakePolicy("slackfit", p2, {})).ok());
+    }
     std::vector<std::pair<int32_t, std::shared_ptr<FakeChannel>>> workers;
     for (int step = 0; step < 600; ++step) {
       const int op = static_cast<int>(rng() % 100);
@@ -393,7 +395,7 @@ TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
         if (c->sent.empty()) continue;
         BatchPlan b = std::move(c->sent.front());
         c->sent.pop_front();
-        BatchOutcome out = Ok(b);
+        BatchOutcome out = OkOutcome(b);
         switch (rng() % 5) {
           case 0:
             out.outputs.emplace_back(rng() % 50, nullptr);  // foreign or duplicate
@@ -434,7 +436,9 @@ TEST(ServingCoreRandomTest, EveryQueryGetsExactlyOneAnswer) {
       // never removed; a removed model's unload follows its last batch).
       EXPECT_EQ(c->unloaded_in_flight_of["hand2"], 0) << "seed " << seed;
     }
-    if (placed) EXPECT_GT(s.loads, 0) << "seed " << seed;
+    if (placed) {
+      EXPECT_GT(s.loads, 0) << "seed " << seed;
+    }
   }
 }
 
