@@ -61,11 +61,13 @@ class InferenceServiceTest : public ::testing::Test {
  protected:
   // RouterServerOptions::inline_call_completion (router/inference_service.h).
   virtual bool InlineCompletion() const { return true; }
+  virtual void Configure(RouterServerOptions* o) const {}
   void SetUp() override {
     RouterServerOptions o;
     o.model_repo = EmulatedRepo();
     o.metrics_listen = "";
     o.inline_call_completion = InlineCompletion();
+    Configure(&o);
     server_ = std::make_unique<RouterServer>(o);
     ASSERT_TRUE(server_->Start().ok());
     address_ = "127.0.0.1:" + std::to_string(server_->port());
@@ -112,9 +114,15 @@ class InprocWorker {
 // The answer-once tests run with gRPC finishing calls inline and on its
 // executor thread: exactly-once must not rest on the not-API hook that picks
 // between them (a gRPC upgrade that changed its meaning fails here).
+// The holding worker sends no heartbeats: liveness is off, so that however
+// slow the host (TSan), the worker that holds the batch is never declared
+// dead mid-test.
 class AnswerOnceTest : public InferenceServiceTest, public ::testing::WithParamInterface<bool> {
  protected:
   bool InlineCompletion() const override { return GetParam(); }
+  void Configure(RouterServerOptions* o) const override {
+    o->dispatcher.serving.missed_heartbeats = 0;
+  }
 };
 INSTANTIATE_TEST_SUITE_P(CallCompletion, AnswerOnceTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
