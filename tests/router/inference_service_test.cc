@@ -124,7 +124,16 @@ class AnswerOnceTest : public InferenceServiceTest, public ::testing::WithParamI
     o->dispatcher.serving.missed_heartbeats = 0;
   }
 };
-INSTANTIATE_TEST_SUITE_P(CallCompletion, AnswerOnceTest, ::testing::Bool(),
+// Under ThreadSanitizer only the inline mode runs: gRPC 1.51 hands OnDone to
+// its executor thread through libgrpc's own queue, which is not instrumented,
+// so TSan cannot see that OnCancel happened before OnDone and reports the
+// reactor's deletion as a race. The ASan and Release stages run both modes.
+#if defined(__SANITIZE_THREAD__)
+#define SUPERSERVE_COMPLETION_MODES ::testing::Values(true)
+#else
+#define SUPERSERVE_COMPLETION_MODES ::testing::Bool()
+#endif
+INSTANTIATE_TEST_SUITE_P(CallCompletion, AnswerOnceTest, SUPERSERVE_COMPLETION_MODES,
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Inline" : "OnGrpcExecutor";
                          });
