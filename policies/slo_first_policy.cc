@@ -250,11 +250,16 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   const int bi = table_.BatchIndexFor(size);
   // Deferring pays only where the load needs fuller batches than those
   // dispatching at once makes (their throughput on every worker is below
-  // the rate); below that, waiting only risks the deadline.
+  // the rate); below that, waiting only risks the deadline. And only where
+  // the full batch serves, in its run time, at least one query more than
+  // batches of what is queued would: where latency grows about linearly
+  // with the batch (CPU-shaped) the worker's idle wait costs more than the
+  // fuller batch gains.
   if (options_.defer && !ctx.assume_overload && size < table_.batch_size(fit) &&
       kEagerUtilisation * static_cast<double>(workers) * table_.batch_size(bi) * 1e9 <
           options_.headroom * rate *
-              static_cast<double>(table_.latency(rank, bi) + overhead_estimate())) {
+              static_cast<double>(table_.latency(rank, bi) + overhead_estimate()) &&
+      ExtraServed(rank, table_.batch_size(fit), size) >= 1) {
     // Frontrun: once one more query would no longer fit the head's
     // deadline, waiting cannot grow the batch.
     const Nanos frontrun =
@@ -298,17 +303,18 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
   return d;
 }
 
+double SloFirstPolicy::ExtraServed(int rank, int64_t full, int64_t part) const {
+  const auto time = [&](int64_t n) {
+    return static_cast<double>(FitLatency(rank, table_.BatchIndexFor(n)) + overhead_estimate());
+  };
+  return static_cast<double>(full) - static_cast<double>(part) * time(full) / time(part);
+}
+
 bool SloFirstPolicy::WindowDropPays(int64_t window, Nanos slack, int64_t queued) const {
   const int fit = EfficientBatch(fastest_, slack);
   if (fit < 0) return true;  // nothing serves the head at the fastest subnet
   const int64_t served = std::min<int64_t>(table_.batch_size(fit), queued);
-  const auto time = [&](int64_t n) {
-    return static_cast<double>(FitLatency(fastest_, table_.BatchIndexFor(n)) + overhead_estimate());
-  };
-  // The window batch must serve at least one query more than the head's
-  // batch serves at its rate in the same time: the dropped head.
-  return static_cast<double>(window) - static_cast<double>(served) * time(window) / time(served) >=
-         1;
+  return ExtraServed(fastest_, window, served) >= 1;  // 1: the dropped head
 }
 
 Nanos SloFirstPolicy::FitLatency(int rank, int batch_index) const {

@@ -113,6 +113,10 @@ class SloFirstPolicy : public ProfiledPolicy {
   // CPU-shaped profile the window gained a few percent per batch and cost
   // every head it dropped in a burst the workers caught up with).
   bool WindowDropPays(int64_t window, Nanos slack, int64_t queued) const;
+  // Queries a batch of `full` serves at `rank`, in its run time, beyond
+  // what batches of `part` serve in the same time at their rate (FitLatency
+  // plus overhead).
+  double ExtraServed(int rank, int64_t full, int64_t part) const;
 
   SloFirstOptions options_;
   ArrivalRateEstimator arrivals_;

@@ -137,6 +137,20 @@ TEST(SloFirstPolicyTest, DefersOnlyWhereTheLoadNeedsFullerBatches) {
   ExpectDispatch(DecideOn(&e, q), 0, 1, 1);
 }
 
+TEST(SloFirstPolicyTest, NoWaitForABatchThatServesLessThanAQueryMore) {
+  // Latency nearly linear in the batch: batch 1 takes 1 ms, batch 2 1.8 ms.
+  // 800 q/s on one worker: batch 1 carries 0.7 x 1000 = 700 < 800, and the
+  // workers carry the load at batch 1 (no window). In batch 2's 1.8 ms,
+  // batches of 1 serve 1.8 queries: waiting for the second gains 0.2 of a
+  // query and idles the worker, so the lone query goes at once. (Before: it
+  // waited until 35 - 1.8 - 0.8 ms.)
+  SloFirstPolicy p(HandProfile({1, 2}, {70}, {{1, 1.8}}), NoOverhead());
+  Arrivals(&p, 800);
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  ExpectDispatch(DecideOn(&p, q), 0, 1, 1);
+}
+
 TEST(SloFirstPolicyTest, DropsAHeadOnlyTheLoadsBatchCouldServeTooLate) {
   // 1700 q/s on 70 %: the one worker carries 1000 q/s at batch 1, 1333 at
   // 2, 1600 at 4, so the target batch is 8 (l(8)(1 + 1/n) = 4.5 x 2.05 ms
