@@ -13,10 +13,6 @@ namespace {
 // sent at its last moment late. Symphony's scheduler plans with a high
 // percentile of its network delay for the same reason.
 constexpr double kFrontrunMargin = 0.02;
-// Symphony's sliding window drops a head only once its slack is below this
-// fraction of the window batch's latency: a dispatch a little late shrinks
-// the batch a little instead of dropping the head.
-constexpr double kWindowFraction = 0.9;
 // ln(1000): capacities leave room for the queueing of all but about one
 // query in a thousand (the 0.999 a user expects where a subnet can hold it).
 constexpr double kTailNats = 6.9;
@@ -254,11 +250,16 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   const int bi = table_.BatchIndexFor(size);
   // Deferring pays only where the load needs fuller batches than those
   // dispatching at once makes (their throughput on every worker is below
-  // the rate); below that, waiting only risks the deadline.
+  // the rate); below that, waiting only risks the deadline. And only where
+  // the full batch serves, in its run time, at least one query more than
+  // batches of what is queued would: where latency grows about linearly
+  // with the batch (CPU-shaped) the worker's idle wait costs more than the
+  // fuller batch gains.
   if (options_.defer && !ctx.assume_overload && size < table_.batch_size(fit) &&
       kEagerUtilisation * static_cast<double>(workers) * table_.batch_size(bi) * 1e9 <
           options_.headroom * rate *
-              static_cast<double>(table_.latency(rank, bi) + overhead_estimate())) {
+              static_cast<double>(table_.latency(rank, bi) + overhead_estimate()) &&
+      ExtraServed(rank, table_.batch_size(fit), size) >= 1) {
     // Frontrun: once one more query would no longer fit the head's
     // deadline, waiting cannot grow the batch.
     const Nanos frontrun =
@@ -276,7 +277,8 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
 Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
   if (!ctx.assume_overload && !ctx.queue.empty() && !ctx.free_workers.empty()) {
     // Symphony's sliding window at the fastest subnet: a head that only a
-    // batch smaller than the load needs could serve is dropped.
+    // batch smaller than the load needs could serve is dropped, where that
+    // batch is worth the head (WindowDropPays).
     const Query& head = ctx.queue.Head();
     const Nanos slo = head.deadline - head.arrival;
     RefreshCapacity(slo, FleetWorkers(ctx));
@@ -288,9 +290,10 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     const int64_t window = std::min<int64_t>(target, static_cast<int64_t>(ctx.queue.size()));
     if (window > 1) {
       const Nanos slack = head.deadline - ctx.now - overhead_estimate();
-      const auto needed =
-          static_cast<double>(FitLatency(fastest_, table_.BatchIndexFor(window)));
-      if (static_cast<double>(slack) < kWindowFraction * needed) return Decision::Idle(1);
+      if (slack < FitLatency(fastest_, table_.BatchIndexFor(window)) &&
+          WindowDropPays(window, slack, static_cast<int64_t>(ctx.queue.size()))) {
+        return Decision::Idle(1);
+      }
     }
   }
   Decision d = ProfiledPolicy::Decide(ctx);
@@ -298,6 +301,20 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     last_rank_ = table_.rank_of_subnet(d.subnet_index);
   }
   return d;
+}
+
+double SloFirstPolicy::ExtraServed(int rank, int64_t full, int64_t part) const {
+  const auto time = [&](int64_t n) {
+    return static_cast<double>(FitLatency(rank, table_.BatchIndexFor(n)) + overhead_estimate());
+  };
+  return static_cast<double>(full) - static_cast<double>(part) * time(full) / time(part);
+}
+
+bool SloFirstPolicy::WindowDropPays(int64_t window, Nanos slack, int64_t queued) const {
+  const int fit = EfficientBatch(fastest_, slack);
+  if (fit < 0) return true;  // nothing serves the head at the fastest subnet
+  const int64_t served = std::min<int64_t>(table_.batch_size(fit), queued);
+  return ExtraServed(fastest_, window, served) >= 1;  // 1: the dropped head
 }
 
 Nanos SloFirstPolicy::FitLatency(int rank, int batch_index) const {

@@ -37,7 +37,8 @@ struct SloFirstOptions {
 //  1. Drop the heads that no subnet can serve in time, and, past the peak,
 //     the heads that only a batch smaller than the load needs could serve
 //     (Symphony's sliding window: serving them shrinks every batch behind
-//     them, EDF's overload spiral).
+//     them, EDF's overload spiral) where the larger batch makes up for the
+//     dropped head within its own run.
 //  2. Subnet: the most accurate one whose capacity (queries/s over all
 //     workers at its most efficient batch, at the utilisation where about
 //     one query in a thousand would wait past its deadline) covers
@@ -104,6 +105,18 @@ class SloFirstPolicy : public ProfiledPolicy {
   // fleet: with workers to spare it dropped heads a smaller batch served
   // in time at no cost to the queries behind).
   int64_t TargetBatch(Nanos slo, double rate, int64_t workers) const;
+  // Whether dropping a head with `slack` left, `queued` queries queued, for
+  // a batch of `window` at the fastest subnet pays even if the load ends
+  // right after it: in the window batch's time it serves at least one query
+  // (the dropped head) more than the batch that serves the head would at
+  // that batch's rate. Else the head is served in the smaller batch (on a
+  // CPU-shaped profile the window gained a few percent per batch and cost
+  // every head it dropped in a burst the workers caught up with).
+  bool WindowDropPays(int64_t window, Nanos slack, int64_t queued) const;
+  // Queries a batch of `full` serves at `rank`, in its run time, beyond
+  // what batches of `part` serve in the same time at their rate (FitLatency
+  // plus overhead).
+  double ExtraServed(int rank, int64_t full, int64_t part) const;
 
   SloFirstOptions options_;
   ArrivalRateEstimator arrivals_;

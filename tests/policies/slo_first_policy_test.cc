@@ -137,15 +137,31 @@ TEST(SloFirstPolicyTest, DefersOnlyWhereTheLoadNeedsFullerBatches) {
   ExpectDispatch(DecideOn(&e, q), 0, 1, 1);
 }
 
+TEST(SloFirstPolicyTest, NoWaitForABatchThatServesLessThanAQueryMore) {
+  // Latency nearly linear in the batch: batch 1 takes 1 ms, batch 2 1.8 ms.
+  // 800 q/s on one worker: batch 1 carries 0.7 x 1000 = 700 < 800, and the
+  // workers carry the load at batch 1 (no window). In batch 2's 1.8 ms,
+  // batches of 1 serve 1.8 queries: waiting for the second gains 0.2 of a
+  // query and idles the worker, so the lone query goes at once. (Before: it
+  // waited until 35 - 1.8 - 0.8 ms.)
+  SloFirstPolicy p(HandProfile({1, 2}, {70}, {{1, 1.8}}), NoOverhead());
+  Arrivals(&p, 800);
+  EdfQueue q;
+  Fill(&q, 1, 35);
+  ExpectDispatch(DecideOn(&p, q), 0, 1, 1);
+}
+
 TEST(SloFirstPolicyTest, DropsAHeadOnlyTheLoadsBatchCouldServeTooLate) {
   // 1700 q/s on 70 %: the one worker carries 1000 q/s at batch 1, 1333 at
   // 2, 1600 at 4, so the target batch is 8 (l(8)(1 + 1/n) = 4.5 x 2.05 ms
-  // <= 40, n = 1700 x 4.5 ms / 8). With 8 queued a head under 0.9 x 4.5 ms
-  // of slack is dropped; with 4.5 ms it is served at batch 8.
+  // <= 40, n = 1700 x 4.5 ms / 8). With 8 queued a head with 2 ms of slack
+  // (batch 2 at most) is dropped: in 4.5 ms batch 8 serves 8, batches of 2
+  // serve 6, and the 2 gained make up for the head. With 4.5 ms it is
+  // served at batch 8.
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
   Arrivals(&p, 1700);
   EdfQueue tight;
-  Fill(&tight, 8, 3);
+  Fill(&tight, 8, 2);
   const Decision d = DecideOn(&p, tight);
   EXPECT_EQ(d.kind, Decision::Kind::kIdle);
   EXPECT_EQ(d.drop, 1);
@@ -254,6 +270,34 @@ TEST(SloFirstPolicyTest, ABatchIsFittedToTheHeadOnOneFootingWithTheMeasuredOnes)
   EdfQueue q;
   Fill(&q, 8, 4.7);
   ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
+}
+
+TEST(SloFirstPolicyTest, NoHeadIsDroppedForABatchThatDoesNotMakeUpForIt) {
+  // The same load and queue, the head 3 ms from its deadline: batch 4
+  // (2.5 ms) serves it, and in batch 8's 4.5 ms batches of 4 serve 7.2
+  // queries, so batch 8 gains 0.8 of a query for the head it drops. Served
+  // at batch 4. (Before: dropped, its slack under 0.9 x 4.5 ms.)
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&p, 1700);
+  EdfQueue q;
+  Fill(&q, 8, 3);
+  ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
+}
+
+TEST(SloFirstPolicyTest, AHeadJustShortOfTheWindowBatchIsDroppedWhereThatBatchPays) {
+  // Flat: batch 1 takes 1 ms, batch 8 1.2 ms; 1500 q/s on one worker (1000
+  // q/s at batch 1): the target batch is 8 (n = 1500 x 1.2 ms / 8 = 0.225,
+  // 1.2 x (1 + 1/n) = 6.5 ms <= 40). 8 queued, the head 1.1 ms from its
+  // deadline: only batch 1 serves it, and in 1.2 ms batch 8 serves 8
+  // against batch 1's 1.2: dropped. (Before: kept, its slack above 0.9 x
+  // 1.2 ms, and served alone.)
+  SloFirstPolicy p(HandProfile({1, 8}, {70}, {{1, 1.2}}), NoOverhead());
+  Arrivals(&p, 1500);
+  EdfQueue q;
+  Fill(&q, 8, 1.1);
+  const Decision d = DecideOn(&p, q);
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 1);
 }
 
 TEST(SloFirstPolicyTest, NoHeadIsDroppedWhereTheWorkersCarryTheLoadWithSmallerBatches) {
