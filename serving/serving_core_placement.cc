@@ -109,9 +109,21 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
     if (!status.ok()) {
       if (residency_.StateOf(worker, m->id) != Residency::State::kLoading) return;
       residency_.FailLoad(worker, m->id);
-      // A worker that refused the load over its budget measured it: the
-      // next plan counts the real figure.
-      if (measured_bytes > 0) residency_.SetFootprint(m->id, measured_bytes);
+      if (measured_bytes > 0) {
+        // A worker that refused the load over its budget measured it: the
+        // next plan counts the real figure.
+        residency_.SetFootprint(m->id, measured_bytes);
+      } else {
+        // Any other failure (not in its repository, a broken package) would
+        // fail again: the worker is not asked for the model until it
+        // registers anew, instead of a retry per failure until the
+        // queries' deadlines.
+        auto& on = m->loadable_on;
+        if (auto it = std::lower_bound(on.begin(), on.end(), worker);
+            it != on.end() && *it == worker) {
+          on.erase(it);
+        }
+      }
       SS_LOG(WARNING) << "worker " << *w->name << " failed to load model " << model << ": "
                       << status.message();
       if (m->scheduler.workers().empty() && residency_.PendingReady(m->id) < 0 &&
