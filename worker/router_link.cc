@@ -72,6 +72,13 @@ void RouterLink::UnloadRepositoryModels() {
   for (const ModelEntry& m : *Models()) {
     if (InRepository(m.name)) Unload(m.name);
   }
+  // Loaded as the last session ended, never installed nor announced.
+  std::map<std::string, int64_t> left;
+  {
+    absl::MutexLock lock(&models_mu_);
+    left.swap(footprints_);
+  }
+  for (const auto& [name, bytes] : left) (void)executor_->Unload(name);
 }
 
 RouterLink::~RouterLink() {
@@ -707,6 +714,8 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadFromRepository(const st
   auto it = std::find_if(repository_.begin(), repository_.end(),
                          [&](const ModelEntry& m) { return m.name == model; });
   if (it == repository_.end()) return fail("not in this worker's repository");
+  // Counted from here (not from Install, on the executor thread): a load
+  // queued behind this one counts this one's memory.
   int64_t used = 0;
   {
     absl::MutexLock lock(&models_mu_);
@@ -725,6 +734,10 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadFromRepository(const st
     (void)executor_->Unload(model);
     return fail(absl::StrCat("it takes ", out->memory_bytes, " bytes, and ", used, " of this "
                              "worker's ", options_.memory_budget, "-byte budget are in use"));
+  }
+  {
+    absl::MutexLock lock(&models_mu_);
+    footprints_[model] = out->memory_bytes;
   }
   out->entry = *it;
   out->load_time = clock->Now() - start;
