@@ -315,6 +315,8 @@ RouterLink::SessionEnd RouterLink::RunSession(
     loads_.clear();
     unloads_received_ = 0;
     unloads_done_ = 0;
+    model_unloads_received_.clear();
+    model_unloads_done_.clear();
   }
   // No thread of this session runs yet.
   UnloadRepositoryModels();
@@ -433,14 +435,18 @@ RouterLink::SessionEnd RouterLink::RunSession(
     if (msg->has_load_model()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        loads_.push_back({std::move(msg), unloads_received_});
+        const int64_t model_unloads = model_unloads_received_[msg->load_model().model()];
+        loads_.push_back({std::move(msg), unloads_received_, model_unloads});
       }
       load_cv_.notify_one();
     } else if (msg->has_batch() || msg->has_unload_model()) {
       const Nanos received = RealClock::Get()->Now();
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (msg->has_unload_model()) ++unloads_received_;
+        if (msg->has_unload_model()) {
+          ++unloads_received_;
+          ++model_unloads_received_[msg->unload_model().model()];
+        }
         batches_.push_back({std::move(msg), received, nullptr});
       }
       // Outside the lock, so that the woken executor does not block on it.
@@ -519,6 +525,18 @@ void RouterLink::ExecuteLoop() {
       if (stopping_) return;
     }
     if (b.loaded != nullptr) {
+      LoadedModel& l = *b.loaded;
+      if (l.from_repository && l.error.empty() && !l.entry.name.empty() &&
+          model_unloads_done_[l.model] > l.model_unloads_before) {
+        // Unloaded while it loaded (the router removed it): freed, not
+        // served, and its memory no longer counted.
+        (void)executor_->Unload(l.model);
+        {
+          absl::MutexLock lock(&models_mu_);
+          footprints_.erase(l.model);
+        }
+        l.error = "unloaded while it was loading";
+      }
       Install(b.loaded.get());
       // A model loaded on the loader thread: warm on this one too (GPU).
       if (b.loaded->error.empty()) executor_->PrepareThread();
@@ -538,6 +556,7 @@ void RouterLink::ExecuteLoop() {
     }
     if (b.message->has_unload_model()) {
       Unload(b.message->unload_model().model());
+      ++model_unloads_done_[b.message->unload_model().model()];
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++unloads_done_;
@@ -570,6 +589,7 @@ void RouterLink::LoadLoop() {
     }
     const v1::LoadModel& load = next.message->load_model();
     auto loaded = load.from_repository() ? LoadFromRepository(load.model()) : LoadPackage(load);
+    loaded->model_unloads_before = next.model_unloads_before;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;

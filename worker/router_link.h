@@ -137,6 +137,7 @@ class RouterLink {
     Nanos load_time = 0;
     int64_t memory_bytes = 0;      // measured footprint (0: not known)
     bool from_repository = false;  // placement's load, not a hot package
+    int64_t model_unloads_before = 0;  // see PendingLoad
     // Latencies measured here (a profile without them), by subnet id.
     std::map<int32_t, std::vector<double>> measured;
   };
@@ -226,10 +227,17 @@ class RouterLink {
   struct PendingLoad {
     std::unique_ptr<v1::RouterMessage> message;
     int64_t unloads_before = 0;  // UnloadModels received before it (this session)
+    int64_t model_unloads_before = 0;  // of those, for its model
   };
   std::deque<PendingLoad> loads_;
   int64_t unloads_received_ = 0;  // this session's, by the reading thread
   int64_t unloads_done_ = 0;      // of those, carried out by the executor thread
+  // Per model, this session's UnloadModels received (reading thread, under
+  // mu_) and carried out (executor thread only): a placement load overtaken
+  // by an unload of its model (the model removed while loading) is freed
+  // instead of installed.
+  std::map<std::string, int64_t> model_unloads_received_;
+  std::map<std::string, int64_t> model_unloads_done_;
   bool stopping_ = false;  // this session is over, or Stop()
   bool acked_ = false;     // this session's wait for the registration ack is over
   bool prepared_ = false;  // this session's executor thread ran PrepareThread

@@ -17,6 +17,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -528,6 +529,7 @@ class FootprintExecutor final : public Executor {
  public:
   std::string_view kind() const override { return "footprint"; }
   absl::Status Load(const ModelEntry& m) override {
+    if (slow_loads.count(m.name) > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::lock_guard<std::mutex> lock(mu_);
     bytes_[m.name] = m.profile.memory_bytes;
     return absl::OkStatus();
@@ -547,6 +549,8 @@ class FootprintExecutor final : public Executor {
     return std::vector<HostTensor>(inputs.size(),
                                    MakeFloatTensor({3}, std::vector<float>{0, 1, 0}));
   }
+
+  std::set<std::string> slow_loads;  // take 100 ms (set before the link runs)
 
  private:
   std::mutex mu_;
@@ -630,6 +634,74 @@ TEST(RouterLink, ABudgetedWorkerLoadsItsRepositoryModelsWhenAskedWithinTheBudget
   EXPECT_EQ(replies[3].bytes, 600);
   EXPECT_EQ(replies[4].model, "nope");
   EXPECT_THAT(replies[4].error, HasSubstr("not in this worker's repository"));
+  EXPECT_EQ(executor.ResidentBytes("x"), 0);
+  EXPECT_EQ(executor.ResidentBytes("y"), 600);
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+}
+
+// The router removed a model while the worker loaded it: the UnloadModel
+// that follows the LoadModel frees it once loaded, and its memory is not
+// counted against the next load (the 100-ms load finishes after the unload
+// reached the executor thread, the order the worker must handle).
+TEST(RouterLink, ABudgetedWorkerFreesAModelUnloadedWhileItLoaded) {
+  FootprintExecutor executor;
+  executor.slow_loads = {"x"};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<std::string, std::string>> replies;  // (model, error)
+  ScriptedRouter router([&](int session, ScriptedRouter::Stream* stream) {
+    ScriptedRouter::Ack(stream, session);
+    auto send = [&](const std::string& model, bool load) {
+      v1::RouterMessage msg;
+      if (load) {
+        msg.mutable_load_model()->set_model(model);
+        msg.mutable_load_model()->set_from_repository(true);
+      } else {
+        msg.mutable_unload_model()->set_model(model);
+      }
+      stream->Write(msg);
+    };
+    auto reply = [&] {
+      v1::WorkerMessage m;
+      while (stream->Read(&m)) {
+        if (!m.has_model_loaded()) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        replies.emplace_back(m.model_loaded().model(), m.model_loaded().error());
+        cv.notify_all();
+        return;
+      }
+    };
+    send("x", true);
+    send("x", false);
+    reply();
+    send("y", true);  // fits only if x's 600 bytes are free
+    reply();
+    v1::WorkerMessage m;
+    while (stream->Read(&m)) {
+    }
+    return grpc::Status::OK;
+  });
+  std::vector<ModelEntry> repository;
+  for (const char* name : {"x", "y"}) {
+    ModelEntry e = testing::SmallModelEntry();
+    e.name = name;
+    e.profile.model = name;
+    e.profile.memory_bytes = 600;
+    repository.push_back(e);
+  }
+  RouterLinkOptions o = Options(router.address());
+  o.memory_budget = 1000;
+  RouterLink link(o, &executor, repository);
+  auto run = RunAsync(link);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return replies.size() >= 2; }));
+  }
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[0].first, "x");
+  EXPECT_EQ(replies[1], std::make_pair(std::string("y"), std::string()));
   EXPECT_EQ(executor.ResidentBytes("x"), 0);
   EXPECT_EQ(executor.ResidentBytes("y"), 600);
   link.Stop();
