@@ -146,6 +146,13 @@ void EarlyExitNet::SetTraining(bool training) {
 
 std::vector<at::Tensor> EarlyExitNet::Parameters() { return impl_->net->parameters(); }
 
+int64_t EarlyExitNet::ResidentBytes() const {
+  int64_t bytes = 0;
+  for (const auto& p : impl_->net->parameters()) bytes += p.nbytes();
+  for (const auto& b : impl_->net->buffers()) bytes += b.nbytes();
+  return bytes;
+}
+
 std::vector<at::Tensor> EarlyExitNet::ForwardAllExits(const at::Tensor& x) {
   std::vector<at::Tensor> out;
   // On the weights' device (MoveTo); the logits stay there.

@@ -80,6 +80,8 @@ class EarlyExitNet {
   void SetTraining(bool training);
   std::vector<at::Tensor> ForwardAllExits(const at::Tensor& x);
   std::vector<at::Tensor> Parameters();
+  // Bytes of all parameters and buffers (a worker's footprint of the model).
+  int64_t ResidentBytes() const;
 
  private:
   EarlyExitNet();

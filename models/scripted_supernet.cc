@@ -109,6 +109,13 @@ absl::Status ScriptedSupernet::Actuate(const ControlTuple& control) {
   return absl::OkStatus();
 }
 
+int64_t ScriptedSupernet::ResidentBytes() const {
+  int64_t bytes = 0;
+  for (const at::Tensor& p : impl_->module.parameters()) bytes += p.nbytes();
+  for (const at::Tensor& b : impl_->module.buffers()) bytes += b.nbytes();
+  return bytes;
+}
+
 absl::Status ScriptedSupernet::MoveTo(const std::string& device) {
   if (auto st = CheckDevice(device); !st.ok()) return st;
   try {

@@ -53,6 +53,8 @@ class ScriptedSupernet {
   // "cuda:N"; models/device.h checks the name); Infer then copies its input
   // there.
   absl::Status MoveTo(const std::string& device);
+  // Bytes of the module's parameters and buffers (its submodules' included).
+  int64_t ResidentBytes() const;
 
  private:
   struct Impl;

@@ -349,6 +349,11 @@ absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hel
   reg.name = hello.worker_id();
   reg.emulated = hello.emulated();
   reg.models.assign(hello.models().begin(), hello.models().end());
+  if (hello.memory_budget_bytes() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "memory_budget_bytes is ", hello.memory_budget_bytes(), "; it must be >= 0"));
+  }
+  reg.memory_bytes = hello.memory_budget_bytes();
   auto id = core_.RegisterWorker(reg, std::make_shared<GrpcWorkerChannel>(connection));
   if (id.ok()) {
     // After the core sent the RegisterAck: the worker reads it first.
@@ -358,6 +363,23 @@ absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hel
         reg.models, std::move(connection));
   }
   return id;
+}
+
+void Dispatcher::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
+  hot_.OnModelLoaded(worker, loaded);
+  // Placement's loads (ServingCore::OnModelLoaded ignores a report of a load
+  // it did not ask for). A footprint outside [0, kMaxFootprintBytes] is the
+  // worker's error: the profile's figure stands.
+  int64_t bytes = loaded.memory_bytes();
+  if (bytes < 0 || bytes > kMaxFootprintBytes) {
+    SS_LOG(WARNING) << "worker " << worker << " reports model " << loaded.model()
+                    << " taking " << bytes << " bytes; ignored (the profile's figure stands)";
+    bytes = 0;
+  }
+  core_.OnModelLoaded(worker, loaded.model(),
+                      loaded.error().empty() ? absl::OkStatus()
+                                             : absl::UnavailableError(loaded.error()),
+                      bytes);
 }
 
 void Dispatcher::OnBatchResult(int32_t worker, v1::BatchResult* result) {

@@ -122,9 +122,12 @@ class Dispatcher {
   // Output tensors are moved out of `result`.
   void OnBatchResult(int32_t worker, v1::BatchResult* result);
   void OnWorkerGone(int32_t worker, const absl::Status& why);
-  void OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
-    hot_.OnModelLoaded(worker, loaded);
-  }
+  // A hot registration's load (router/hot_models.h) or placement's
+  // (ServingCore::OnModelLoaded, with the footprint the worker measured).
+  void OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded);
+  // The largest footprint a worker may report (1 PiB); beyond it, or
+  // negative, the report's figure is ignored.
+  static constexpr int64_t kMaxFootprintBytes = int64_t{1} << 50;
 
   // See ServingCore::Tick. Without the timer thread the caller ticks, at
   // next_tick() at the latest; one caller at a time. Returns next_tick().

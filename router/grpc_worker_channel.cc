@@ -15,6 +15,19 @@ void GrpcWorkerChannel::OnRegistered(const std::string& assigned_name, Nanos hea
 
 void GrpcWorkerChannel::Send(BatchPlan batch) { connection_->Send(Encode(batch)); }
 
+void GrpcWorkerChannel::Load(const std::string& model, Nanos /*expected*/) {
+  auto msg = std::make_unique<v1::RouterMessage>();
+  msg->mutable_load_model()->set_model(model);
+  msg->mutable_load_model()->set_from_repository(true);
+  connection_->Send(std::move(msg));
+}
+
+void GrpcWorkerChannel::Unload(const std::string& model) {
+  auto msg = std::make_unique<v1::RouterMessage>();
+  msg->mutable_unload_model()->set_model(model);
+  connection_->Send(std::move(msg));
+}
+
 std::unique_ptr<v1::RouterMessage> GrpcWorkerChannel::Encode(const BatchPlan& b) {
   auto message = std::make_unique<v1::RouterMessage>();
   v1::Batch* batch = message->mutable_batch();

@@ -12,7 +12,8 @@ namespace superserve {
 
 // The serving core's WorkerChannel over a worker's WorkerLink stream: turns a
 // BatchPlan into a v1::Batch (the one place input bytes are copied, outside
-// the core's lock) and the registration into a RegisterAck.
+// the core's lock), the registration into a RegisterAck, and placement's
+// loads and unloads into LoadModel / UnloadModel.
 class GrpcWorkerChannel final : public WorkerChannel {
  public:
   explicit GrpcWorkerChannel(std::shared_ptr<WorkerConnection> connection)
@@ -20,6 +21,10 @@ class GrpcWorkerChannel final : public WorkerChannel {
 
   void OnRegistered(const std::string& assigned_name, Nanos heartbeat_interval) override;
   void Send(BatchPlan batch) override;
+  // Placement: LoadModel (from_repository: the worker loads a model of its
+  // own repository and answers ModelLoaded) and UnloadModel.
+  void Load(const std::string& model, Nanos expected) override;
+  void Unload(const std::string& model) override;
   void Close(const absl::Status& why) override { connection_->Close(why); }
 
   // The wire message for `batch` (exposed for tests).

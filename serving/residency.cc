@@ -38,6 +38,21 @@ void Residency::AddModel(ModelId model, int64_t bytes, Nanos load_time) {
   m.load_time = std::max<Nanos>(0, load_time);
 }
 
+void Residency::SetFootprint(ModelId model, int64_t bytes) {
+  auto it = models_.find(model);
+  if (it == models_.end() || bytes < 0) return;
+  const int64_t delta = bytes - it->second.bytes;
+  for (const auto& [w, ready] : it->second.replicas) {
+    if (auto wi = workers_.find(w); wi != workers_.end()) wi->second.used += delta;
+  }
+  it->second.bytes = bytes;
+}
+
+int64_t Residency::Footprint(ModelId model) const {
+  auto it = models_.find(model);
+  return it == models_.end() ? 0 : it->second.bytes;
+}
+
 std::vector<int32_t> Residency::RemoveModel(ModelId model) {
   std::vector<int32_t> held;
   auto it = models_.find(model);

@@ -38,6 +38,12 @@ class Residency {
 
   // A model's footprint and load time (from its profile).
   void AddModel(ModelId model, int64_t bytes, Nanos load_time);
+  // The footprint a worker measured when it loaded the model replaces the
+  // profile's figure (every replica's memory is counted anew; a worker may
+  // then be over its budget until its next load evicts). Ignored for an
+  // unknown model or bytes < 0.
+  void SetFootprint(ModelId model, int64_t bytes);
+  int64_t Footprint(ModelId model) const;
   // Forgets the model; returns the workers that held or were loading it.
   std::vector<int32_t> RemoveModel(ModelId model);
 

@@ -225,8 +225,12 @@ class ServingCore {
   void OnBatchResult(int32_t worker, BatchOutcome outcome);
   // The worker finished (or failed) loading `model` (WorkerChannel::Load):
   // it serves the model from now on. A stale report (the model or the
-  // worker gone, or not loading there) is ignored.
-  void OnModelLoaded(int32_t worker, const std::string& model, const absl::Status& status);
+  // worker gone, or not loading there) is ignored. `measured_bytes` > 0: the
+  // footprint the worker measured, which replaces the profile's figure
+  // (Residency::SetFootprint); 0 = not measured. A failed load without a
+  // figure (not a matter of memory) is not asked of that worker again.
+  void OnModelLoaded(int32_t worker, const std::string& model, const absl::Status& status,
+                     int64_t measured_bytes = 0);
   // The worker's in-flight queries are re-queued if they can still make
   // their deadline, else answered DEADLINE_EXCEEDED. The owner's last call
   // for `worker` (its stream ended): the id may then name a later worker

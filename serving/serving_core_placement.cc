@@ -97,7 +97,7 @@ void ServingCore::MaybeReplicateLocked(ServedModel* m, Nanos deadline, Nanos now
 }
 
 void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
-                                const absl::Status& status) {
+                                const absl::Status& status, int64_t measured_bytes) {
   Effects e;
   {
     absl::MutexLock lock(&mu_);
@@ -109,6 +109,21 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
     if (!status.ok()) {
       if (residency_.StateOf(worker, m->id) != Residency::State::kLoading) return;
       residency_.FailLoad(worker, m->id);
+      if (measured_bytes > 0) {
+        // A worker that refused the load over its budget measured it: the
+        // next plan counts the real figure.
+        residency_.SetFootprint(m->id, measured_bytes);
+      } else {
+        // Any other failure (not in its repository, a broken package) would
+        // fail again: the worker is not asked for the model until it
+        // registers anew, instead of a retry per failure until the
+        // queries' deadlines.
+        auto& on = m->loadable_on;
+        if (auto it = std::lower_bound(on.begin(), on.end(), worker);
+            it != on.end() && *it == worker) {
+          on.erase(it);
+        }
+      }
       SS_LOG(WARNING) << "worker " << *w->name << " failed to load model " << model << ": "
                       << status.message();
       if (m->scheduler.workers().empty() && residency_.PendingReady(m->id) < 0 &&
@@ -125,6 +140,13 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
       if (residency_.PendingReady(m->id) < 0) cold_since_.erase(m->id);
     } else {
       if (!residency_.FinishLoad(worker, m->id)) return;
+      if (measured_bytes > 0 && measured_bytes != residency_.Footprint(m->id)) {
+        if (options_.log_lifecycle) {
+          SS_LOG(INFO) << "model " << model << ": worker " << *w->name << " measured "
+                       << measured_bytes << " bytes (was " << residency_.Footprint(m->id) << ")";
+        }
+        residency_.SetFootprint(m->id, measured_bytes);
+      }
       m->scheduler.AddWorker(worker);
       Nanos cold = 0;
       if (auto it = cold_since_.find(m->id); it != cold_since_.end()) {

@@ -28,9 +28,8 @@ class WorkerChannel {
   // at once). An eviction never unloads a model with a batch in flight; a
   // removed model's unload may follow batches of it already sent, which the
   // worker finishes first. Only workers registered with a memory budget
-  // are asked. The live gRPC worker (router/grpc_worker_channel.h) does not
-  // support them yet and registers without a budget: these defaults never
-  // run there.
+  // are asked (the live one: superserve-worker --memory_budget_mb, whose
+  // channel sends LoadModel / UnloadModel; router/grpc_worker_channel.h).
   virtual void Load(const std::string& model, Nanos expected) {}
   virtual void Unload(const std::string& model) {}
   // The core gave up on this worker (declared dead, or shutting down).

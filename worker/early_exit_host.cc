@@ -11,6 +11,8 @@ namespace superserve {
 
 EarlyExitHost::~EarlyExitHost() = default;
 
+int64_t EarlyExitHost::ResidentBytes() const { return net_->ResidentBytes(); }
+
 absl::StatusOr<std::unique_ptr<EarlyExitHost>> EarlyExitHost::Load(const ModelEntry& model,
                                                                    const std::string& checkpoint,
                                                                    const std::string& device) {

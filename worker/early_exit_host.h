@@ -50,6 +50,8 @@ class EarlyExitHost {
 
   // Batch-of-one time to reach each exit, measured at load (median).
   const std::vector<Nanos>& exit_times() const { return exit_times_; }
+  // Bytes of the network's parameters and buffers.
+  int64_t ResidentBytes() const;
 
  private:
   EarlyExitHost() = default;

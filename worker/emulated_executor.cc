@@ -18,7 +18,17 @@ absl::Status EmulatedExecutor::Unload(const std::string& model) {
   return absl::OkStatus();
 }
 
+int64_t EmulatedExecutor::ResidentBytes(const std::string& model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = profiles_.find(model);
+  return it == profiles_.end() ? 0 : std::max<int64_t>(0, it->second.memory_bytes);
+}
+
 absl::Status EmulatedExecutor::Load(const ModelEntry& model) {
+  if (model.profile.load_time > 0) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(
+        static_cast<Nanos>(slowdown_ * static_cast<double>(model.profile.load_time))));
+  }
   if (model.profile.is_dynamic) {
     DynamicModel d;
     d.c0_us = model.profile.dynamic.batch_overhead_us;

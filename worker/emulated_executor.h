@@ -15,7 +15,9 @@ namespace superserve {
 // Executes nothing: sleeps the profiled latency of the subnet at the smallest
 // profiled batch size >= the batch, and returns deterministic fake logits (a
 // one-hot over num_classes picked by a hash of the input bytes). Lets one box
-// host many workers for router scale and fault benchmarks.
+// host many workers for router scale and fault benchmarks. Loading a model
+// takes its profile's load_ms (x slowdown) and its footprint is the
+// profile's memory_bytes.
 //
 // Dynamic models (a profile with a `dynamic` block) are emulated as the
 // simulator does: each query's own time l is drawn (seeded) from its
@@ -32,6 +34,8 @@ class EmulatedExecutor final : public Executor {
   std::string_view kind() const override { return "emulated"; }
   absl::Status Load(const ModelEntry& model) override;
   absl::Status Unload(const std::string& model) override;
+  // What the profile states (memory_bytes): nothing is loaded to measure.
+  int64_t ResidentBytes(const std::string& model) override;
   absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,
                                               const ControlTuple& control,
                                               absl::Span<const v1::Tensor* const> inputs) override;

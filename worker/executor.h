@@ -43,6 +43,10 @@ class Executor {
   virtual void PrepareThread() {}
   // Frees a loaded model (an unregistered one); NOT_FOUND if not loaded.
   virtual absl::Status Unload(const std::string& model) = 0;
+  // The loaded model's footprint in bytes, measured at Load (placement,
+  // docs/engine.md): the torch executor's parameters and buffers, the
+  // emulated executor's profile memory_bytes. 0 = not loaded or not known.
+  virtual int64_t ResidentBytes(const std::string& model) { return 0; }
   // `inputs` are wire tensors already checked against the model's
   // input_shape (float32). Returns one output per input, in order.
   virtual absl::StatusOr<std::vector<HostTensor>> Run(const std::string& model,

@@ -57,7 +57,29 @@ RouterLink::RouterLink(RouterLinkOptions options, Executor* executor,
                        std::vector<ModelEntry> models)
     : options_(std::move(options)),
       executor_(executor),
-      models_(std::make_shared<const std::vector<ModelEntry>>(std::move(models))) {}
+      // With a budget nothing is loaded yet: the models are the repository.
+      models_(std::make_shared<const std::vector<ModelEntry>>(
+          options_.memory_budget > 0 ? std::vector<ModelEntry>() : models)),
+      repository_(options_.memory_budget > 0 ? std::move(models) : std::vector<ModelEntry>()) {}
+
+bool RouterLink::InRepository(const std::string& model) const {
+  return std::any_of(repository_.begin(), repository_.end(),
+                     [&](const ModelEntry& m) { return m.name == model; });
+}
+
+void RouterLink::UnloadRepositoryModels() {
+  if (options_.memory_budget <= 0) return;
+  for (const ModelEntry& m : *Models()) {
+    if (InRepository(m.name)) Unload(m.name);
+  }
+  // Loaded as the last session ended, never installed nor announced.
+  std::map<std::string, int64_t> left;
+  {
+    absl::MutexLock lock(&models_mu_);
+    left.swap(footprints_);
+  }
+  for (const auto& [name, bytes] : left) (void)executor_->Unload(name);
+}
 
 RouterLink::~RouterLink() {
   Stop();
@@ -291,7 +313,13 @@ RouterLink::SessionEnd RouterLink::RunSession(
     acked_ = false;
     batches_.clear();
     loads_.clear();
+    unloads_received_ = 0;
+    unloads_done_ = 0;
+    model_unloads_received_.clear();
+    model_unloads_done_.clear();
   }
+  // No thread of this session runs yet.
+  UnloadRepositoryModels();
   // The executor thread starts before the worker registers and makes its
   // per-thread device state first (Executor::PrepareThread: on a GPU, every
   // loaded model warmed up on it, seconds), so that no batch of the router's
@@ -346,7 +374,11 @@ RouterLink::SessionEnd RouterLink::RunSession(
   v1::WorkerMessage hello;
   auto* reg = hello.mutable_register_();
   reg->set_worker_id(options_.name);
-  for (const auto& m : *Models()) reg->add_models(m.name);
+  for (const auto& m : repository_) reg->add_models(m.name);
+  for (const auto& m : *Models()) {
+    if (!InRepository(m.name)) reg->add_models(m.name);
+  }
+  reg->set_memory_budget_bytes(std::max<int64_t>(0, options_.memory_budget));
   reg->set_emulated(executor_->kind() == "emulated");
   reg->set_intra_op_threads(options_.intra_op_threads);
   for (const auto& v : options_.versions) *reg->add_versions() = v;
@@ -403,13 +435,18 @@ RouterLink::SessionEnd RouterLink::RunSession(
     if (msg->has_load_model()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        loads_.push_back(std::move(msg));
+        const int64_t model_unloads = model_unloads_received_[msg->load_model().model()];
+        loads_.push_back({std::move(msg), unloads_received_, model_unloads});
       }
       load_cv_.notify_one();
     } else if (msg->has_batch() || msg->has_unload_model()) {
       const Nanos received = RealClock::Get()->Now();
       {
         std::lock_guard<std::mutex> lock(mu_);
+        if (msg->has_unload_model()) {
+          ++unloads_received_;
+          ++model_unloads_received_[msg->unload_model().model()];
+        }
         batches_.push_back({std::move(msg), received, nullptr});
       }
       // Outside the lock, so that the woken executor does not block on it.
@@ -488,6 +525,18 @@ void RouterLink::ExecuteLoop() {
       if (stopping_) return;
     }
     if (b.loaded != nullptr) {
+      LoadedModel& l = *b.loaded;
+      if (l.from_repository && l.error.empty() && !l.entry.name.empty() &&
+          model_unloads_done_[l.model] > l.model_unloads_before) {
+        // Unloaded while it loaded (the router removed it): freed, not
+        // served, and its memory no longer counted.
+        (void)executor_->Unload(l.model);
+        {
+          absl::MutexLock lock(&models_mu_);
+          footprints_.erase(l.model);
+        }
+        l.error = "unloaded while it was loading";
+      }
       Install(b.loaded.get());
       // A model loaded on the loader thread: warm on this one too (GPU).
       if (b.loaded->error.empty()) executor_->PrepareThread();
@@ -496,6 +545,7 @@ void RouterLink::ExecuteLoop() {
       r->set_model(b.loaded->model);
       r->set_error(b.loaded->error);
       r->set_load_us(b.loaded->load_time / kNanosPerMicro);
+      r->set_memory_bytes(b.loaded->memory_bytes);
       for (const auto& [id, latency_us] : b.loaded->measured) {
         auto* m = r->add_measured();
         m->set_subnet_id(id);
@@ -506,6 +556,12 @@ void RouterLink::ExecuteLoop() {
     }
     if (b.message->has_unload_model()) {
       Unload(b.message->unload_model().model());
+      ++model_unloads_done_[b.message->unload_model().model()];
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++unloads_done_;
+      }
+      load_cv_.notify_all();  // a placement load may wait for it
       continue;
     }
     v1::WorkerMessage reply;
@@ -517,15 +573,23 @@ void RouterLink::ExecuteLoop() {
 
 void RouterLink::LoadLoop() {
   while (true) {
-    std::unique_ptr<v1::RouterMessage> msg;
+    PendingLoad next;
     {
       std::unique_lock<std::mutex> lock(mu_);
       load_cv_.wait(lock, [this] { return stopping_ || !loads_.empty(); });
       if (stopping_) return;
-      msg = std::move(loads_.front());
+      next = std::move(loads_.front());
       loads_.pop_front();
+      // Placement evicts before it loads: the memory of the models unloaded
+      // before this load is free first.
+      if (next.message->load_model().from_repository()) {
+        load_cv_.wait(lock, [&] { return stopping_ || unloads_done_ >= next.unloads_before; });
+        if (stopping_) return;
+      }
     }
-    auto loaded = LoadPackage(msg->load_model());
+    const v1::LoadModel& load = next.message->load_model();
+    auto loaded = load.from_repository() ? LoadFromRepository(load.model()) : LoadPackage(load);
+    loaded->model_unloads_before = next.model_unloads_before;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
@@ -645,7 +709,57 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
     SS_LOG(INFO) << "model " << serve_as << ": measured " << entry->profile.subnets.size()
                  << " subnets x " << entry->profile.batch_sizes.size() << " batch sizes";
   }
+  out->memory_bytes = executor_->ResidentBytes(serve_as);
   out->entry = *std::move(entry);
+  out->load_time = clock->Now() - start;
+  return out;
+}
+
+std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadFromRepository(const std::string& model) {
+  RealClock* clock = RealClock::Get();
+  const Nanos start = clock->Now();
+  auto out = std::make_unique<LoadedModel>();
+  out->model = model;
+  out->from_repository = true;
+  auto fail = [&](const std::string& why) {
+    out->error = why;
+    out->load_time = clock->Now() - start;
+    SS_LOG(WARNING) << "model " << model << " not loaded: " << why;
+    return std::move(out);
+  };
+  if (options_.memory_budget <= 0) {
+    return fail("this worker has no memory budget (--memory_budget_mb): it loaded its "
+                "repository at start-up");
+  }
+  auto it = std::find_if(repository_.begin(), repository_.end(),
+                         [&](const ModelEntry& m) { return m.name == model; });
+  if (it == repository_.end()) return fail("not in this worker's repository");
+  // Counted from here (not from Install, on the executor thread): a load
+  // queued behind this one counts this one's memory.
+  int64_t used = 0;
+  {
+    absl::MutexLock lock(&models_mu_);
+    if (auto f = footprints_.find(model); f != footprints_.end()) {
+      out->memory_bytes = f->second;  // loaded already: ready
+      out->load_time = clock->Now() - start;
+      return out;
+    }
+    for (const auto& [name, bytes] : footprints_) used += bytes;
+  }
+  if (auto s = executor_->Load(*it); !s.ok()) {
+    return fail(absl::StrCat("the ", std::string(executor_->kind()), " executor: ", s.message()));
+  }
+  out->memory_bytes = executor_->ResidentBytes(model);
+  if (used + out->memory_bytes > options_.memory_budget) {
+    (void)executor_->Unload(model);
+    return fail(absl::StrCat("it takes ", out->memory_bytes, " bytes, and ", used, " of this "
+                             "worker's ", options_.memory_budget, "-byte budget are in use"));
+  }
+  {
+    absl::MutexLock lock(&models_mu_);
+    footprints_[model] = out->memory_bytes;
+  }
+  out->entry = *it;
   out->load_time = clock->Now() - start;
   return out;
 }
@@ -657,10 +771,15 @@ void RouterLink::Install(LoadedModel* loaded) {
     auto models = std::make_shared<std::vector<ModelEntry>>(*models_);
     models->push_back(loaded->entry);
     models_ = std::move(models);
-    hot_versions_.push_back(loaded->version);
+    if (loaded->from_repository) {
+      footprints_[loaded->model] = loaded->memory_bytes;
+    } else {
+      hot_versions_.push_back(loaded->version);
+    }
   }
   SS_LOG(INFO) << "model " << loaded->model << " loaded in " << ToMillis(loaded->load_time)
-               << " ms (hot registration)";
+               << " ms, " << loaded->memory_bytes << " bytes ("
+               << (loaded->from_repository ? "placement" : "hot registration") << ")";
 }
 
 void RouterLink::Unload(const std::string& model) {
@@ -684,6 +803,7 @@ void RouterLink::Unload(const std::string& model) {
       if (m.name != model) models->push_back(m);
     }
     models_ = std::move(models);
+    footprints_.erase(model);
     hot_versions_.erase(
         std::remove_if(hot_versions_.begin(), hot_versions_.end(),
                        [&](const v1::ModelVersion& v) { return v.model() == model; }),

@@ -69,6 +69,13 @@ struct RouterLinkOptions {
   // folder per model; empty = a fresh folder under the system's temporary
   // directory, removed with the link.
   std::string package_dir;
+  // Bytes of model memory (--memory_budget_mb; placement, docs/engine.md).
+  // 0 = unlimited: the models given to the link are loaded on the executor
+  // already and stay. > 0: they are this worker's repository, none loaded;
+  // the router's LoadModel (from_repository) and UnloadModel load and free
+  // them, and a load whose measured footprint would take the repository
+  // models' sum past the budget is refused (unloaded again) with the figure.
+  int64_t memory_budget = 0;
   // Tests and benchmarks: wait this long before starting each batch (a
   // worker delayed on purpose). The router's action windows then make the
   // worker refuse the batches it starts too late.
@@ -89,6 +96,12 @@ struct RouterLinkOptions {
 // thread then adds the model to what it serves and answers ModelLoaded. An
 // UnloadModel (after the router drained the model) frees it, in order with
 // the batches. A later session registers the hot-loaded models too.
+//
+// With a memory budget (placement) the link starts each session with none
+// of its repository's models loaded; a LoadModel with from_repository loads
+// one on the loader thread once the UnloadModels received before it are
+// done (the router evicts before it loads), and ModelLoaded reports the
+// footprint the executor measured (Executor::ResidentBytes).
 //
 // Each registration is one session with its own stream: batches still queued
 // locally when a stream ends are dropped (the router re-queues or answers
@@ -122,6 +135,9 @@ class RouterLink {
     ModelEntry entry;
     v1::ModelVersion version;
     Nanos load_time = 0;
+    int64_t memory_bytes = 0;      // measured footprint (0: not known)
+    bool from_repository = false;  // placement's load, not a hot package
+    int64_t model_unloads_before = 0;  // see PendingLoad
     // Latencies measured here (a profile without them), by subnet id.
     std::map<int32_t, std::vector<double>> measured;
   };
@@ -157,6 +173,12 @@ class RouterLink {
   void LoadLoop();
   // Writes, validates and loads one LoadModel (on the loader thread).
   std::unique_ptr<LoadedModel> LoadPackage(const v1::LoadModel& load);
+  // Placement: loads one model of the repository (on the loader thread).
+  std::unique_ptr<LoadedModel> LoadFromRepository(const std::string& model);
+  // A budgeted worker's new session: frees every repository model (the
+  // router counts this worker empty at registration).
+  void UnloadRepositoryModels();
+  bool InRepository(const std::string& model) const;
   // The executor thread's part: serve the model, or free it.
   void Install(LoadedModel* loaded);
   void Unload(const std::string& model);
@@ -179,6 +201,10 @@ class RouterLink {
   std::shared_ptr<const std::vector<ModelEntry>> models_ ABSL_GUARDED_BY(models_mu_);
   // Of the hot-loaded models.
   std::vector<v1::ModelVersion> hot_versions_ ABSL_GUARDED_BY(models_mu_);
+  // With a memory budget: the models this worker may load (never changed),
+  // and the measured footprints of those loaded now.
+  const std::vector<ModelEntry> repository_;
+  std::map<std::string, int64_t> footprints_ ABSL_GUARDED_BY(models_mu_);
   std::string package_root_ ABSL_GUARDED_BY(models_mu_);  // see PackageRoot()
   bool owns_package_root_ ABSL_GUARDED_BY(models_mu_) = false;
 
@@ -196,8 +222,22 @@ class RouterLink {
   std::condition_variable stop_cv_;       // backoff sleep, registration watchdog
   std::condition_variable prepared_cv_;   // session: prepared_ or stopping_
   std::deque<ReceivedBatch> batches_;
-  std::condition_variable load_cv_;  // loader: loads_ non-empty or stopping_
-  std::deque<std::unique_ptr<v1::RouterMessage>> loads_;
+  // loader: loads_ non-empty, an unload done, or stopping_
+  std::condition_variable load_cv_;
+  struct PendingLoad {
+    std::unique_ptr<v1::RouterMessage> message;
+    int64_t unloads_before = 0;  // UnloadModels received before it (this session)
+    int64_t model_unloads_before = 0;  // of those, for its model
+  };
+  std::deque<PendingLoad> loads_;
+  int64_t unloads_received_ = 0;  // this session's, by the reading thread
+  int64_t unloads_done_ = 0;      // of those, carried out by the executor thread
+  // Per model, this session's UnloadModels received (reading thread, under
+  // mu_) and carried out (executor thread only): a placement load overtaken
+  // by an unload of its model (the model removed while loading) is freed
+  // instead of installed.
+  std::map<std::string, int64_t> model_unloads_received_;
+  std::map<std::string, int64_t> model_unloads_done_;
   bool stopping_ = false;  // this session is over, or Stop()
   bool acked_ = false;     // this session's wait for the registration ack is over
   bool prepared_ = false;  // this session's executor thread ran PrepareThread

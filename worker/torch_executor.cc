@@ -37,6 +37,8 @@ class Servable {
   virtual absl::Status Actuate(const ControlTuple& control) = 0;
   virtual absl::StatusOr<at::Tensor> Infer(const at::Tensor& x) = 0;
   virtual absl::Status MoveTo(const std::string& device) = 0;
+  // Bytes of its parameters and buffers (the footprint placement counts).
+  virtual int64_t ResidentBytes() const = 0;
 };
 
 template <class Net>
@@ -46,6 +48,7 @@ class ServableNet final : public Servable {
   absl::Status Actuate(const ControlTuple& control) override { return net_->Actuate(control); }
   absl::StatusOr<at::Tensor> Infer(const at::Tensor& x) override { return net_->Infer(x); }
   absl::Status MoveTo(const std::string& device) override { return net_->MoveTo(device); }
+  int64_t ResidentBytes() const override { return net_->ResidentBytes(); }
 
  private:
   std::unique_ptr<Net> net_;
@@ -239,6 +242,16 @@ class TorchExecutor final : public Executor {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Measured once the weights are on the device: what Load put there.
+  int64_t ResidentBytes(const std::string& model) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = models_.find(model); it != models_.end()) return it->second.net->ResidentBytes();
+    if (auto it = early_exit_.find(model); it != early_exit_.end()) {
+      return it->second->ResidentBytes();
+    }
+    return 0;
   }
 
   // Drops the module and its tensors (LibTorch frees them with the last

@@ -50,6 +50,12 @@ ABSL_FLAG(std::string, measure_profiles_to, "",
           "(docs/gpu.md).");
 ABSL_FLAG(bool, emulate, false,
           "Sleep the profiled latency instead of running torch (reported at registration).");
+ABSL_FLAG(int64_t, memory_budget_mb, 0,
+          "Model memory this worker may use, MiB. 0 = unlimited: every model of the repository "
+          "(or --models) is loaded at start-up and stays. > 0: none is loaded at start-up; the "
+          "router loads and unloads them as demand asks, within the budget, counting each "
+          "model's footprint as measured when it is loaded (torch: its parameters and buffers; "
+          "--emulate: its profile's memory_bytes). docs/engine.md, Placement.");
 ABSL_FLAG(int32_t, instances, 1,
           "Independent workers in this process, each with its own stream (needs --emulate); "
           "1 to 4096.");
@@ -93,6 +99,7 @@ constexpr int32_t kMaxThreads = 1024;       // intra-op threads
 constexpr int32_t kMaxInstances = 4096;     // emulated workers in one process
 constexpr double kMaxConnectTimeoutS = 1e6;  // 11.6 days; <= 0 is "forever"
 constexpr double kMaxSlowdown = 1000;       // a straggler 1000 times slower
+constexpr int64_t kMaxMemoryBudgetMb = int64_t{1} << 30;  // 1 PiB
 
 // --measure_profiles_to: each loaded supernet's latency table measured on
 // this worker, written with a copy of its folder (checkpoint, manifest).
@@ -165,7 +172,8 @@ int main(int argc, char** argv) {
   SetHelpSections({
       {"Router and models", {"router", "model_repo", "models", "name"}},
       {"Tokens and TLS (docs/security.md)", {"fleet_token_file", "tls_ca_file"}},
-      {"Execution", {"device", "threads", "emulate", "instances", "measure_profiles_to"}},
+      {"Execution",
+       {"device", "threads", "memory_budget_mb", "emulate", "instances", "measure_profiles_to"}},
       {"Running", {"connect_timeout_s", "reconnect", "log_level"}},
   });
   InitMain(argc, argv,
@@ -210,6 +218,12 @@ int main(int argc, char** argv) {
   }
   if (const double f = absl::GetFlag(FLAGS_slowdown); !(f > 0) || f > kMaxSlowdown) {
     std::fprintf(stderr, "superserve-worker: --slowdown=%g must be in (0, %g]\n", f, kMaxSlowdown);
+    return 2;
+  }
+  const int64_t budget_mb = absl::GetFlag(FLAGS_memory_budget_mb);
+  if (budget_mb < 0 || budget_mb > kMaxMemoryBudgetMb) {
+    std::fprintf(stderr, "superserve-worker: --memory_budget_mb=%lld must be in [0, %lld]\n",
+                 static_cast<long long>(budget_mb), static_cast<long long>(kMaxMemoryBudgetMb));
     return 2;
   }
   const int32_t initial_backoff_ms = absl::GetFlag(FLAGS_reconnect_initial_backoff_ms);
@@ -326,7 +340,14 @@ int main(int argc, char** argv) {
     }
     executor = *std::move(e);
   }
+  // With a budget the models wait for the router's LoadModel (placement).
+  const bool budgeted = budget_mb > 0 && measure_to.empty();
+  if (budgeted) {
+    SS_LOG(INFO) << "memory budget " << budget_mb << " MiB: " << models.size()
+                 << " models loadable, none loaded until the router asks";
+  }
   for (const auto& m : models) {
+    if (budgeted) break;
     if (auto s = executor->Load(m); !s.ok()) {
       SS_LOG(ERROR) << "loading " << m.name << ": " << s.message();
       return 1;
@@ -358,6 +379,7 @@ int main(int argc, char** argv) {
   std::string name = absl::GetFlag(FLAGS_name);
   if (name.empty()) name = absl::StrCat("worker-", getpid());
 
+  std::vector<std::unique_ptr<Executor>> instance_executors;
   std::vector<std::unique_ptr<RouterLink>> links;
   for (int i = 0; i < instances; ++i) {
     RouterLinkOptions o;
@@ -375,8 +397,15 @@ int main(int argc, char** argv) {
     o.start_delay = Millis(std::max(0, absl::GetFlag(FLAGS_start_delay_ms)));
     o.keepalive = Millis(std::max(0, absl::GetFlag(FLAGS_keepalive_ms)));
     o.keepalive_timeout = Millis(std::max(1, absl::GetFlag(FLAGS_keepalive_timeout_ms)));
-    // Emulated instances share one (stateless) executor.
-    links.push_back(std::make_unique<RouterLink>(o, executor.get(), models));
+    o.memory_budget = budgeted ? budget_mb << 20 : 0;
+    // Emulated instances share one (stateless) executor, unless each loads
+    // and unloads its own models (a budget): then each gets its own.
+    Executor* e = executor.get();
+    if (budgeted && i > 0) {
+      instance_executors.push_back(std::make_unique<EmulatedExecutor>(absl::GetFlag(FLAGS_slowdown)));
+      e = instance_executors.back().get();
+    }
+    links.push_back(std::make_unique<RouterLink>(o, e, models));
   }
   std::atomic<int> failures{0};
   std::atomic<int> running{instances};

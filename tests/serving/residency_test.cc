@@ -141,5 +141,41 @@ TEST(ResidencyTest, RemovingAWorkerOrAModelForgetsTheirReplicas) {
   EXPECT_EQ(r.used(1), 0);
 }
 
+// A worker's measured footprint replaces the profile's figure: every
+// worker holding or loading the model counts the new figure, and the next
+// plan fits models by it.
+TEST(ResidencyTest, AMeasuredFootprintReplacesTheProfilesFigure) {
+  Residency r;
+  r.AddWorker(0, 100);
+  r.AddWorker(1, 100);
+  r.AddModel(1, 60, Millis(10));
+  r.AddModel(2, 60, Millis(10));
+  auto p = r.Plan(1, 0, Anyone(), NonePinned());
+  ASSERT_EQ(p.worker, 0);
+  r.StartLoad(1, p);
+  ASSERT_TRUE(r.FinishLoad(0, 1));
+  EXPECT_EQ(r.used(0), 60);
+  r.SetFootprint(1, 30);
+  EXPECT_EQ(r.Footprint(1), 30);
+  EXPECT_EQ(r.used(0), 30);
+  // 30 + 60 fits on worker 0 now, without evicting (ids tie-break to 0).
+  auto q = r.Plan(2, Millis(20), [](int32_t w) { return w == 0; }, NonePinned());
+  ASSERT_EQ(q.worker, 0);
+  EXPECT_TRUE(q.evict.empty());
+  r.SetFootprint(1, -1);  // ignored
+  r.SetFootprint(9, 10);  // unknown model: ignored
+  EXPECT_EQ(r.Footprint(1), 30);
+  EXPECT_EQ(r.used(0), 30);
+  // Larger than measured before: the worker is over budget, and a plan
+  // there evicts it.
+  r.SetFootprint(1, 90);
+  EXPECT_EQ(r.used(0), 90);
+  q = r.Plan(2, Millis(20), [](int32_t w) { return w == 0; }, NonePinned());
+  ASSERT_EQ(q.worker, 0);
+  EXPECT_EQ(q.evict, std::vector<ModelId>{1});
+  r.StartLoad(2, q);
+  EXPECT_EQ(r.used(0), 60) << "the evicted model's measured 90 freed";
+}
+
 }  // namespace
 }  // namespace superserve

@@ -15,7 +15,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -112,6 +114,10 @@ class ScriptedRouter final : public v1::WorkerLink::Service {
     if (!stream->Read(&m) || !m.has_register_()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no registration");
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      registration_ = m.register_();
+    }
     const int session = ++sessions_;
     return script_(session, stream);
   }
@@ -131,6 +137,10 @@ class ScriptedRouter final : public v1::WorkerLink::Service {
       results_.push_back({session, m.result().batch_id()});
       cv_.notify_all();
     }
+  }
+  v1::RegisterWorker registration() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return registration_;
   }
   std::vector<std::pair<int, uint64_t>> results() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -155,6 +165,7 @@ class ScriptedRouter final : public v1::WorkerLink::Service {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::pair<int, uint64_t>> results_;
+  v1::RegisterWorker registration_;  // the last one
 };
 
 // A port on 127.0.0.1 that nothing listens on (bound, read, released).
@@ -506,6 +517,193 @@ TEST(RouterLink, AnUnloadOnTheExecutorThreadAndALoadOnTheLoaderThreadShareTheMod
     EXPECT_EQ(loaded[0], std::make_pair(std::string("a"), std::string()));
     EXPECT_EQ(loaded[1], std::make_pair(std::string("b"), std::string()));
   }
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+}
+
+// Placement's footprint: each model takes its profile's memory_bytes; an
+// unload takes 100 ms on the executor thread, so that a load right behind
+// it on the loader thread finds the memory still taken unless it waits.
+class FootprintExecutor final : public Executor {
+ public:
+  std::string_view kind() const override { return "footprint"; }
+  absl::Status Load(const ModelEntry& m) override {
+    if (slow_loads.count(m.name) > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::lock_guard<std::mutex> lock(mu_);
+    bytes_[m.name] = m.profile.memory_bytes;
+    return absl::OkStatus();
+  }
+  absl::Status Unload(const std::string& model) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::lock_guard<std::mutex> lock(mu_);
+    return bytes_.erase(model) > 0 ? absl::OkStatus() : absl::NotFoundError(model);
+  }
+  int64_t ResidentBytes(const std::string& model) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = bytes_.find(model);
+    return it == bytes_.end() ? 0 : it->second;
+  }
+  absl::StatusOr<std::vector<HostTensor>> Run(const std::string&, const ControlTuple&,
+                                              absl::Span<const v1::Tensor* const> inputs) override {
+    return std::vector<HostTensor>(inputs.size(),
+                                   MakeFloatTensor({3}, std::vector<float>{0, 1, 0}));
+  }
+
+  std::set<std::string> slow_loads;  // take 100 ms (set before the link runs)
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int64_t> bytes_;
+};
+
+// A worker with a memory budget registers its repository and the budget,
+// loads nothing until asked, loads a repository model on LoadModel
+// (from_repository) reporting the measured footprint, refuses one that
+// does not fit beside what it holds (with the figure), waits for an
+// UnloadModel received before a load, and refuses a model it does not have.
+TEST(RouterLink, ABudgetedWorkerLoadsItsRepositoryModelsWhenAskedWithinTheBudget) {
+  FootprintExecutor executor;
+  struct Reply {
+    std::string model, error;
+    int64_t bytes;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Reply> replies;
+  ScriptedRouter router([&](int session, ScriptedRouter::Stream* stream) {
+    ScriptedRouter::Ack(stream, session);
+    auto load = [&](const std::string& model) {
+      v1::RouterMessage msg;
+      msg.mutable_load_model()->set_model(model);
+      msg.mutable_load_model()->set_from_repository(true);
+      stream->Write(msg);
+      v1::WorkerMessage m;
+      while (stream->Read(&m)) {
+        if (!m.has_model_loaded()) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        replies.push_back({m.model_loaded().model(), m.model_loaded().error(),
+                           m.model_loaded().memory_bytes()});
+        cv.notify_all();
+        return;
+      }
+    };
+    load("x");
+    load("y");  // 600 + 600 > 1000: refused
+    v1::RouterMessage unload;
+    unload.mutable_unload_model()->set_model("x");
+    stream->Write(unload);
+    load("y");  // after x's unload (100 ms on the executor thread)
+    load("y");  // held already: ready at once
+    load("nope");
+    v1::WorkerMessage m;
+    while (stream->Read(&m)) {
+    }
+    return grpc::Status::OK;
+  });
+  std::vector<ModelEntry> repository;
+  for (const char* name : {"x", "y"}) {
+    ModelEntry e = testing::SmallModelEntry();
+    e.name = name;
+    e.profile.model = name;
+    e.profile.memory_bytes = 600;
+    repository.push_back(e);
+  }
+  RouterLinkOptions o = Options(router.address());
+  o.memory_budget = 1000;
+  RouterLink link(o, &executor, repository);
+  auto run = RunAsync(link);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return replies.size() >= 5; }));
+  }
+  const v1::RegisterWorker reg = router.registration();
+  EXPECT_EQ(reg.memory_budget_bytes(), 1000);
+  EXPECT_THAT(std::vector<std::string>(reg.models().begin(), reg.models().end()),
+              ::testing::ElementsAre("x", "y"));
+  ASSERT_EQ(replies.size(), 5u);
+  EXPECT_EQ(replies[0].model, "x");
+  EXPECT_EQ(replies[0].error, "");
+  EXPECT_EQ(replies[0].bytes, 600);
+  EXPECT_EQ(replies[1].model, "y");
+  EXPECT_THAT(replies[1].error, HasSubstr("budget"));
+  EXPECT_EQ(replies[1].bytes, 600) << "the refusal carries the measured figure";
+  EXPECT_EQ(replies[2].error, "") << "the unload received before it was waited for";
+  EXPECT_EQ(replies[2].bytes, 600);
+  EXPECT_EQ(replies[3].error, "");
+  EXPECT_EQ(replies[3].bytes, 600);
+  EXPECT_EQ(replies[4].model, "nope");
+  EXPECT_THAT(replies[4].error, HasSubstr("not in this worker's repository"));
+  EXPECT_EQ(executor.ResidentBytes("x"), 0);
+  EXPECT_EQ(executor.ResidentBytes("y"), 600);
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+}
+
+// The router removed a model while the worker loaded it: the UnloadModel
+// that follows the LoadModel frees it once loaded, and its memory is not
+// counted against the next load (the 100-ms load finishes after the unload
+// reached the executor thread, the order the worker must handle).
+TEST(RouterLink, ABudgetedWorkerFreesAModelUnloadedWhileItLoaded) {
+  FootprintExecutor executor;
+  executor.slow_loads = {"x"};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<std::string, std::string>> replies;  // (model, error)
+  ScriptedRouter router([&](int session, ScriptedRouter::Stream* stream) {
+    ScriptedRouter::Ack(stream, session);
+    auto send = [&](const std::string& model, bool load) {
+      v1::RouterMessage msg;
+      if (load) {
+        msg.mutable_load_model()->set_model(model);
+        msg.mutable_load_model()->set_from_repository(true);
+      } else {
+        msg.mutable_unload_model()->set_model(model);
+      }
+      stream->Write(msg);
+    };
+    auto reply = [&] {
+      v1::WorkerMessage m;
+      while (stream->Read(&m)) {
+        if (!m.has_model_loaded()) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        replies.emplace_back(m.model_loaded().model(), m.model_loaded().error());
+        cv.notify_all();
+        return;
+      }
+    };
+    send("x", true);
+    send("x", false);
+    reply();
+    send("y", true);  // fits only if x's 600 bytes are free
+    reply();
+    v1::WorkerMessage m;
+    while (stream->Read(&m)) {
+    }
+    return grpc::Status::OK;
+  });
+  std::vector<ModelEntry> repository;
+  for (const char* name : {"x", "y"}) {
+    ModelEntry e = testing::SmallModelEntry();
+    e.name = name;
+    e.profile.model = name;
+    e.profile.memory_bytes = 600;
+    repository.push_back(e);
+  }
+  RouterLinkOptions o = Options(router.address());
+  o.memory_budget = 1000;
+  RouterLink link(o, &executor, repository);
+  auto run = RunAsync(link);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return replies.size() >= 2; }));
+  }
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[0].first, "x");
+  EXPECT_EQ(replies[1], std::make_pair(std::string("y"), std::string()));
+  EXPECT_EQ(executor.ResidentBytes("x"), 0);
+  EXPECT_EQ(executor.ResidentBytes("y"), 600);
   link.Stop();
   ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   EXPECT_TRUE(run.get().ok());

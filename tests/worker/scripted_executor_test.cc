@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 
@@ -33,12 +34,14 @@ std::string Forward(const std::string& body) {
 
 // A package `name` under a fresh folder: one subnet, batch sizes {1, 2},
 // input [1, 4, 4], 10 classes, module.pt compiled from `forward_source`.
-std::string WritePackage(const std::string& name, const std::string& forward_source) {
+std::string WritePackage(const std::string& name, const std::string& forward_source,
+                         const std::function<void(torch::jit::Module&)>& add_weights = nullptr) {
   const fs::path dir = fs::path(::testing::TempDir()) /
                        ("scripted_executor_test_" + std::to_string(getpid())) / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   torch::jit::Module m("Hostile");
+  if (add_weights) add_weights(m);
   m.define(forward_source);
   m.save((dir / "module.pt").string());
   std::ofstream(dir / "manifest.json") << R"({"name": ")" << name << R"(", "version": 1,
@@ -53,8 +56,9 @@ std::string WritePackage(const std::string& name, const std::string& forward_sou
   return dir.string();
 }
 
-ModelEntry Package(const std::string& name, const std::string& forward_source) {
-  auto entry = LoadModelDirectory(WritePackage(name, forward_source));
+ModelEntry Package(const std::string& name, const std::string& forward_source,
+                   const std::function<void(torch::jit::Module&)>& add_weights = nullptr) {
+  auto entry = LoadModelDirectory(WritePackage(name, forward_source, add_weights));
   EXPECT_TRUE(entry.ok()) << entry.status();
   return entry.ok() ? *entry : ModelEntry{};
 }
@@ -75,6 +79,24 @@ TEST(ScriptedExecutorTest, AWellBehavedModuleServes) {
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->size(), 1u);
   EXPECT_EQ((*out)[0].num_elements(), 10);
+}
+
+// Placement's footprint (docs/engine.md): the bytes of the module's
+// parameters and buffers, measured at load, and nothing once unloaded.
+TEST(ScriptedExecutorTest, TheFootprintIsTheModulesParametersAndBuffers) {
+  ModelEntry model = Package(
+      "weighted", Forward("    return x.reshape([x.size(0), 16]).matmul(self.w) + self.b\n"),
+      [](torch::jit::Module& m) {
+        m.register_parameter("w", torch::zeros({16, 10}), /*is_buffer=*/false);
+        m.register_buffer("b", torch::zeros({10}));
+      });
+  auto executor = MakeTorchExecutor(1);
+  ASSERT_TRUE(executor.ok());
+  EXPECT_EQ((*executor)->ResidentBytes(model.name), 0) << "not loaded yet";
+  ASSERT_TRUE((*executor)->Load(model).ok());
+  EXPECT_EQ((*executor)->ResidentBytes(model.name), (16 * 10 + 10) * 4);
+  ASSERT_TRUE((*executor)->Unload(model.name).ok());
+  EXPECT_EQ((*executor)->ResidentBytes(model.name), 0);
 }
 
 TEST(ScriptedExecutorTest, LogitsOfAnotherClassCountAreRefusedAtLoadNamingTheFile) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/model_repository.h"
+#include "models/ofa_resnet.h"
 #include "superserve/v1/tensor.pb.h"
 
 namespace superserve {
@@ -63,6 +64,30 @@ TEST(TorchExecutorTest, UnprofiledBatchSizesArePaddedAndAnswerOnlyTheirRows) {
   auto big = (*executor)->Run(model.name, control, five);
   ASSERT_TRUE(big.ok()) << big.status();
   EXPECT_EQ(big->size(), 5u);
+}
+
+// Placement's footprint of the bundled supernet: its parameters and buffers
+// (every slot's statistics included), as the model library counts them.
+TEST(TorchExecutorTest, TheFootprintIsTheSupernetsParametersAndBuffers) {
+  auto models = LoadModelRepository(std::string(SUPERSERVE_TEST_SOURCE_DIR) + "/models");
+  ASSERT_TRUE(models.ok()) << models.status();
+  ModelEntry model = models->front();
+  model.profile.subnets.resize(1);
+  model.profile.batch_sizes = {1};
+  model.profile.subnets[0].latency.resize(1);
+  auto executor = MakeTorchExecutor(1);
+  ASSERT_TRUE(executor.ok());
+  ASSERT_TRUE((*executor)->Load(model).ok());
+  auto checkpoint = FindCheckpoint(model.directory);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  auto net = models::OfaResNet::Load(*checkpoint);
+  ASSERT_TRUE(net.ok()) << net.status();
+  int64_t bytes = 0;
+  for (const auto& p : (*net)->module().parameters()) bytes += p.nbytes();
+  for (const auto& b : (*net)->module().buffers()) bytes += b.nbytes();
+  ASSERT_GT(bytes, 0);
+  EXPECT_EQ((*executor)->ResidentBytes(model.name), bytes);
+  EXPECT_EQ((*executor)->ResidentBytes("other"), 0);
 }
 
 // --device cuda: refused naming what is missing where CUDA cannot run; where

@@ -42,6 +42,7 @@ TEST(WorkerCli, OutOfRangeFlagsAreRefusedNamingTheFlag) {
            Case{"--emulate --slowdown=inf", "--slowdown=inf must be in (0, 1000]"},
            Case{"--emulate --slowdown=nan", "--slowdown=nan must be in (0, 1000]"},
            Case{"--emulate --slowdown=0", "--slowdown=0 must be in (0, 1000]"},
+           Case{"--memory_budget_mb=-1", "--memory_budget_mb=-1 must be in [0, 1073741824]"},
            // Read until memory ran out (std::bad_alloc, SIGABRT); a FIFO blocked.
            Case{"--tls_ca_file=/dev/zero", "cannot read --tls_ca_file /dev/zero: "},
        }) {
