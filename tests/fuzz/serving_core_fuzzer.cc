@@ -9,8 +9,8 @@
 // telemetry), vanishing, heartbeating; clients cancelling; a model being
 // replaced, closed or attached to a worker; time passing. With placement
 // (issue 43): models with a footprint and a load time, workers with a
-// memory budget (or none), loads reported done, failed or stale, in any
-// order with the rest.
+// memory budget (or none), loads reported done, failed or stale, with or
+// without a measured footprint, in any order with the rest.
 //
 // Checked on every input:
 //   - every accepted query gets exactly one answer (never two, none lost),
@@ -60,6 +60,12 @@ using testing::FakeChannel;
 // Set while a worker's batch result is being handed to the core: the only
 // time a query may be answered OK.
 bool g_in_batch_result = false;
+
+// What a worker reports it measured at load: often nothing (0), sometimes
+// more or less than the profile says, sometimes nonsense (negative).
+int64_t AnyFootprint(FuzzedDataProvider& in) {
+  return in.ConsumeBool() ? 0 : in.ConsumeIntegralInRange<int64_t>(-3, 300);
+}
 
 class Handle final : public QueryHandle {
  public:
@@ -331,17 +337,19 @@ void Run(FuzzedDataProvider& in) {
           const std::string model = any_model();
           if (c.loading.count(model) == 0) {
             core.OnModelLoaded(c.id, model,
-                               in.ConsumeBool() ? absl::OkStatus() : absl::InternalError("no"));
+                               in.ConsumeBool() ? absl::OkStatus() : absl::InternalError("no"),
+                               AnyFootprint(in));
           }
           continue;
         }
         const std::string model = *c.loading.begin();
         if (kind == 0) {
           c.loading.erase(model);
-          core.OnModelLoaded(c.id, model, absl::ResourceExhaustedError("out of memory"));
+          core.OnModelLoaded(c.id, model, absl::ResourceExhaustedError("out of memory"),
+                             AnyFootprint(in));
         } else {
           FUZZ_CHECK(c.FinishLoad(model));
-          core.OnModelLoaded(c.id, model, absl::OkStatus());
+          core.OnModelLoaded(c.id, model, absl::OkStatus(), AnyFootprint(in));
         }
       } else if (op < 73 && !workers.empty()) {
         const size_t i = in.ConsumeIntegralInRange<size_t>(0, workers.size() - 1);
@@ -376,6 +384,17 @@ void Run(FuzzedDataProvider& in) {
         }
       } else if (op < 95) {
         FUZZ_CHECK(clock.Advance(in.ConsumeIntegralInRange<Nanos>(0, Millis(20))).ok());
+        // Loads finish while time passes (as often as batches are answered):
+        // models become resident, so later loads must evict.
+        if (placed && in.ConsumeBool()) {
+          for (const auto& c : workers) {
+            if (c->loading.empty()) continue;
+            const std::string model = *c->loading.begin();
+            FUZZ_CHECK(c->FinishLoad(model));
+            core.OnModelLoaded(c->id, model, absl::OkStatus(), AnyFootprint(in));
+            break;
+          }
+        }
         const Nanos next = core.Tick();
         FUZZ_CHECK(next >= clock.Now());
       } else if (!workers.empty()) {
