@@ -33,6 +33,7 @@ ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObse
       clock_(clock),
       observer_(observer),
       request_tick_(std::move(request_tick)),
+      workers_(options_.lookahead),
       applications_(ApplicationRegistry::Options{options_.max_applications,
                                                  options_.max_application_bytes}),
       residency_(options_.demand_half_life) {
@@ -158,7 +159,7 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     for (QueryId id : workers_.TakeQueriesOf(m->id)) {
       FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
     }
-    UnmarkActiveLocked(m);
+    active_.Remove(m);
     wakes_.Erase(m);
     for (int32_t held : residency_.RemoveModel(m->id)) {
       if (const WorkerRecord* w = workers_.GetAlive(held)) {
@@ -210,35 +211,6 @@ absl::Status ServingCore::AttachWorker(int32_t worker, const std::string& model)
   return absl::OkStatus();
 }
 
-namespace {
-
-// The figures an operator checks a dynamic model by (superserve-admin list).
-void SummarizeDynamic(const DynamicModelProfile& d, ModelSummary* s) {
-  s->dynamic = true;
-  std::vector<double> exits = d.exit_accuracy;
-  for (const ApplicationHistogram& h : d.applications) {
-    s->applications.push_back(h.application);
-    // The model's figures when measured, else every application's.
-    if (d.exit_accuracy.empty()) {
-      exits.insert(exits.end(), h.exit_accuracy.begin(), h.exit_accuracy.end());
-    }
-    s->num_exits = std::max(s->num_exits, static_cast<int32_t>(h.exit_accuracy.size()));
-    for (size_t i = 0; i < h.counts.size(); ++i) {
-      if (h.counts[i] <= 0) continue;
-      const double lo = h.bin_edges_us[i], hi = h.bin_edges_us[i + 1];
-      s->min_exec_us = s->min_exec_us == 0 ? lo : std::min(s->min_exec_us, lo);
-      s->max_exec_us = std::max(s->max_exec_us, hi);
-    }
-  }
-  s->num_exits = std::max(s->num_exits, static_cast<int32_t>(d.exit_accuracy.size()));
-  if (!exits.empty()) {
-    s->min_exit_accuracy = *std::min_element(exits.begin(), exits.end());
-    s->max_exit_accuracy = *std::max_element(exits.begin(), exits.end());
-  }
-}
-
-}  // namespace
-
 bool ServingCore::ModelDrainedLocked(const std::string& name) const {
   const ServedModel* m = models_.Find(name);
   if (m == nullptr) return true;
@@ -262,30 +234,7 @@ std::vector<ModelSummary> ServingCore::ListModels() const {
   absl::MutexLock lock(&mu_);
   std::vector<ModelSummary> out;
   for (const ServedModel* m : models_.All()) {
-    ModelSummary s;
-    s.name = *m->name;
-    s.family = m->profile.family;
-    s.version = m->version;
-    s.num_subnets = static_cast<int32_t>(m->profile.subnets.size());
-    s.min_accuracy = 100;
-    for (const auto& sub : m->profile.subnets) {
-      s.min_accuracy = std::min(s.min_accuracy, sub.accuracy);
-      s.max_accuracy = std::max(s.max_accuracy, sub.accuracy);
-      if (!sub.latency.empty()) {
-        const double l = ToMicros(sub.latency.front());
-        s.min_latency_us = s.min_latency_us == 0 ? l : std::min(s.min_latency_us, l);
-        s.max_latency_us = std::max(s.max_latency_us, l);
-      }
-    }
-    s.batch_sizes = m->profile.batch_sizes;
-    s.workers = static_cast<int32_t>(m->scheduler.workers().size());
-    s.queued = static_cast<int64_t>(m->scheduler.queued());
-    s.closed = m->closed;
-    s.inflight_batches = workers_.AnsweringBatches(m->id);
-    s.input_shape = m->profile.input_shape;
-    s.num_classes = m->profile.num_classes;
-    if (m->profile.is_dynamic) SummarizeDynamic(m->profile.dynamic, &s);
-    out.push_back(std::move(s));
+    out.push_back(SummarizeModel(*m, workers_.AnsweringBatches(m->id)));
   }
   return out;
 }
@@ -373,7 +322,7 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
         p.model = m->id;
         handle->query_id = id;
         m->scheduler.Push(p.query, now);
-        MarkActiveLocked(m);
+        active_.Add(m);
         ++stats_.accepted;
         MaybeReplicateLocked(m, request.deadline, now, &e);
         // Queued: swept once per tick interval again, on the grid the last
@@ -478,17 +427,6 @@ void ServingCore::SweepLocked(ServedModel* m, Nanos now, Effects* e) {
 
 // ---------------------------------------------------------------- scheduling
 
-void ServingCore::RefreshFreeLocked(int32_t worker) {
-  const size_t word = static_cast<size_t>(worker) / 64;
-  if (free_bits_.size() <= word) free_bits_.resize(word + 1, 0);
-  const uint64_t bit = uint64_t{1} << (worker % 64);
-  if (workers_.FreeSlots(worker, options_.lookahead) > 0) {
-    free_bits_[word] |= bit;
-  } else {
-    free_bits_[word] &= ~bit;
-  }
-}
-
 void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t except) {
   ModelScheduler& s = m->scheduler;
   // Free workers that serve the model, lowest ids first: one, then kOffer at
@@ -498,8 +436,7 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
   size_t offer = 1;
   const std::vector<int32_t>& ws = s.workers();
   const bool serves_all = static_cast<int32_t>(ws.size()) == workers_.alive();
-  size_t word = 0;
-  uint64_t bits = free_bits_.empty() ? 0 : free_bits_[0];
+  FreeSlotIndex::Walk free = workers_.free_slots().Free();
   // Workers of one speed are offered together (the policy sees one
   // SchedulingContext::worker_speed); one of another speed waits in `carry`
   // for the next offer.
@@ -511,14 +448,12 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
       int32_t w = carry;
       carry = -1;
       if (w < 0) {
-        while (bits == 0 && ++word < free_bits_.size()) bits = free_bits_[word];
-        if (bits == 0) break;
-        w = static_cast<int32_t>(word * 64 + __builtin_ctzll(bits));
-        bits &= bits - 1;
+        w = free.Next();
+        if (w < 0) break;
         if (w == except) continue;
         if (!serves_all && !std::binary_search(ws.begin(), ws.end(), w)) continue;
       }
-      const int32_t n = workers_.FreeSlots(w, options_.lookahead);
+      const int32_t n = workers_.FreeSlots(w);
       if (n <= 0) continue;
       const double ws_speed = SpeedLocked(w);
       if (slots_.empty()) {
@@ -602,21 +537,6 @@ void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, dou
   }
 }
 
-void ServingCore::MarkActiveLocked(ServedModel* m) {
-  if (m->active_slot >= 0) return;
-  m->active_slot = static_cast<int32_t>(active_.size());
-  active_.push_back(m);
-}
-
-void ServingCore::UnmarkActiveLocked(ServedModel* m) {
-  if (m->active_slot < 0) return;
-  ServedModel* last = active_.back();
-  active_[m->active_slot] = last;
-  last->active_slot = m->active_slot;
-  active_.pop_back();
-  m->active_slot = -1;
-}
-
 void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
   // The most urgent model first, by its policy's Urgency (EDF policies: the
   // head's deadline; Symphony: its candidate's latest start). Only models
@@ -626,7 +546,7 @@ void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
   for (size_t i = 0; i < active_.size();) {
     ServedModel* m = active_[i];
     if (m->scheduler.empty()) {
-      UnmarkActiveLocked(m);  // moves the last one into slot i
+      active_.Remove(m);  // moves the last one into slot i
       continue;
     }
     ++i;
@@ -646,7 +566,7 @@ void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
   // ScheduleLocked never re-enters here, so the scratch stays ours. The pass
   // is this worker's: it ends once the worker is taken.
   for (const auto& [deadline, m] : order) {
-    if (workers_.FreeSlots(worker, options_.lookahead) <= 0) break;
+    if (workers_.FreeSlots(worker) <= 0) break;
     ScheduleLocked(m, now, e);
   }
 }
@@ -710,7 +630,6 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
   inflight.deadline = SaturatingAdd(latest_deadline, options_.batch_grace);
   inflight.queries = plan.queries;
   workers_.AddInflight(taken.worker, std::move(inflight));
-  RefreshFreeLocked(taken.worker);
   ++stats_.batches;
   e->sends.emplace_back(w->channel, std::move(plan));
 }
@@ -728,7 +647,7 @@ void ServingCore::RequeueLocked(QueryId id, Nanos now, Effects* e) {
       m->scheduler.workers().empty() ? residency_.PendingReady(m->id) : Nanos{-1};
   switch (m->scheduler.TryRequeue(p.query, now, load_ready)) {
     case ModelScheduler::Requeue::kQueued:
-      MarkActiveLocked(m);
+      active_.Add(m);
       p.on_worker = false;
       ++stats_.requeued;
       return;
@@ -762,8 +681,7 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     if (placed) residency_.AddWorker(id, worker.memory_bytes);
     // No batch until the worker was told, below: none overtakes the
     // registration. Queries for its models are accepted meanwhile.
-    w.registering = true;
-    RefreshFreeLocked(id);
+    workers_.SetRegistering(id, true);
     int32_t served = 0;
     for (const std::string& model : worker.models) {
       if (ServedModel* m = models_.Find(model)) {
@@ -792,9 +710,8 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     absl::MutexLock lock(&mu_);
     // Unless declared dead meanwhile (Shutdown, say): the owner does not
     // know the id yet, so it cannot have been released and reused.
-    if (WorkerRecord* w = workers_.GetAlive(id)) {
-      w->registering = false;
-      RefreshFreeLocked(id);
+    if (workers_.GetAlive(id) != nullptr) {
+      workers_.SetRegistering(id, false);
       ScheduleWorkerLocked(id, clock_->Now(), &e);
     }
   }
@@ -816,7 +733,6 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     if (w == nullptr) return;  // a dead worker's late result: its queries were handled
     w->last_heard = now;
     std::optional<InflightBatch> b = workers_.TakeInflight(worker, outcome.batch_id);
-    RefreshFreeLocked(worker);
     if (!b) {
       SS_LOG(WARNING) << "worker " << *w->name << " answered unknown batch " << outcome.batch_id;
       return;
@@ -956,7 +872,6 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
                     << w->inflight.size() << " batches in flight";
   }
   std::vector<InflightBatch> lost = workers_.MarkDead(worker);
-  RefreshFreeLocked(worker);
   e->rare_effects().closes.emplace_back(
       channel, absl::UnavailableError(absl::StrCat("worker declared dead: ", why.message())));
   NoteWorkersAliveLocked(e);
@@ -1046,7 +961,7 @@ Nanos ServingCore::Tick() {
         ServedModel* m = active_[i];
         SweepLocked(m, now, &e);
         if (m->scheduler.empty()) {
-          UnmarkActiveLocked(m);  // moves the last one into slot i
+          active_.Remove(m);  // moves the last one into slot i
           continue;
         }
         ++i;
@@ -1142,12 +1057,11 @@ void ServingCore::Shutdown() {
       FailLocked(id, absl::UnavailableError("shutting down"), QueryOutcome::kUnavailable, now, &e);
     }
     for (ServedModel* m : models_.All()) m->scheduler.TakeAll();
-    while (!active_.empty()) UnmarkActiveLocked(active_.back());
+    while (!active_.empty()) active_.Remove(active_.back());
     for (WorkerRecord& w : workers_.records()) {
       if (!w.alive) continue;
       const std::shared_ptr<WorkerChannel> channel = w.channel;
       workers_.MarkDead(w.id);
-      RefreshFreeLocked(w.id);
       e.rare_effects().closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
     NoteWorkersAliveLocked(&e);

@@ -19,10 +19,12 @@
 #include "policies/policy.h"
 #include "serving/batch.h"
 #include "serving/model_registry.h"
+#include "serving/model_summary.h"
 #include "serving/query_handle.h"
 #include "serving/serving_observer.h"
 #include "serving/wake_queue.h"
 #include "absl/time/time.h"
+#include "serving/active_models.h"
 #include "serving/application_registry.h"
 #include "serving/residency.h"
 #include "serving/result_matcher.h"
@@ -103,36 +105,6 @@ struct ServingStats {
   int64_t loads = 0;
   int64_t unloads = 0;
   int64_t load_too_late = 0;
-};
-
-struct ModelSummary {
-  std::string name;
-  std::string family;
-  int64_t version = 0;
-  int32_t num_subnets = 0;
-  double min_accuracy = 0;
-  double max_accuracy = 0;
-  // The fastest and slowest subnet at the smallest batch size (profile).
-  double min_latency_us = 0;
-  double max_latency_us = 0;
-  std::vector<int32_t> batch_sizes;
-  int32_t workers = 0;
-  int64_t queued = 0;
-  int64_t inflight_batches = 0;  // on workers, with queries still to answer
-  bool closed = false;           // CloseModel: draining before removal
-  std::vector<int64_t> input_shape;  // one sample's, no batch dimension
-  int32_t num_classes = 0;
-  // A dynamic (early-exit) model's profile, in brief (num_subnets is 0):
-  // its applications, its exits (those with a measured accuracy), the range
-  // of the exits' accuracy over the test set (percent), and the range of its
-  // measured execution times over every application's histogram (µs).
-  bool dynamic = false;
-  std::vector<std::string> applications;
-  int32_t num_exits = 0;
-  double min_exit_accuracy = 0;
-  double max_exit_accuracy = 0;
-  double min_exec_us = 0;
-  double max_exec_us = 0;
 };
 
 struct WorkerRegistration {
@@ -328,14 +300,6 @@ class ServingCore {
   // when it has none (a dynamic model), which WorkerPool::RecordSpeed skips.
   Nanos ProfiledLatencyLocked(const ServedModel& m, const InflightBatch& b) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The list of models with queued queries: every push enters its model
-  // (idempotent); models whose queue emptied leave it lazily, when a pass
-  // meets them, or when removed.
-  void MarkActiveLocked(ServedModel* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UnmarkActiveLocked(ServedModel* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps free_bits_ in step with the pool after a worker's batches or
-  // liveness changed.
-  void RefreshFreeLocked(int32_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Placement, for an arrival of `m` due at `deadline`: notes the demand;
@@ -421,12 +385,8 @@ class ServingCore {
   // OnBatchResult's, kept between batches: no allocation per batch.
   ResultMatcher result_matcher_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
-  std::vector<ServedModel*> active_ ABSL_GUARDED_BY(mu_);  // see MarkActiveLocked
+  ActiveModels<ServedModel> active_ ABSL_GUARDED_BY(mu_);
   std::vector<ServedModel*> active_scratch_ ABSL_GUARDED_BY(mu_);
-  // Bit w: worker w is alive and has a free slot. A pass offers a model the
-  // lowest free workers a few at a time, instead of testing every worker
-  // that serves it (hundreds), so an arrival costs O(1) in the pool's size.
-  std::vector<uint64_t> free_bits_ ABSL_GUARDED_BY(mu_);
   // Policy wake-ups, one per model at its wake_listed, earliest first. A
   // listed wake-up is current while the model's scheduler still asks for it
   // (a decision taken since may have answered it otherwise).

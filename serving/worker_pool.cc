@@ -31,6 +31,7 @@ int32_t WorkerPool::Add(const std::string& requested_name, bool emulated,
     workers_.push_back(std::move(w));
   }
   ++alive_;
+  RefreshFree(id);
   return id;
 }
 
@@ -74,10 +75,18 @@ int32_t WorkerPool::FreeSlots(int32_t id, int32_t lookahead) const {
   return std::max<int32_t>(0, lookahead - static_cast<int32_t>(w.inflight.size()));
 }
 
+void WorkerPool::SetRegistering(int32_t id, bool registering) {
+  WorkerRecord* w = Get(id);
+  if (w == nullptr) return;
+  w->registering = registering;
+  RefreshFree(id);
+}
+
 void WorkerPool::AddInflight(int32_t id, InflightBatch batch) {
   const uint64_t batch_id = batch.id;
   if (!batch.queries.empty()) ++answering_[batch.model];
   workers_[id].inflight.emplace(batch_id, std::move(batch));
+  RefreshFree(id);
 }
 
 void WorkerPool::Answered(const InflightBatch& b) {
@@ -112,6 +121,7 @@ std::optional<InflightBatch> WorkerPool::TakeInflight(int32_t id, uint64_t batch
   InflightBatch b = std::move(it->second);
   w->inflight.erase(it);
   Answered(b);
+  RefreshFree(id);
   return b;
 }
 
@@ -126,6 +136,7 @@ std::vector<InflightBatch> WorkerPool::MarkDead(int32_t id) {
     out.push_back(std::move(b));
   }
   w->inflight.clear();
+  RefreshFree(id);
   RecycleIfDone(id);
   return out;
 }

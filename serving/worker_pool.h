@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/time.h"
 #include "policies/query.h"
+#include "serving/free_slot_index.h"
 #include "serving/model_registry.h"
 #include "serving/worker_channel.h"
 #include "serving/worker_speed.h"
@@ -55,14 +56,19 @@ struct WorkerRecord {
   bool released = false;
 };
 
-// The workers that registered: liveness (heartbeats, per-batch deadlines)
-// and the batches each holds. Ids are dense: they index the records. The
+// The workers that registered: liveness (heartbeats, per-batch deadlines),
+// the batches each holds, and which have a free slot (a FreeSlotIndex kept
+// by every call that changes one). Ids are dense: they index the records. The
 // record of a worker that is dead and released by its owner is recycled
 // for the next worker added, so a worker that reconnects 10,000 times
 // leaves one record, not 10,000, and walks over the records stay as long as
 // the fleet. Not thread-safe.
 class WorkerPool {
  public:
+  // A worker has a free slot while it holds fewer than `lookahead` batches
+  // (ServingOptions::lookahead).
+  explicit WorkerPool(int32_t lookahead = 1) : lookahead_(lookahead) {}
+
   // Registers a live worker; its name is "<requested>#<id>" (or "worker-<id>").
   // Its id is a recycled one (dead and released) when there is one.
   int32_t Add(const std::string& requested_name, bool emulated, std::vector<std::string> models,
@@ -85,6 +91,11 @@ class WorkerPool {
   // Live, not registering, and holds fewer than `lookahead` batches: how
   // many more it may take.
   int32_t FreeSlots(int32_t id, int32_t lookahead) const;
+  int32_t FreeSlots(int32_t id) const { return FreeSlots(id, lookahead_); }
+  // The workers with FreeSlots(id) > 0, lowest id first.
+  const FreeSlotIndex& free_slots() const { return free_; }
+  // A registering worker takes no batch (WorkerRecord::registering).
+  void SetRegistering(int32_t id, bool registering);
 
   void AddInflight(int32_t id, InflightBatch batch);
   // Removes and returns the batch; nullopt if the worker does not hold it
@@ -118,6 +129,11 @@ class WorkerPool {
  private:
   // Recycles `id` if it is dead and released.
   void RecycleIfDone(int32_t id);
+  // Brings free_ in step with the worker's FreeSlots.
+  void RefreshFree(int32_t id) { free_.Set(id, FreeSlots(id) > 0); }
+
+  const int32_t lookahead_;
+  FreeSlotIndex free_;
 
   std::vector<WorkerRecord> workers_;
   std::vector<int32_t> recycled_;  // ids whose records the next Add reuses

@@ -140,5 +140,44 @@ TEST(WorkerPool, RecordSpeedSetsEachWorkersSpeedRelativeToTheFleet) {
   EXPECT_EQ(pool.Get(straggler)->speed.samples(), 4);
 }
 
+// The free-slot index is the pool's own: every call that changes a worker's
+// free slots (a batch sent or answered, registration, death, a recycled id)
+// keeps it equal to FreeSlots(id) > 0.
+TEST(WorkerPoolTest, FreeSlotIndexFollowsEveryChange) {
+  WorkerPool pool(/*lookahead=*/2);
+  const auto free_ids = [&pool] {
+    std::vector<int32_t> out;
+    FreeSlotIndex::Walk walk = pool.free_slots().Free();
+    for (int32_t id = walk.Next(); id >= 0; id = walk.Next()) out.push_back(id);
+    for (size_t id = 0; id < pool.records().size(); ++id) {
+      const int32_t w = static_cast<int32_t>(id);
+      EXPECT_EQ(pool.free_slots().Contains(w), pool.FreeSlots(w) > 0) << "worker " << w;
+    }
+    return out;
+  };
+  const int32_t a = pool.Add("a", false, {"m"}, nullptr, 0);
+  const int32_t b = pool.Add("b", false, {"m"}, nullptr, 0);
+  EXPECT_EQ(free_ids(), (std::vector<int32_t>{a, b}));
+  pool.SetRegistering(b, true);
+  EXPECT_EQ(free_ids(), std::vector<int32_t>{a}) << "a registering worker takes no batch";
+  pool.SetRegistering(b, false);
+  pool.AddInflight(a, Batch(1, Millis(50), {1}));
+  EXPECT_EQ(pool.FreeSlots(a), 1);
+  EXPECT_EQ(free_ids(), (std::vector<int32_t>{a, b})) << "one of two slots taken";
+  pool.AddInflight(a, Batch(2, Millis(50), {2}));
+  EXPECT_EQ(free_ids(), std::vector<int32_t>{b});
+  ASSERT_TRUE(pool.TakeInflight(a, 1).has_value());
+  EXPECT_EQ(free_ids(), (std::vector<int32_t>{a, b}));
+  pool.MarkDead(b);
+  EXPECT_EQ(free_ids(), std::vector<int32_t>{a});
+  pool.Release(b);
+  const int32_t c = pool.Add("c", false, {"m"}, nullptr, 0);
+  EXPECT_EQ(c, b) << "the record is recycled";
+  EXPECT_EQ(free_ids(), (std::vector<int32_t>{a, c}));
+  pool.TakeQueriesOf(0);  // a removed model's batches keep their slots
+  pool.AddInflight(a, Batch(3, Millis(50), {3}));
+  EXPECT_EQ(free_ids(), std::vector<int32_t>{c});
+}
+
 }  // namespace
 }  // namespace superserve
