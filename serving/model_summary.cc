@@ -1,3 +1,4 @@
+// SummarizeModel: what ListModels reports of a model (model_summary.h).
 #include "serving/model_summary.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// ServingCore: queries, workers, scheduling passes and the timer, under one
+// lock; effects applied after it (serving_core.h). Placement is in
+// serving_core_placement.cc.
 #include "serving/serving_core.h"
 
 #include <algorithm>
@@ -5,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "serving/served_by.h"
 
 namespace superserve {
 namespace {
@@ -13,19 +17,6 @@ namespace {
 constexpr Nanos kBusyWindow = Millis(500);
 
 }  // namespace
-
-const char* QueryOutcomeName(QueryOutcome o) {
-  switch (o) {
-    case QueryOutcome::kOk: return "ok";
-    case QueryOutcome::kLate: return "late";
-    case QueryOutcome::kDeadlineExceeded: return "deadline_exceeded";
-    case QueryOutcome::kUnavailable: return "unavailable";
-    case QueryOutcome::kResourceExhausted: return "resource_exhausted";
-    case QueryOutcome::kInvalidArgument: return "invalid_argument";
-    case QueryOutcome::kError: return "error";
-  }
-  return "unknown";
-}
 
 ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObserver* observer,
                          std::function<void(Nanos)> request_tick)
@@ -310,10 +301,8 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                          ToMillis(ready - now), " ms from now, too late for the deadline")),
                      QueryOutcome::kDeadlineExceeded, now, &e);
       } else {
-        // Built in its slot of the map, not moved there.
-        const QueryId id = ++next_query_id_;
-        PendingQuery& p = pending_.try_emplace(id).first->second;
-        p.query.id = id;
+        PendingQuery& p = pending_.Add();
+        const QueryId id = p.query.id;
         p.query.application = ApplicationIdLocked(request.application);
         p.query.arrival = now;
         p.query.deadline = request.deadline;
@@ -380,7 +369,7 @@ void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outc
   ReportAnsweredLocked(it, models_.Find(it->second.model), a, outcome, now, e);
 }
 
-void ServingCore::ReportAnsweredLocked(PendingMap::iterator it, const ServedModel* m,
+void ServingCore::ReportAnsweredLocked(PendingQueries::iterator it, const ServedModel* m,
                                        const QueryAnswer& answer, QueryOutcome outcome, Nanos now,
                                        Effects* e) {
   const PendingQuery& p = it->second;
@@ -622,7 +611,7 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     // Cannot happen: a model's scheduler offers only the workers holding it.
     SS_LOG(ERROR) << "model " << *m->name << " not resident on worker " << *w->name;
     for (QueryId id : plan.queries) {
-      pending_[id].on_worker = false;
+      pending_.find(id)->second.on_worker = false;
       RequeueLocked(id, now, e);
     }
     return;
@@ -731,13 +720,13 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     const Nanos now = clock_->Now();
     WorkerRecord* w = workers_.GetAlive(worker);
     if (w == nullptr) return;  // a dead worker's late result: its queries were handled
-    w->last_heard = now;
+    workers_.Heard(worker, now);
     std::optional<InflightBatch> b = workers_.TakeInflight(worker, outcome.batch_id);
     if (!b) {
       SS_LOG(WARNING) << "worker " << *w->name << " answered unknown batch " << outcome.batch_id;
       return;
     }
-    w->busy += outcome.exec;
+    workers_.AddBusy(worker, outcome.exec);
     ServedModel* m = models_.Find(b->model);
     const bool refused = outcome.status.code() == absl::StatusCode::kDeadlineExceeded;
     // A refused batch did not run: its round trip measured the worker's
@@ -768,25 +757,13 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     }
     if (m != nullptr && !b->queries.empty()) {
       if (outcome.status.ok()) {
-        const SubnetProfile* subnet =
-            b->subnet_index >= 0 ? &m->profile.subnets[b->subnet_index] : nullptr;
         const size_t n = b->queries.size();
         // One answer and one report per query: grow the effects once.
         e.answers.reserve(e.answers.size() + n);
         e.done.reserve(e.done.size() + n);
         ResultMatcher& match = result_matcher_;
         match.Start(b->queries);
-        // Dynamic models: the telemetry of the query answered, found by id
-        // (workers report it in the results' order, so the cursor's next
-        // entry is the usual match).
-        size_t cursor = 0;
-        const auto telemetry_of = [&](QueryId id) -> const QueryTelemetry* {
-          if (cursor < t.queries.size() && t.queries[cursor].id == id) return &t.queries[cursor++];
-          for (const QueryTelemetry& q : t.queries) {
-            if (q.id == id) return &q;
-          }
-          return nullptr;
-        };
+        TelemetryLookup telemetry(t.queries);  // dynamic models: each query's exit
         for (size_t i = 0; i < outcome.outputs.size(); ++i) {
           const QueryId id = outcome.outputs[i].first;
           if (match.Match(i, id) < 0) continue;
@@ -799,20 +776,12 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
                                              std::forward_as_tuple())
                                .second;
           a.output = std::move(outcome.outputs[i].second);
-          a.subnet_id = subnet != nullptr ? subnet->id : -1;
-          a.accuracy = subnet != nullptr ? subnet->accuracy : 0;
-          if (m->profile.is_dynamic) {
-            const DynamicModelProfile& dyn = m->profile.dynamic;
-            const int32_t ti = b->exit_threshold_index;
-            a.exit_threshold = ti >= 0 ? dyn.thresholds[ti].threshold : dyn.default_threshold;
-            const std::string_view app = applications_.NameView(pit->second.query.application);
-            const QueryTelemetry* q = !t.queries.empty() ? telemetry_of(id) : nullptr;
-            if (q != nullptr) a.exit = q->exit;
-            // The exit's accuracy at the batch's threshold; an exit not
-            // reported (emulated workers): the application's expected one.
-            a.accuracy = a.exit >= 0 ? dyn.ExitAccuracy(app, a.exit, ti)
-                                     : dyn.ExpectedAccuracy(app, ti);
-          }
+          const bool dynamic = m->profile.is_dynamic;
+          const QueryTelemetry* q = dynamic ? telemetry.Find(id) : nullptr;
+          DescribeServed(m->profile, b->subnet_index, b->exit_threshold_index,
+                         dynamic ? applications_.NameView(pit->second.query.application)
+                                 : std::string_view(),
+                         q != nullptr ? q->exit : -1, &a);
           a.worker = w->name;
           a.batch_size = static_cast<int32_t>(n);
           a.queued = pit->second.dispatched_at - pit->second.query.arrival;
@@ -945,14 +914,9 @@ Nanos ServingCore::Tick() {
                        now, &e);
     }
     if (housekeeping && observer_ != nullptr) {
-      for (WorkerRecord& w : workers_.records()) {
-        if (!w.alive || now - w.busy_since < kBusyWindow) continue;
-        e.rare_effects().busy.emplace_back(
-            w.name, std::min(1.0, static_cast<double>(w.busy) /
-                                      static_cast<double>(now - w.busy_since)));
-        e.rare_effects().slowdown.emplace_back(w.name, w.relative_speed);
-        w.busy = 0;
-        w.busy_since = now;
+      for (const WorkerPool::WorkerGauges& g : workers_.TakeGauges(now, kBusyWindow)) {
+        e.rare_effects().busy.emplace_back(g.name, g.busy_fraction);
+        e.rare_effects().slowdown.emplace_back(g.name, g.relative_speed);
       }
     }
     // Sweeps (once per interval) concern queued models only.
@@ -1049,11 +1013,7 @@ void ServingCore::Shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
     const Nanos now = clock_->Now();
-    std::vector<QueryId> ids;
-    ids.reserve(pending_.size());
-    for (const auto& [id, p] : pending_) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    for (QueryId id : ids) {
+    for (QueryId id : pending_.Ids()) {
       FailLocked(id, absl::UnavailableError("shutting down"), QueryOutcome::kUnavailable, now, &e);
     }
     for (ServedModel* m : models_.All()) m->scheduler.TakeAll();

@@ -1,3 +1,5 @@
+// The serving core: coordinates the registry, the pool and the models'
+// schedulers under one lock, and answers every query exactly once.
 #ifndef SUPERSERVE_SERVING_SERVING_CORE_H_
 #define SUPERSERVE_SERVING_SERVING_CORE_H_
 
@@ -20,6 +22,7 @@
 #include "serving/batch.h"
 #include "serving/model_registry.h"
 #include "serving/model_summary.h"
+#include "serving/pending_queries.h"
 #include "serving/query_handle.h"
 #include "serving/serving_observer.h"
 #include "serving/wake_queue.h"
@@ -229,14 +232,6 @@ class ServingCore {
   const Clock* clock() const { return clock_; }
 
  private:
-  struct PendingQuery {
-    Query query;
-    QueryHandle* handle = nullptr;
-    std::shared_ptr<QueryPayload> input;
-    ModelId model = 0;
-    Nanos dispatched_at = 0;
-    bool on_worker = false;
-  };
   // Work decided under mu_ and carried out after it is released.
   struct Effects {
     std::vector<std::pair<std::shared_ptr<WorkerChannel>, BatchPlan>> sends;
@@ -329,14 +324,13 @@ class ServingCore {
   bool BusyWithLocked(int32_t worker, ModelId model) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  using PendingMap = absl::flat_hash_map<QueryId, PendingQuery>;
   // Answers an accepted query and forgets it.
   void AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outcome, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The rest of answering, for a query the caller found (of model `m`, may
   // be null) and whose `answer` it already put in the effects: a batch's
   // answers then cost one lookup per query, none for the model, and no copy.
-  void ReportAnsweredLocked(PendingMap::iterator it, const ServedModel* m,
+  void ReportAnsweredLocked(PendingQueries::iterator it, const ServedModel* m,
                             const QueryAnswer& answer, QueryOutcome outcome, Nanos now,
                             Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome, Nanos now,
@@ -368,9 +362,8 @@ class ServingCore {
   uint64_t alive_reported_version_ ABSL_GUARDED_BY(alive_report_mu_) = 0;
   ModelRegistry models_ ABSL_GUARDED_BY(mu_);
   WorkerPool workers_ ABSL_GUARDED_BY(mu_);
-  PendingMap pending_ ABSL_GUARDED_BY(mu_);
+  PendingQueries pending_ ABSL_GUARDED_BY(mu_);
   ApplicationRegistry applications_ ABSL_GUARDED_BY(mu_);
-  QueryId next_query_id_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
   ServingStats stats_ ABSL_GUARDED_BY(mu_);
   // Placement: what budgeted workers hold (empty: no worker has a budget).

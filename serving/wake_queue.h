@@ -1,3 +1,4 @@
+// The policy wake-ups the core must fire, one per model, earliest first.
 #ifndef SUPERSERVE_SERVING_WAKE_QUEUE_H_
 #define SUPERSERVE_SERVING_WAKE_QUEUE_H_
 

@@ -1,3 +1,4 @@
+// WorkerPool: the workers' records and liveness (worker_pool.h).
 #include "serving/worker_pool.h"
 
 #include <algorithm>
@@ -67,6 +68,20 @@ void WorkerPool::RecordSpeed(int32_t id, Nanos measured, Nanos profiled) {
   for (WorkerRecord& r : workers_) {
     if (r.alive) r.relative_speed = RelativeSpeed(r.speed.factor(), fleet);
   }
+}
+
+std::vector<WorkerPool::WorkerGauges> WorkerPool::TakeGauges(Nanos now, Nanos window) {
+  std::vector<WorkerGauges> out;
+  for (WorkerRecord& w : workers_) {
+    if (!w.alive || now - w.busy_since < window) continue;
+    out.push_back({w.name,
+                   std::min(1.0, static_cast<double>(w.busy) /
+                                     static_cast<double>(now - w.busy_since)),
+                   w.relative_speed});
+    w.busy = 0;
+    w.busy_since = now;
+  }
+  return out;
 }
 
 int32_t WorkerPool::FreeSlots(int32_t id, int32_t lookahead) const {

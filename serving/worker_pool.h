@@ -1,3 +1,5 @@
+// The workers: liveness, the batches each holds, free slots, speed and busy
+// time.
 #ifndef SUPERSERVE_SERVING_WORKER_POOL_H_
 #define SUPERSERVE_SERVING_WORKER_POOL_H_
 
@@ -88,6 +90,19 @@ class WorkerPool {
   // fleet's reference moves slowly, and a refresh walks every record.
   void RecordSpeed(int32_t id, Nanos measured, Nanos profiled);
   static constexpr int64_t kSpeedRefreshEvery = 16;
+  // One batch of worker `id` ran for `exec`: its busy time.
+  void AddBusy(int32_t id, Nanos exec) {
+    if (WorkerRecord* w = GetAlive(id)) w->busy += exec;
+  }
+  // The gauges of each live worker whose current window is at least
+  // `window` long: its busy fraction over the window (capped at 1) and its
+  // relative speed; its next window starts at `now`.
+  struct WorkerGauges {
+    std::shared_ptr<const std::string> name;
+    double busy_fraction = 0;
+    double relative_speed = 1;
+  };
+  std::vector<WorkerGauges> TakeGauges(Nanos now, Nanos window);
   // Live, not registering, and holds fewer than `lookahead` batches: how
   // many more it may take.
   int32_t FreeSlots(int32_t id, int32_t lookahead) const;

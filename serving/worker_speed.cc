@@ -1,3 +1,4 @@
+// WorkerSpeed: per-worker speed estimates (worker_speed.h).
 #include "serving/worker_speed.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// How much slower or faster one worker runs than its profile, and relative
+// to the fleet.
 #ifndef SUPERSERVE_SERVING_WORKER_SPEED_H_
 #define SUPERSERVE_SERVING_WORKER_SPEED_H_
 

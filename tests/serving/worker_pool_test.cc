@@ -179,5 +179,32 @@ TEST(WorkerPoolTest, FreeSlotIndexFollowsEveryChange) {
   EXPECT_EQ(free_ids(), std::vector<int32_t>{c});
 }
 
+// Busy fractions: each live worker's summed execution time over a window
+// of at least the given length, capped at 1; a taken window restarts.
+TEST(WorkerPoolTest, GaugesReportBusyFractionsPerWindow) {
+  WorkerPool pool;
+  const int32_t a = pool.Add("a", false, {"m"}, nullptr, 0);
+  const int32_t b = pool.Add("b", false, {"m"}, nullptr, Millis(200));
+  const int32_t c = pool.Add("c", false, {"m"}, nullptr, 0);
+  pool.AddBusy(a, Millis(250));
+  pool.AddBusy(b, Millis(100));
+  pool.AddBusy(c, Millis(900));
+  pool.MarkDead(c);
+  pool.AddBusy(c, Millis(900));  // dead: not counted
+  EXPECT_TRUE(pool.TakeGauges(Millis(400), Millis(500)).empty()) << "no window is long enough";
+  auto gauges = pool.TakeGauges(Millis(1000), Millis(500));
+  ASSERT_EQ(gauges.size(), 2u) << "a and b; c is dead";
+  EXPECT_EQ(*gauges[0].name, "a#0");
+  EXPECT_DOUBLE_EQ(gauges[0].busy_fraction, 0.25);
+  EXPECT_DOUBLE_EQ(gauges[0].relative_speed, 1.0);
+  EXPECT_DOUBLE_EQ(gauges[1].busy_fraction, 0.125) << "b's window began at its registration";
+  pool.AddBusy(a, Millis(2000));
+  EXPECT_TRUE(pool.TakeGauges(Millis(1400), Millis(500)).empty()) << "windows restarted at 1 s";
+  gauges = pool.TakeGauges(Millis(1500), Millis(500));
+  ASSERT_EQ(gauges.size(), 2u);
+  EXPECT_DOUBLE_EQ(gauges[0].busy_fraction, 1.0) << "capped";
+  EXPECT_DOUBLE_EQ(gauges[1].busy_fraction, 0.0);
+}
+
 }  // namespace
 }  // namespace superserve
