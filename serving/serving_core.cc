@@ -485,15 +485,6 @@ double ServingCore::SpeedLocked(int32_t worker) const {
   return w != nullptr ? w->relative_speed : 1.0;
 }
 
-Nanos ServingCore::ProfiledLatencyLocked(const ServedModel& m, const InflightBatch& b) const {
-  if (b.subnet_index < 0 || b.subnet_index >= static_cast<int32_t>(m.profile.subnets.size())) {
-    return 0;  // a dynamic model: no profiled latency per batch
-  }
-  const int bi = m.profile.BatchIndex(b.batch_size);
-  const auto& lat = m.profile.subnets[b.subnet_index].latency;
-  return bi >= 0 && bi < static_cast<int>(lat.size()) ? lat[bi] : 0;
-}
-
 void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, double worker_speed) {
   ModelScheduler& s = m->scheduler;
   // Nothing below schedules again (answers and dispatches only), so the
@@ -738,7 +729,8 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
       // the exec time this batch would have taken on a fleet-speed worker.
       double speed = 1.0;
       if (options_.per_worker_speed && outcome.status.ok()) {
-        workers_.RecordSpeed(worker, outcome.exec, ProfiledLatencyLocked(*m, *b));
+        workers_.RecordSpeed(worker, outcome.exec,
+                            ProfiledLatency(m->profile, b->subnet_index, b->batch_size));
         speed = w->relative_speed;
       }
       t.worker = worker;

@@ -291,10 +291,6 @@ class ServingCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The worker's speed relative to the fleet (1 with per_worker_speed off).
   double SpeedLocked(int32_t worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What the model's profile puts the batch at (its subnet and size); 0
-  // when it has none (a dynamic model), which WorkerPool::RecordSpeed skips.
-  Nanos ProfiledLatencyLocked(const ServedModel& m, const InflightBatch& b) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Placement, for an arrival of `m` due at `deadline`: notes the demand;

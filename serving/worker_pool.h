@@ -52,6 +52,7 @@ struct WorkerRecord {
   double relative_speed = 1.0;
   // Being told of its registration (outside the core's lock): it takes no
   // batch until that is done, so that none overtakes the registration.
+  // Set through WorkerPool::SetRegistering, which keeps the free slots.
   bool registering = false;
   // Its owner is done with the id (Release): once dead too, the record is
   // recycled for a later worker.
