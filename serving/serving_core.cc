@@ -37,45 +37,12 @@ ServingCore::~ServingCore() { Shutdown(); }
 // ---------------------------------------------------------------- effects
 
 void ServingCore::Apply(Effects* e) {
-  const Effects::Rare* rare = e->rare.get();
-  if (rare != nullptr) {
-    // One channel's order: unloads free memory before the load, which the
-    // batches of the same effects never need (they hold resident models).
-    for (const auto& [channel, model] : rare->unloads) channel->Unload(model);
-    for (const auto& [channel, model, expected] : rare->loads) channel->Load(model, expected);
-  }
-  for (auto& [channel, plan] : e->sends) {
-    if (observer_ != nullptr) observer_->OnBatchSent(plan);
-    channel->Send(std::move(plan));
-  }
-  for (auto& [handle, answer] : e->answers) handle->Deliver(std::move(answer));
-  if (rare != nullptr) {
-    for (auto& [channel, why] : rare->closes) channel->Close(why);
-  }
-  if (observer_ != nullptr) {
-    for (auto& [model, done] : e->done) {
-      done.model = model.get();
-      observer_->OnQueryDone(done);
-    }
-    if (rare != nullptr) {
-      for (const auto& [model, depth] : rare->depths) observer_->OnQueueDepth(*model, depth);
-      for (const auto& [worker, fraction] : rare->busy) {
-        observer_->OnWorkerBusyFraction(*worker, fraction);
-      }
-      for (const auto& [worker, slowdown] : rare->slowdown) {
-        observer_->OnWorkerSlowdown(*worker, slowdown);
-      }
-      for (const auto& [model, worker] : rare->refused) observer_->OnBatchRefused(*model, *worker);
-      for (const auto& [model, worker, cold] : rare->loaded) {
-        observer_->OnModelLoaded(*model, *worker, cold);
-      }
-    }
-    if (e->workers_alive >= 0) {
-      absl::MutexLock lock(&alive_report_mu_);
-      if (e->workers_alive_version > alive_reported_version_) {
-        alive_reported_version_ = e->workers_alive_version;
-        observer_->OnWorkersAlive(e->workers_alive);
-      }
+  e->Carry(observer_);
+  if (observer_ != nullptr && e->workers_alive >= 0) {
+    absl::MutexLock lock(&alive_report_mu_);
+    if (e->workers_alive_version > alive_reported_version_) {
+      alive_reported_version_ = e->workers_alive_version;
+      observer_->OnWorkersAlive(e->workers_alive);
     }
   }
   if (e->wake > 0 && request_tick_) request_tick_(e->wake);

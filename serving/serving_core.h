@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "serving/active_models.h"
 #include "serving/application_registry.h"
+#include "serving/core_effects.h"
 #include "serving/residency.h"
 #include "serving/result_matcher.h"
 #include "serving/worker_channel.h"
@@ -233,38 +234,7 @@ class ServingCore {
 
  private:
   // Work decided under mu_ and carried out after it is released.
-  struct Effects {
-    std::vector<std::pair<std::shared_ptr<WorkerChannel>, BatchPlan>> sends;
-    std::vector<std::pair<QueryHandle*, QueryAnswer>> answers;
-    std::vector<std::pair<std::shared_ptr<const std::string>, QueryDone>> done;
-    // Worker losses and housekeeping: kept apart, so that an arrival or a
-    // batch result (nearly every call) neither builds nor frees them.
-    struct Rare {
-      std::vector<std::pair<std::shared_ptr<WorkerChannel>, absl::Status>> closes;
-      std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
-      std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
-      std::vector<std::pair<std::shared_ptr<const std::string>, double>> slowdown;
-      // (model, worker) of each batch refused for a closed window.
-      std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
-          refused;
-      // Placement, applied before the batches (one channel's order: unload,
-      // load, batches): (channel, model, expected load time).
-      std::vector<std::pair<std::shared_ptr<WorkerChannel>, std::string>> unloads;
-      std::vector<std::tuple<std::shared_ptr<WorkerChannel>, std::string, Nanos>> loads;
-      // (model, worker, cold start) of each finished load.
-      std::vector<std::tuple<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>,
-                             Nanos>>
-          loaded;
-    };
-    std::unique_ptr<Rare> rare;  // null: none of them
-    Rare& rare_effects() {
-      if (rare == nullptr) rare = std::make_unique<Rare>();
-      return *rare;
-    }
-    int32_t workers_alive = -1;  // >= 0: report it
-    uint64_t workers_alive_version = 0;  // NoteWorkersAliveLocked's count
-    Nanos wake = 0;              // > 0: ask the owner for a Tick at this time
-  };
+  using Effects = CoreEffects;
 
   // Puts the live-worker count into `e`, numbered: Apply runs outside mu_,
   // so two registrations can apply out of order, and only a newer count
