@@ -436,10 +436,7 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
     if (!slots_.empty() || (offered < offer && carry < 0)) break;
     offer = kOffer;
   }
-  if (s.wake_at() > 0 && s.wake_at() != m->wake_listed) {
-    m->wake_listed = s.wake_at();
-    wakes_.Update(m);
-  }
+  wakes_.List(m, s.wake_at());
   if (s.wake_at() > 0 && s.wake_at() < next_tick_) {
     next_tick_ = s.wake_at();
     e->wake = e->wake > 0 ? std::min(e->wake, next_tick_) : next_tick_;
@@ -892,13 +889,15 @@ Nanos ServingCore::Tick() {
     }
     // Due wake-ups, from the heap: O(due log listed), not O(models). They
     // are scheduled most urgent first, as for a free worker.
+    const auto current = [](const ServedModel* m) {
+      return m->scheduler.wake_at() == m->wake_listed;
+    };
     std::vector<std::pair<Nanos, ServedModel*>>& due = order_scratch_;
     due.clear();
-    while (!wakes_.empty() && wakes_.top()->wake_listed <= now) {
-      ServedModel* m = wakes_.top();
-      const Nanos at = m->wake_listed;
-      wakes_.Pop();
-      if (m->scheduler.wake_at() != at) continue;  // answered otherwise since
+    std::vector<ServedModel*>& woken = active_scratch_;  // refilled below
+    woken.clear();
+    wakes_.PopDue(now, current, &woken);
+    for (ServedModel* m : woken) {
       if (m->scheduler.empty()) {
         m->scheduler.clear_wake();
         continue;
@@ -917,12 +916,8 @@ Nanos ServingCore::Tick() {
       m->scheduler.clear_wake();
       ScheduleLocked(m, now, &e);
     }
-    // Wake-ups answered otherwise since, at the top, would each cost the
-    // owner an empty tick: drop them, as the loop above would, before
-    // naming the next tick.
-    while (!wakes_.empty() && wakes_.top()->scheduler.wake_at() != wakes_.top()->wake_listed) {
-      wakes_.Pop();
-    }
+    // Before naming the next tick.
+    wakes_.DropStale(current);
     if (housekeeping && pending_.empty()) {
       // Idle: nothing to sweep, nothing to answer. The next check is due
       // when a worker's silence or a batch's deadline could run out, or
