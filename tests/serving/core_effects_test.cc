@@ -105,9 +105,9 @@ TEST(CoreEffectsTest, CarriesEveryEffectInItsOrder) {
   CoreEffects e;
   FillEveryEffect(channel, &handle, &e);
   e.Carry(&observer);
-  EXPECT_EQ(log, (EffectsLog{"unload m1", "load m2", "sent 7", "send 7", "deliver 11",
-                             "close gone", "done m 5", "depth m 4", "busy w#0 0.5",
-                             "slowdown w#0 2", "refused m w#0", "loaded m w#0 3000000"}));
+  EXPECT_EQ(log, (EffectsLog{"unload m1", "load m2", "sent 7", "send 7", "deliver 11", "close gone",
+                             "done m 5", "depth m 4", "busy w#0 0.5", "slowdown w#0 2",
+                             "refused m w#0", "loaded m w#0 3000000"}));
 }
 
 TEST(CoreEffectsTest, WithoutAnObserverOnlyChannelsAndAnswers) {
