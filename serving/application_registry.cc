@@ -1,3 +1,4 @@
+// ApplicationRegistry: application tags as ids, capped (application_registry.h).
 #include "serving/application_registry.h"
 
 #include "absl/strings/str_cat.h"

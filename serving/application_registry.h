@@ -1,3 +1,4 @@
+// The application tags clients put on queries, as small ids, capped.
 #ifndef SUPERSERVE_SERVING_APPLICATION_REGISTRY_H_
 #define SUPERSERVE_SERVING_APPLICATION_REGISTRY_H_
 

@@ -1,3 +1,5 @@
+// What travels between the core and a worker: a batch sent (BatchPlan) and
+// what came back (BatchOutcome).
 #ifndef SUPERSERVE_SERVING_BATCH_H_
 #define SUPERSERVE_SERVING_BATCH_H_
 

@@ -1,3 +1,4 @@
+// ModelRegistry: the served models by name and id (model_registry.h).
 #include "serving/model_registry.h"
 
 #include "absl/strings/str_cat.h"

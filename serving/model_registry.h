@@ -1,3 +1,5 @@
+// The served models by name and by id: each one's profile, version and
+// scheduler (ServedModel).
 #ifndef SUPERSERVE_SERVING_MODEL_REGISTRY_H_
 #define SUPERSERVE_SERVING_MODEL_REGISTRY_H_
 
@@ -34,9 +36,8 @@ struct ServedModel {
   const std::shared_ptr<const std::string> name;
   const ModelProfile profile;
   ModelScheduler scheduler;
-  // Position in the serving core's list of models with queued queries
-  // (-1 = not listed); the core's bookkeeping, so that a scheduling pass
-  // visits only those models, however many idle ones are registered.
+  // Position in the core's ActiveModels, the models with queued queries
+  // (-1 = not listed), so that a scheduling pass visits only those.
   int32_t active_slot = -1;
   // The policy wake-up the core has listed for this model (0 = none), and
   // its position in the core's WakeQueue (-1 = not listed).

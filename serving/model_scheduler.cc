@@ -1,3 +1,5 @@
+// ModelScheduler: one model's queue and policy; applies its Decisions
+// (model_scheduler.h).
 #include "serving/model_scheduler.h"
 
 #include <algorithm>

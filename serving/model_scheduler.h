@@ -1,3 +1,5 @@
+// One model's queue and policy, and the one place a policy's Decision is
+// applied (drop, take, wake-up; invalid decisions rejected).
 #ifndef SUPERSERVE_SERVING_MODEL_SCHEDULER_H_
 #define SUPERSERVE_SERVING_MODEL_SCHEDULER_H_
 

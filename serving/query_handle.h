@@ -1,3 +1,5 @@
+// A query's answering end (QueryHandle, answered exactly once) and its
+// opaque payload.
 #ifndef SUPERSERVE_SERVING_QUERY_HANDLE_H_
 #define SUPERSERVE_SERVING_QUERY_HANDLE_H_
 

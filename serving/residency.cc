@@ -1,3 +1,4 @@
+// Residency: placement plans and records (residency.h).
 #include "serving/residency.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Placement: which models each budgeted worker holds or loads, and where a
+// load costs least.
 #ifndef SUPERSERVE_SERVING_RESIDENCY_H_
 #define SUPERSERVE_SERVING_RESIDENCY_H_
 

@@ -1,3 +1,4 @@
+// ResultMatcher: a worker's results to its batch's queries (result_matcher.h).
 #include "serving/result_matcher.h"
 
 #include <algorithm>

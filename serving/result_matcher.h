@@ -1,3 +1,5 @@
+// Matching a worker's report to the batch it was sent: results and
+// telemetry to queries by id, an untrusted worker's extras ignored.
 #ifndef SUPERSERVE_SERVING_RESULT_MATCHER_H_
 #define SUPERSERVE_SERVING_RESULT_MATCHER_H_
 
@@ -5,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "policies/decision.h"
 #include "policies/query.h"
 
 namespace superserve {
@@ -39,6 +42,27 @@ class ResultMatcher {
   std::vector<char> answered_;
   int32_t foreign_ = 0;
   int32_t duplicate_ = 0;
+};
+
+// The telemetry a worker reported for each query of its batch, found by
+// id. Workers report it in the results' order, so the entry after the last
+// one found is the usual match: O(1) per query for a well-behaved worker.
+class TelemetryLookup {
+ public:
+  // Kept by reference: `queries` outlives the lookup.
+  explicit TelemetryLookup(const std::vector<QueryTelemetry>& queries) : queries_(queries) {}
+  // nullptr when the worker reported none for `id`.
+  const QueryTelemetry* Find(QueryId id) {
+    if (cursor_ < queries_.size() && queries_[cursor_].id == id) return &queries_[cursor_++];
+    for (const QueryTelemetry& q : queries_) {
+      if (q.id == id) return &q;
+    }
+    return nullptr;
+  }
+
+ private:
+  const std::vector<QueryTelemetry>& queries_;
+  size_t cursor_ = 0;
 };
 
 }  // namespace superserve

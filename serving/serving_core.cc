@@ -1,3 +1,6 @@
+// ServingCore: queries, workers, scheduling passes and the timer, under one
+// lock; effects applied after it (serving_core.h). Placement is in
+// serving_core_placement.cc.
 #include "serving/serving_core.h"
 
 #include <algorithm>
@@ -5,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "serving/served_by.h"
 
 namespace superserve {
 namespace {
@@ -14,25 +18,13 @@ constexpr Nanos kBusyWindow = Millis(500);
 
 }  // namespace
 
-const char* QueryOutcomeName(QueryOutcome o) {
-  switch (o) {
-    case QueryOutcome::kOk: return "ok";
-    case QueryOutcome::kLate: return "late";
-    case QueryOutcome::kDeadlineExceeded: return "deadline_exceeded";
-    case QueryOutcome::kUnavailable: return "unavailable";
-    case QueryOutcome::kResourceExhausted: return "resource_exhausted";
-    case QueryOutcome::kInvalidArgument: return "invalid_argument";
-    case QueryOutcome::kError: return "error";
-  }
-  return "unknown";
-}
-
 ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObserver* observer,
                          std::function<void(Nanos)> request_tick)
     : options_(std::move(options)),
       clock_(clock),
       observer_(observer),
       request_tick_(std::move(request_tick)),
+      workers_(options_.lookahead),
       applications_(ApplicationRegistry::Options{options_.max_applications,
                                                  options_.max_application_bytes}),
       residency_(options_.demand_half_life) {
@@ -45,45 +37,12 @@ ServingCore::~ServingCore() { Shutdown(); }
 // ---------------------------------------------------------------- effects
 
 void ServingCore::Apply(Effects* e) {
-  const Effects::Rare* rare = e->rare.get();
-  if (rare != nullptr) {
-    // One channel's order: unloads free memory before the load, which the
-    // batches of the same effects never need (they hold resident models).
-    for (const auto& [channel, model] : rare->unloads) channel->Unload(model);
-    for (const auto& [channel, model, expected] : rare->loads) channel->Load(model, expected);
-  }
-  for (auto& [channel, plan] : e->sends) {
-    if (observer_ != nullptr) observer_->OnBatchSent(plan);
-    channel->Send(std::move(plan));
-  }
-  for (auto& [handle, answer] : e->answers) handle->Deliver(std::move(answer));
-  if (rare != nullptr) {
-    for (auto& [channel, why] : rare->closes) channel->Close(why);
-  }
-  if (observer_ != nullptr) {
-    for (auto& [model, done] : e->done) {
-      done.model = model.get();
-      observer_->OnQueryDone(done);
-    }
-    if (rare != nullptr) {
-      for (const auto& [model, depth] : rare->depths) observer_->OnQueueDepth(*model, depth);
-      for (const auto& [worker, fraction] : rare->busy) {
-        observer_->OnWorkerBusyFraction(*worker, fraction);
-      }
-      for (const auto& [worker, slowdown] : rare->slowdown) {
-        observer_->OnWorkerSlowdown(*worker, slowdown);
-      }
-      for (const auto& [model, worker] : rare->refused) observer_->OnBatchRefused(*model, *worker);
-      for (const auto& [model, worker, cold] : rare->loaded) {
-        observer_->OnModelLoaded(*model, *worker, cold);
-      }
-    }
-    if (e->workers_alive >= 0) {
-      absl::MutexLock lock(&alive_report_mu_);
-      if (e->workers_alive_version > alive_reported_version_) {
-        alive_reported_version_ = e->workers_alive_version;
-        observer_->OnWorkersAlive(e->workers_alive);
-      }
+  e->Carry(observer_);
+  if (observer_ != nullptr && e->workers_alive >= 0) {
+    absl::MutexLock lock(&alive_report_mu_);
+    if (e->workers_alive_version > alive_reported_version_) {
+      alive_reported_version_ = e->workers_alive_version;
+      observer_->OnWorkersAlive(e->workers_alive);
     }
   }
   if (e->wake > 0 && request_tick_) request_tick_(e->wake);
@@ -158,7 +117,7 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     for (QueryId id : workers_.TakeQueriesOf(m->id)) {
       FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
     }
-    UnmarkActiveLocked(m);
+    active_.Remove(m);
     wakes_.Erase(m);
     for (int32_t held : residency_.RemoveModel(m->id)) {
       if (const WorkerRecord* w = workers_.GetAlive(held)) {
@@ -210,35 +169,6 @@ absl::Status ServingCore::AttachWorker(int32_t worker, const std::string& model)
   return absl::OkStatus();
 }
 
-namespace {
-
-// The figures an operator checks a dynamic model by (superserve-admin list).
-void SummarizeDynamic(const DynamicModelProfile& d, ModelSummary* s) {
-  s->dynamic = true;
-  std::vector<double> exits = d.exit_accuracy;
-  for (const ApplicationHistogram& h : d.applications) {
-    s->applications.push_back(h.application);
-    // The model's figures when measured, else every application's.
-    if (d.exit_accuracy.empty()) {
-      exits.insert(exits.end(), h.exit_accuracy.begin(), h.exit_accuracy.end());
-    }
-    s->num_exits = std::max(s->num_exits, static_cast<int32_t>(h.exit_accuracy.size()));
-    for (size_t i = 0; i < h.counts.size(); ++i) {
-      if (h.counts[i] <= 0) continue;
-      const double lo = h.bin_edges_us[i], hi = h.bin_edges_us[i + 1];
-      s->min_exec_us = s->min_exec_us == 0 ? lo : std::min(s->min_exec_us, lo);
-      s->max_exec_us = std::max(s->max_exec_us, hi);
-    }
-  }
-  s->num_exits = std::max(s->num_exits, static_cast<int32_t>(d.exit_accuracy.size()));
-  if (!exits.empty()) {
-    s->min_exit_accuracy = *std::min_element(exits.begin(), exits.end());
-    s->max_exit_accuracy = *std::max_element(exits.begin(), exits.end());
-  }
-}
-
-}  // namespace
-
 bool ServingCore::ModelDrainedLocked(const std::string& name) const {
   const ServedModel* m = models_.Find(name);
   if (m == nullptr) return true;
@@ -262,30 +192,7 @@ std::vector<ModelSummary> ServingCore::ListModels() const {
   absl::MutexLock lock(&mu_);
   std::vector<ModelSummary> out;
   for (const ServedModel* m : models_.All()) {
-    ModelSummary s;
-    s.name = *m->name;
-    s.family = m->profile.family;
-    s.version = m->version;
-    s.num_subnets = static_cast<int32_t>(m->profile.subnets.size());
-    s.min_accuracy = 100;
-    for (const auto& sub : m->profile.subnets) {
-      s.min_accuracy = std::min(s.min_accuracy, sub.accuracy);
-      s.max_accuracy = std::max(s.max_accuracy, sub.accuracy);
-      if (!sub.latency.empty()) {
-        const double l = ToMicros(sub.latency.front());
-        s.min_latency_us = s.min_latency_us == 0 ? l : std::min(s.min_latency_us, l);
-        s.max_latency_us = std::max(s.max_latency_us, l);
-      }
-    }
-    s.batch_sizes = m->profile.batch_sizes;
-    s.workers = static_cast<int32_t>(m->scheduler.workers().size());
-    s.queued = static_cast<int64_t>(m->scheduler.queued());
-    s.closed = m->closed;
-    s.inflight_batches = workers_.AnsweringBatches(m->id);
-    s.input_shape = m->profile.input_shape;
-    s.num_classes = m->profile.num_classes;
-    if (m->profile.is_dynamic) SummarizeDynamic(m->profile.dynamic, &s);
-    out.push_back(std::move(s));
+    out.push_back(SummarizeModel(*m, workers_.AnsweringBatches(m->id)));
   }
   return out;
 }
@@ -361,10 +268,8 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
                          ToMillis(ready - now), " ms from now, too late for the deadline")),
                      QueryOutcome::kDeadlineExceeded, now, &e);
       } else {
-        // Built in its slot of the map, not moved there.
-        const QueryId id = ++next_query_id_;
-        PendingQuery& p = pending_.try_emplace(id).first->second;
-        p.query.id = id;
+        PendingQuery& p = pending_.Add();
+        const QueryId id = p.query.id;
         p.query.application = ApplicationIdLocked(request.application);
         p.query.arrival = now;
         p.query.deadline = request.deadline;
@@ -373,7 +278,7 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
         p.model = m->id;
         handle->query_id = id;
         m->scheduler.Push(p.query, now);
-        MarkActiveLocked(m);
+        active_.Add(m);
         ++stats_.accepted;
         MaybeReplicateLocked(m, request.deadline, now, &e);
         // Queued: swept once per tick interval again, on the grid the last
@@ -431,7 +336,7 @@ void ServingCore::AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outc
   ReportAnsweredLocked(it, models_.Find(it->second.model), a, outcome, now, e);
 }
 
-void ServingCore::ReportAnsweredLocked(PendingMap::iterator it, const ServedModel* m,
+void ServingCore::ReportAnsweredLocked(PendingQueries::iterator it, const ServedModel* m,
                                        const QueryAnswer& answer, QueryOutcome outcome, Nanos now,
                                        Effects* e) {
   const PendingQuery& p = it->second;
@@ -478,17 +383,6 @@ void ServingCore::SweepLocked(ServedModel* m, Nanos now, Effects* e) {
 
 // ---------------------------------------------------------------- scheduling
 
-void ServingCore::RefreshFreeLocked(int32_t worker) {
-  const size_t word = static_cast<size_t>(worker) / 64;
-  if (free_bits_.size() <= word) free_bits_.resize(word + 1, 0);
-  const uint64_t bit = uint64_t{1} << (worker % 64);
-  if (workers_.FreeSlots(worker, options_.lookahead) > 0) {
-    free_bits_[word] |= bit;
-  } else {
-    free_bits_[word] &= ~bit;
-  }
-}
-
 void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t except) {
   ModelScheduler& s = m->scheduler;
   // Free workers that serve the model, lowest ids first: one, then kOffer at
@@ -498,8 +392,7 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
   size_t offer = 1;
   const std::vector<int32_t>& ws = s.workers();
   const bool serves_all = static_cast<int32_t>(ws.size()) == workers_.alive();
-  size_t word = 0;
-  uint64_t bits = free_bits_.empty() ? 0 : free_bits_[0];
+  FreeSlotIndex::Walk free = workers_.free_slots().Free();
   // Workers of one speed are offered together (the policy sees one
   // SchedulingContext::worker_speed); one of another speed waits in `carry`
   // for the next offer.
@@ -511,14 +404,12 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
       int32_t w = carry;
       carry = -1;
       if (w < 0) {
-        while (bits == 0 && ++word < free_bits_.size()) bits = free_bits_[word];
-        if (bits == 0) break;
-        w = static_cast<int32_t>(word * 64 + __builtin_ctzll(bits));
-        bits &= bits - 1;
+        w = free.Next();
+        if (w < 0) break;
         if (w == except) continue;
         if (!serves_all && !std::binary_search(ws.begin(), ws.end(), w)) continue;
       }
-      const int32_t n = workers_.FreeSlots(w, options_.lookahead);
+      const int32_t n = workers_.FreeSlots(w);
       if (n <= 0) continue;
       const double ws_speed = SpeedLocked(w);
       if (slots_.empty()) {
@@ -545,10 +436,7 @@ void ServingCore::ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t 
     if (!slots_.empty() || (offered < offer && carry < 0)) break;
     offer = kOffer;
   }
-  if (s.wake_at() > 0 && s.wake_at() != m->wake_listed) {
-    m->wake_listed = s.wake_at();
-    wakes_.Update(m);
-  }
+  wakes_.List(m, s.wake_at());
   if (s.wake_at() > 0 && s.wake_at() < next_tick_) {
     next_tick_ = s.wake_at();
     e->wake = e->wake > 0 ? std::min(e->wake, next_tick_) : next_tick_;
@@ -559,15 +447,6 @@ double ServingCore::SpeedLocked(int32_t worker) const {
   if (!options_.per_worker_speed) return 1.0;
   const WorkerRecord* w = workers_.Get(worker);
   return w != nullptr ? w->relative_speed : 1.0;
-}
-
-Nanos ServingCore::ProfiledLatencyLocked(const ServedModel& m, const InflightBatch& b) const {
-  if (b.subnet_index < 0 || b.subnet_index >= static_cast<int32_t>(m.profile.subnets.size())) {
-    return 0;  // a dynamic model: no profiled latency per batch
-  }
-  const int bi = m.profile.BatchIndex(b.batch_size);
-  const auto& lat = m.profile.subnets[b.subnet_index].latency;
-  return bi >= 0 && bi < static_cast<int>(lat.size()) ? lat[bi] : 0;
 }
 
 void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, double worker_speed) {
@@ -602,21 +481,6 @@ void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, dou
   }
 }
 
-void ServingCore::MarkActiveLocked(ServedModel* m) {
-  if (m->active_slot >= 0) return;
-  m->active_slot = static_cast<int32_t>(active_.size());
-  active_.push_back(m);
-}
-
-void ServingCore::UnmarkActiveLocked(ServedModel* m) {
-  if (m->active_slot < 0) return;
-  ServedModel* last = active_.back();
-  active_[m->active_slot] = last;
-  last->active_slot = m->active_slot;
-  active_.pop_back();
-  m->active_slot = -1;
-}
-
 void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
   // The most urgent model first, by its policy's Urgency (EDF policies: the
   // head's deadline; Symphony: its candidate's latest start). Only models
@@ -626,7 +490,7 @@ void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
   for (size_t i = 0; i < active_.size();) {
     ServedModel* m = active_[i];
     if (m->scheduler.empty()) {
-      UnmarkActiveLocked(m);  // moves the last one into slot i
+      active_.Remove(m);  // moves the last one into slot i
       continue;
     }
     ++i;
@@ -646,7 +510,7 @@ void ServingCore::ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e) {
   // ScheduleLocked never re-enters here, so the scratch stays ours. The pass
   // is this worker's: it ends once the worker is taken.
   for (const auto& [deadline, m] : order) {
-    if (workers_.FreeSlots(worker, options_.lookahead) <= 0) break;
+    if (workers_.FreeSlots(worker) <= 0) break;
     ScheduleLocked(m, now, e);
   }
 }
@@ -702,7 +566,7 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     // Cannot happen: a model's scheduler offers only the workers holding it.
     SS_LOG(ERROR) << "model " << *m->name << " not resident on worker " << *w->name;
     for (QueryId id : plan.queries) {
-      pending_[id].on_worker = false;
+      pending_.find(id)->second.on_worker = false;
       RequeueLocked(id, now, e);
     }
     return;
@@ -710,7 +574,6 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
   inflight.deadline = SaturatingAdd(latest_deadline, options_.batch_grace);
   inflight.queries = plan.queries;
   workers_.AddInflight(taken.worker, std::move(inflight));
-  RefreshFreeLocked(taken.worker);
   ++stats_.batches;
   e->sends.emplace_back(w->channel, std::move(plan));
 }
@@ -728,7 +591,7 @@ void ServingCore::RequeueLocked(QueryId id, Nanos now, Effects* e) {
       m->scheduler.workers().empty() ? residency_.PendingReady(m->id) : Nanos{-1};
   switch (m->scheduler.TryRequeue(p.query, now, load_ready)) {
     case ModelScheduler::Requeue::kQueued:
-      MarkActiveLocked(m);
+      active_.Add(m);
       p.on_worker = false;
       ++stats_.requeued;
       return;
@@ -762,8 +625,7 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     if (placed) residency_.AddWorker(id, worker.memory_bytes);
     // No batch until the worker was told, below: none overtakes the
     // registration. Queries for its models are accepted meanwhile.
-    w.registering = true;
-    RefreshFreeLocked(id);
+    workers_.SetRegistering(id, true);
     int32_t served = 0;
     for (const std::string& model : worker.models) {
       if (ServedModel* m = models_.Find(model)) {
@@ -792,9 +654,8 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     absl::MutexLock lock(&mu_);
     // Unless declared dead meanwhile (Shutdown, say): the owner does not
     // know the id yet, so it cannot have been released and reused.
-    if (WorkerRecord* w = workers_.GetAlive(id)) {
-      w->registering = false;
-      RefreshFreeLocked(id);
+    if (workers_.GetAlive(id) != nullptr) {
+      workers_.SetRegistering(id, false);
       ScheduleWorkerLocked(id, clock_->Now(), &e);
     }
   }
@@ -814,14 +675,13 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     const Nanos now = clock_->Now();
     WorkerRecord* w = workers_.GetAlive(worker);
     if (w == nullptr) return;  // a dead worker's late result: its queries were handled
-    w->last_heard = now;
+    workers_.Heard(worker, now);
     std::optional<InflightBatch> b = workers_.TakeInflight(worker, outcome.batch_id);
-    RefreshFreeLocked(worker);
     if (!b) {
       SS_LOG(WARNING) << "worker " << *w->name << " answered unknown batch " << outcome.batch_id;
       return;
     }
-    w->busy += outcome.exec;
+    workers_.AddBusy(worker, outcome.exec);
     ServedModel* m = models_.Find(b->model);
     const bool refused = outcome.status.code() == absl::StatusCode::kDeadlineExceeded;
     // A refused batch did not run: its round trip measured the worker's
@@ -833,7 +693,8 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
       // the exec time this batch would have taken on a fleet-speed worker.
       double speed = 1.0;
       if (options_.per_worker_speed && outcome.status.ok()) {
-        workers_.RecordSpeed(worker, outcome.exec, ProfiledLatencyLocked(*m, *b));
+        workers_.RecordSpeed(worker, outcome.exec,
+                            ProfiledLatency(m->profile, b->subnet_index, b->batch_size));
         speed = w->relative_speed;
       }
       t.worker = worker;
@@ -852,25 +713,13 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
     }
     if (m != nullptr && !b->queries.empty()) {
       if (outcome.status.ok()) {
-        const SubnetProfile* subnet =
-            b->subnet_index >= 0 ? &m->profile.subnets[b->subnet_index] : nullptr;
         const size_t n = b->queries.size();
         // One answer and one report per query: grow the effects once.
         e.answers.reserve(e.answers.size() + n);
         e.done.reserve(e.done.size() + n);
         ResultMatcher& match = result_matcher_;
         match.Start(b->queries);
-        // Dynamic models: the telemetry of the query answered, found by id
-        // (workers report it in the results' order, so the cursor's next
-        // entry is the usual match).
-        size_t cursor = 0;
-        const auto telemetry_of = [&](QueryId id) -> const QueryTelemetry* {
-          if (cursor < t.queries.size() && t.queries[cursor].id == id) return &t.queries[cursor++];
-          for (const QueryTelemetry& q : t.queries) {
-            if (q.id == id) return &q;
-          }
-          return nullptr;
-        };
+        TelemetryLookup telemetry(t.queries);  // dynamic models: each query's exit
         for (size_t i = 0; i < outcome.outputs.size(); ++i) {
           const QueryId id = outcome.outputs[i].first;
           if (match.Match(i, id) < 0) continue;
@@ -883,20 +732,12 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
                                              std::forward_as_tuple())
                                .second;
           a.output = std::move(outcome.outputs[i].second);
-          a.subnet_id = subnet != nullptr ? subnet->id : -1;
-          a.accuracy = subnet != nullptr ? subnet->accuracy : 0;
-          if (m->profile.is_dynamic) {
-            const DynamicModelProfile& dyn = m->profile.dynamic;
-            const int32_t ti = b->exit_threshold_index;
-            a.exit_threshold = ti >= 0 ? dyn.thresholds[ti].threshold : dyn.default_threshold;
-            const std::string_view app = applications_.NameView(pit->second.query.application);
-            const QueryTelemetry* q = !t.queries.empty() ? telemetry_of(id) : nullptr;
-            if (q != nullptr) a.exit = q->exit;
-            // The exit's accuracy at the batch's threshold; an exit not
-            // reported (emulated workers): the application's expected one.
-            a.accuracy = a.exit >= 0 ? dyn.ExitAccuracy(app, a.exit, ti)
-                                     : dyn.ExpectedAccuracy(app, ti);
-          }
+          const bool dynamic = m->profile.is_dynamic;
+          const QueryTelemetry* q = dynamic ? telemetry.Find(id) : nullptr;
+          DescribeServed(m->profile, b->subnet_index, b->exit_threshold_index,
+                         dynamic ? applications_.NameView(pit->second.query.application)
+                                 : std::string_view(),
+                         q != nullptr ? q->exit : -1, &a);
           a.worker = w->name;
           a.batch_size = static_cast<int32_t>(n);
           a.queued = pit->second.dispatched_at - pit->second.query.arrival;
@@ -956,7 +797,6 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
                     << w->inflight.size() << " batches in flight";
   }
   std::vector<InflightBatch> lost = workers_.MarkDead(worker);
-  RefreshFreeLocked(worker);
   e->rare_effects().closes.emplace_back(
       channel, absl::UnavailableError(absl::StrCat("worker declared dead: ", why.message())));
   NoteWorkersAliveLocked(e);
@@ -1030,14 +870,9 @@ Nanos ServingCore::Tick() {
                        now, &e);
     }
     if (housekeeping && observer_ != nullptr) {
-      for (WorkerRecord& w : workers_.records()) {
-        if (!w.alive || now - w.busy_since < kBusyWindow) continue;
-        e.rare_effects().busy.emplace_back(
-            w.name, std::min(1.0, static_cast<double>(w.busy) /
-                                      static_cast<double>(now - w.busy_since)));
-        e.rare_effects().slowdown.emplace_back(w.name, w.relative_speed);
-        w.busy = 0;
-        w.busy_since = now;
+      for (const WorkerPool::WorkerGauges& g : workers_.TakeGauges(now, kBusyWindow)) {
+        e.rare_effects().busy.emplace_back(g.name, g.busy_fraction);
+        e.rare_effects().slowdown.emplace_back(g.name, g.relative_speed);
       }
     }
     // Sweeps (once per interval) concern queued models only.
@@ -1046,7 +881,7 @@ Nanos ServingCore::Tick() {
         ServedModel* m = active_[i];
         SweepLocked(m, now, &e);
         if (m->scheduler.empty()) {
-          UnmarkActiveLocked(m);  // moves the last one into slot i
+          active_.Remove(m);  // moves the last one into slot i
           continue;
         }
         ++i;
@@ -1054,13 +889,15 @@ Nanos ServingCore::Tick() {
     }
     // Due wake-ups, from the heap: O(due log listed), not O(models). They
     // are scheduled most urgent first, as for a free worker.
+    const auto current = [](const ServedModel* m) {
+      return m->scheduler.wake_at() == m->wake_listed;
+    };
     std::vector<std::pair<Nanos, ServedModel*>>& due = order_scratch_;
     due.clear();
-    while (!wakes_.empty() && wakes_.top()->wake_listed <= now) {
-      ServedModel* m = wakes_.top();
-      const Nanos at = m->wake_listed;
-      wakes_.Pop();
-      if (m->scheduler.wake_at() != at) continue;  // answered otherwise since
+    std::vector<ServedModel*>& woken = active_scratch_;  // refilled below
+    woken.clear();
+    wakes_.PopDue(now, current, &woken);
+    for (ServedModel* m : woken) {
       if (m->scheduler.empty()) {
         m->scheduler.clear_wake();
         continue;
@@ -1079,12 +916,8 @@ Nanos ServingCore::Tick() {
       m->scheduler.clear_wake();
       ScheduleLocked(m, now, &e);
     }
-    // Wake-ups answered otherwise since, at the top, would each cost the
-    // owner an empty tick: drop them, as the loop above would, before
-    // naming the next tick.
-    while (!wakes_.empty() && wakes_.top()->scheduler.wake_at() != wakes_.top()->wake_listed) {
-      wakes_.Pop();
-    }
+    // Before naming the next tick.
+    wakes_.DropStale(current);
     if (housekeeping && pending_.empty()) {
       // Idle: nothing to sweep, nothing to answer. The next check is due
       // when a worker's silence or a batch's deadline could run out, or
@@ -1134,20 +967,15 @@ void ServingCore::Shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
     const Nanos now = clock_->Now();
-    std::vector<QueryId> ids;
-    ids.reserve(pending_.size());
-    for (const auto& [id, p] : pending_) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    for (QueryId id : ids) {
+    for (QueryId id : pending_.Ids()) {
       FailLocked(id, absl::UnavailableError("shutting down"), QueryOutcome::kUnavailable, now, &e);
     }
     for (ServedModel* m : models_.All()) m->scheduler.TakeAll();
-    while (!active_.empty()) UnmarkActiveLocked(active_.back());
+    while (!active_.empty()) active_.Remove(active_.back());
     for (WorkerRecord& w : workers_.records()) {
       if (!w.alive) continue;
       const std::shared_ptr<WorkerChannel> channel = w.channel;
       workers_.MarkDead(w.id);
-      RefreshFreeLocked(w.id);
       e.rare_effects().closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
     NoteWorkersAliveLocked(&e);

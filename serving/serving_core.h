@@ -1,3 +1,5 @@
+// The serving core: coordinates the registry, the pool and the models'
+// schedulers under one lock, and answers every query exactly once.
 #ifndef SUPERSERVE_SERVING_SERVING_CORE_H_
 #define SUPERSERVE_SERVING_SERVING_CORE_H_
 
@@ -19,11 +21,15 @@
 #include "policies/policy.h"
 #include "serving/batch.h"
 #include "serving/model_registry.h"
+#include "serving/model_summary.h"
+#include "serving/pending_queries.h"
 #include "serving/query_handle.h"
 #include "serving/serving_observer.h"
 #include "serving/wake_queue.h"
 #include "absl/time/time.h"
+#include "serving/active_models.h"
 #include "serving/application_registry.h"
+#include "serving/core_effects.h"
 #include "serving/residency.h"
 #include "serving/result_matcher.h"
 #include "serving/worker_channel.h"
@@ -103,36 +109,6 @@ struct ServingStats {
   int64_t loads = 0;
   int64_t unloads = 0;
   int64_t load_too_late = 0;
-};
-
-struct ModelSummary {
-  std::string name;
-  std::string family;
-  int64_t version = 0;
-  int32_t num_subnets = 0;
-  double min_accuracy = 0;
-  double max_accuracy = 0;
-  // The fastest and slowest subnet at the smallest batch size (profile).
-  double min_latency_us = 0;
-  double max_latency_us = 0;
-  std::vector<int32_t> batch_sizes;
-  int32_t workers = 0;
-  int64_t queued = 0;
-  int64_t inflight_batches = 0;  // on workers, with queries still to answer
-  bool closed = false;           // CloseModel: draining before removal
-  std::vector<int64_t> input_shape;  // one sample's, no batch dimension
-  int32_t num_classes = 0;
-  // A dynamic (early-exit) model's profile, in brief (num_subnets is 0):
-  // its applications, its exits (those with a measured accuracy), the range
-  // of the exits' accuracy over the test set (percent), and the range of its
-  // measured execution times over every application's histogram (µs).
-  bool dynamic = false;
-  std::vector<std::string> applications;
-  int32_t num_exits = 0;
-  double min_exit_accuracy = 0;
-  double max_exit_accuracy = 0;
-  double min_exec_us = 0;
-  double max_exec_us = 0;
 };
 
 struct WorkerRegistration {
@@ -261,47 +237,8 @@ class ServingCore {
   const Clock* clock() const { return clock_; }
 
  private:
-  struct PendingQuery {
-    Query query;
-    QueryHandle* handle = nullptr;
-    std::shared_ptr<QueryPayload> input;
-    ModelId model = 0;
-    Nanos dispatched_at = 0;
-    bool on_worker = false;
-  };
   // Work decided under mu_ and carried out after it is released.
-  struct Effects {
-    std::vector<std::pair<std::shared_ptr<WorkerChannel>, BatchPlan>> sends;
-    std::vector<std::pair<QueryHandle*, QueryAnswer>> answers;
-    std::vector<std::pair<std::shared_ptr<const std::string>, QueryDone>> done;
-    // Worker losses and housekeeping: kept apart, so that an arrival or a
-    // batch result (nearly every call) neither builds nor frees them.
-    struct Rare {
-      std::vector<std::pair<std::shared_ptr<WorkerChannel>, absl::Status>> closes;
-      std::vector<std::pair<std::shared_ptr<const std::string>, int64_t>> depths;
-      std::vector<std::pair<std::shared_ptr<const std::string>, double>> busy;
-      std::vector<std::pair<std::shared_ptr<const std::string>, double>> slowdown;
-      // (model, worker) of each batch refused for a closed window.
-      std::vector<std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>>>
-          refused;
-      // Placement, applied before the batches (one channel's order: unload,
-      // load, batches): (channel, model, expected load time).
-      std::vector<std::pair<std::shared_ptr<WorkerChannel>, std::string>> unloads;
-      std::vector<std::tuple<std::shared_ptr<WorkerChannel>, std::string, Nanos>> loads;
-      // (model, worker, cold start) of each finished load.
-      std::vector<std::tuple<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>,
-                             Nanos>>
-          loaded;
-    };
-    std::unique_ptr<Rare> rare;  // null: none of them
-    Rare& rare_effects() {
-      if (rare == nullptr) rare = std::make_unique<Rare>();
-      return *rare;
-    }
-    int32_t workers_alive = -1;  // >= 0: report it
-    uint64_t workers_alive_version = 0;  // NoteWorkersAliveLocked's count
-    Nanos wake = 0;              // > 0: ask the owner for a Tick at this time
-  };
+  using Effects = CoreEffects;
 
   // Puts the live-worker count into `e`, numbered: Apply runs outside mu_,
   // so two registrations can apply out of order, and only a newer count
@@ -328,18 +265,6 @@ class ServingCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The worker's speed relative to the fleet (1 with per_worker_speed off).
   double SpeedLocked(int32_t worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What the model's profile puts the batch at (its subnet and size); 0
-  // when it has none (a dynamic model), which WorkerPool::RecordSpeed skips.
-  Nanos ProfiledLatencyLocked(const ServedModel& m, const InflightBatch& b) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The list of models with queued queries: every push enters its model
-  // (idempotent); models whose queue emptied leave it lazily, when a pass
-  // meets them, or when removed.
-  void MarkActiveLocked(ServedModel* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UnmarkActiveLocked(ServedModel* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps free_bits_ in step with the pool after a worker's batches or
-  // liveness changed.
-  void RefreshFreeLocked(int32_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Placement, for an arrival of `m` due at `deadline`: notes the demand;
@@ -369,14 +294,13 @@ class ServingCore {
   bool BusyWithLocked(int32_t worker, ModelId model) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  using PendingMap = absl::flat_hash_map<QueryId, PendingQuery>;
   // Answers an accepted query and forgets it.
   void AnswerLocked(QueryId id, QueryAnswer answer, QueryOutcome outcome, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The rest of answering, for a query the caller found (of model `m`, may
   // be null) and whose `answer` it already put in the effects: a batch's
   // answers then cost one lookup per query, none for the model, and no copy.
-  void ReportAnsweredLocked(PendingMap::iterator it, const ServedModel* m,
+  void ReportAnsweredLocked(PendingQueries::iterator it, const ServedModel* m,
                             const QueryAnswer& answer, QueryOutcome outcome, Nanos now,
                             Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome, Nanos now,
@@ -408,9 +332,8 @@ class ServingCore {
   uint64_t alive_reported_version_ ABSL_GUARDED_BY(alive_report_mu_) = 0;
   ModelRegistry models_ ABSL_GUARDED_BY(mu_);
   WorkerPool workers_ ABSL_GUARDED_BY(mu_);
-  PendingMap pending_ ABSL_GUARDED_BY(mu_);
+  PendingQueries pending_ ABSL_GUARDED_BY(mu_);
   ApplicationRegistry applications_ ABSL_GUARDED_BY(mu_);
-  QueryId next_query_id_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 0;
   ServingStats stats_ ABSL_GUARDED_BY(mu_);
   // Placement: what budgeted workers hold (empty: no worker has a budget).
@@ -425,12 +348,8 @@ class ServingCore {
   // OnBatchResult's, kept between batches: no allocation per batch.
   ResultMatcher result_matcher_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<Nanos, ServedModel*>> order_scratch_ ABSL_GUARDED_BY(mu_);
-  std::vector<ServedModel*> active_ ABSL_GUARDED_BY(mu_);  // see MarkActiveLocked
+  ActiveModels<ServedModel> active_ ABSL_GUARDED_BY(mu_);
   std::vector<ServedModel*> active_scratch_ ABSL_GUARDED_BY(mu_);
-  // Bit w: worker w is alive and has a free slot. A pass offers a model the
-  // lowest free workers a few at a time, instead of testing every worker
-  // that serves it (hundreds), so an arrival costs O(1) in the pool's size.
-  std::vector<uint64_t> free_bits_ ABSL_GUARDED_BY(mu_);
   // Policy wake-ups, one per model at its wake_listed, earliest first. A
   // listed wake-up is current while the model's scheduler still asks for it
   // (a decision taken since may have answered it otherwise).

@@ -1,3 +1,5 @@
+// What the core reports as it goes (answers, batches, gauges): the router's
+// metrics and the simulator's report count the same events.
 #ifndef SUPERSERVE_SERVING_SERVING_OBSERVER_H_
 #define SUPERSERVE_SERVING_SERVING_OBSERVER_H_
 
@@ -20,7 +22,18 @@ enum class QueryOutcome {
   kInvalidArgument,    // unknown model, bad input
   kError,              // a worker failed the batch
 };
-const char* QueryOutcomeName(QueryOutcome o);
+inline const char* QueryOutcomeName(QueryOutcome o) {
+  switch (o) {
+    case QueryOutcome::kOk: return "ok";
+    case QueryOutcome::kLate: return "late";
+    case QueryOutcome::kDeadlineExceeded: return "deadline_exceeded";
+    case QueryOutcome::kUnavailable: return "unavailable";
+    case QueryOutcome::kResourceExhausted: return "resource_exhausted";
+    case QueryOutcome::kInvalidArgument: return "invalid_argument";
+    case QueryOutcome::kError: return "error";
+  }
+  return "unknown";
+}
 
 struct QueryDone {
   const std::string* model = nullptr;  // "_unknown" for an unknown model

@@ -1,3 +1,4 @@
+// The policy wake-ups the core must fire, one per model, earliest first.
 #ifndef SUPERSERVE_SERVING_WAKE_QUEUE_H_
 #define SUPERSERVE_SERVING_WAKE_QUEUE_H_
 
@@ -50,6 +51,34 @@ class WakeQueue {
     e->wake_listed = 0;
   }
   void Pop() { Erase(top()); }
+
+  // Lists `e` at `at` unless it is listed there already (`at` <= 0: no
+  // wake-up asked for, nothing to do).
+  void List(T* e, Nanos at) {
+    if (at <= 0 || at == e->wake_listed) return;
+    e->wake_listed = at;
+    Update(e);
+  }
+  // Takes out every entry listed at or before `now`, earliest first, and
+  // appends to `due` those `current(e)` says are still asked for (a
+  // decision taken since the listing may have answered it otherwise: such
+  // a stale entry is dropped). `current` is called before the entry is
+  // taken out, with its wake_listed still set.
+  template <typename Current>
+  void PopDue(Nanos now, Current current, std::vector<T*>* due) {
+    while (!empty() && top()->wake_listed <= now) {
+      T* e = top();
+      const bool keep = current(e);
+      Pop();
+      if (keep) due->push_back(e);
+    }
+  }
+  // Drops stale entries from the top, so that top() (if any) names a
+  // wake-up still asked for: each would cost the owner an empty tick.
+  template <typename Current>
+  void DropStale(Current current) {
+    while (!empty() && !current(top())) Pop();
+  }
 
  private:
   static bool Before(const T* a, const T* b) {

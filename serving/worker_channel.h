@@ -1,3 +1,5 @@
+// The core's way to one worker (WorkerChannel): batches, loads and unloads
+// out; results come back through ServingCore.
 #ifndef SUPERSERVE_SERVING_WORKER_CHANNEL_H_
 #define SUPERSERVE_SERVING_WORKER_CHANNEL_H_
 

@@ -1,3 +1,4 @@
+// WorkerPool: the workers' records and liveness (worker_pool.h).
 #include "serving/worker_pool.h"
 
 #include <algorithm>
@@ -31,6 +32,7 @@ int32_t WorkerPool::Add(const std::string& requested_name, bool emulated,
     workers_.push_back(std::move(w));
   }
   ++alive_;
+  RefreshFree(id);
   return id;
 }
 
@@ -68,16 +70,38 @@ void WorkerPool::RecordSpeed(int32_t id, Nanos measured, Nanos profiled) {
   }
 }
 
+std::vector<WorkerPool::WorkerGauges> WorkerPool::TakeGauges(Nanos now, Nanos window) {
+  std::vector<WorkerGauges> out;
+  for (WorkerRecord& w : workers_) {
+    if (!w.alive || now - w.busy_since < window) continue;
+    out.push_back({w.name,
+                   std::min(1.0, static_cast<double>(w.busy) /
+                                     static_cast<double>(now - w.busy_since)),
+                   w.relative_speed});
+    w.busy = 0;
+    w.busy_since = now;
+  }
+  return out;
+}
+
 int32_t WorkerPool::FreeSlots(int32_t id, int32_t lookahead) const {
   const WorkerRecord& w = workers_[id];
   if (!w.alive || w.registering) return 0;
   return std::max<int32_t>(0, lookahead - static_cast<int32_t>(w.inflight.size()));
 }
 
+void WorkerPool::SetRegistering(int32_t id, bool registering) {
+  WorkerRecord* w = Get(id);
+  if (w == nullptr) return;
+  w->registering = registering;
+  RefreshFree(id);
+}
+
 void WorkerPool::AddInflight(int32_t id, InflightBatch batch) {
   const uint64_t batch_id = batch.id;
   if (!batch.queries.empty()) ++answering_[batch.model];
   workers_[id].inflight.emplace(batch_id, std::move(batch));
+  RefreshFree(id);
 }
 
 void WorkerPool::Answered(const InflightBatch& b) {
@@ -112,6 +136,7 @@ std::optional<InflightBatch> WorkerPool::TakeInflight(int32_t id, uint64_t batch
   InflightBatch b = std::move(it->second);
   w->inflight.erase(it);
   Answered(b);
+  RefreshFree(id);
   return b;
 }
 
@@ -126,6 +151,7 @@ std::vector<InflightBatch> WorkerPool::MarkDead(int32_t id) {
     out.push_back(std::move(b));
   }
   w->inflight.clear();
+  RefreshFree(id);
   RecycleIfDone(id);
   return out;
 }

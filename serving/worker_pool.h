@@ -1,3 +1,5 @@
+// The workers: liveness, the batches each holds, free slots, speed and busy
+// time.
 #ifndef SUPERSERVE_SERVING_WORKER_POOL_H_
 #define SUPERSERVE_SERVING_WORKER_POOL_H_
 
@@ -11,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/time.h"
 #include "policies/query.h"
+#include "serving/free_slot_index.h"
 #include "serving/model_registry.h"
 #include "serving/worker_channel.h"
 #include "serving/worker_speed.h"
@@ -49,20 +52,26 @@ struct WorkerRecord {
   double relative_speed = 1.0;
   // Being told of its registration (outside the core's lock): it takes no
   // batch until that is done, so that none overtakes the registration.
+  // Set through WorkerPool::SetRegistering, which keeps the free slots.
   bool registering = false;
   // Its owner is done with the id (Release): once dead too, the record is
   // recycled for a later worker.
   bool released = false;
 };
 
-// The workers that registered: liveness (heartbeats, per-batch deadlines)
-// and the batches each holds. Ids are dense: they index the records. The
+// The workers that registered: liveness (heartbeats, per-batch deadlines),
+// the batches each holds, and which have a free slot (a FreeSlotIndex kept
+// by every call that changes one). Ids are dense: they index the records. The
 // record of a worker that is dead and released by its owner is recycled
 // for the next worker added, so a worker that reconnects 10,000 times
 // leaves one record, not 10,000, and walks over the records stay as long as
 // the fleet. Not thread-safe.
 class WorkerPool {
  public:
+  // A worker has a free slot while it holds fewer than `lookahead` batches
+  // (ServingOptions::lookahead).
+  explicit WorkerPool(int32_t lookahead = 1) : lookahead_(lookahead) {}
+
   // Registers a live worker; its name is "<requested>#<id>" (or "worker-<id>").
   // Its id is a recycled one (dead and released) when there is one.
   int32_t Add(const std::string& requested_name, bool emulated, std::vector<std::string> models,
@@ -82,9 +91,27 @@ class WorkerPool {
   // fleet's reference moves slowly, and a refresh walks every record.
   void RecordSpeed(int32_t id, Nanos measured, Nanos profiled);
   static constexpr int64_t kSpeedRefreshEvery = 16;
+  // One batch of worker `id` ran for `exec`: its busy time.
+  void AddBusy(int32_t id, Nanos exec) {
+    if (WorkerRecord* w = GetAlive(id)) w->busy += exec;
+  }
+  // The gauges of each live worker whose current window is at least
+  // `window` long: its busy fraction over the window (capped at 1) and its
+  // relative speed; its next window starts at `now`.
+  struct WorkerGauges {
+    std::shared_ptr<const std::string> name;
+    double busy_fraction = 0;
+    double relative_speed = 1;
+  };
+  std::vector<WorkerGauges> TakeGauges(Nanos now, Nanos window);
   // Live, not registering, and holds fewer than `lookahead` batches: how
   // many more it may take.
   int32_t FreeSlots(int32_t id, int32_t lookahead) const;
+  int32_t FreeSlots(int32_t id) const { return FreeSlots(id, lookahead_); }
+  // The workers with FreeSlots(id) > 0, lowest id first.
+  const FreeSlotIndex& free_slots() const { return free_; }
+  // A registering worker takes no batch (WorkerRecord::registering).
+  void SetRegistering(int32_t id, bool registering);
 
   void AddInflight(int32_t id, InflightBatch batch);
   // Removes and returns the batch; nullopt if the worker does not hold it
@@ -118,6 +145,11 @@ class WorkerPool {
  private:
   // Recycles `id` if it is dead and released.
   void RecycleIfDone(int32_t id);
+  // Brings free_ in step with the worker's FreeSlots.
+  void RefreshFree(int32_t id) { free_.Set(id, FreeSlots(id) > 0); }
+
+  const int32_t lookahead_;
+  FreeSlotIndex free_;
 
   std::vector<WorkerRecord> workers_;
   std::vector<int32_t> recycled_;  // ids whose records the next Add reuses

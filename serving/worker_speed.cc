@@ -1,3 +1,4 @@
+// WorkerSpeed: per-worker speed estimates (worker_speed.h).
 #include "serving/worker_speed.h"
 
 #include <algorithm>
@@ -32,6 +33,15 @@ double RelativeSpeed(double factor, double fleet_median, double deadband) {
   if (!(fleet_median > 0) || !(factor > 0)) return 1.0;
   const double r = factor / fleet_median;
   return r < deadband && r > 1.0 / deadband ? 1.0 : r;
+}
+
+Nanos ProfiledLatency(const ModelProfile& profile, int32_t subnet_index, int32_t batch_size) {
+  if (subnet_index < 0 || subnet_index >= static_cast<int32_t>(profile.subnets.size())) {
+    return 0;  // a dynamic model: no profiled latency per batch
+  }
+  const int bi = profile.BatchIndex(batch_size);
+  const auto& lat = profile.subnets[subnet_index].latency;
+  return bi >= 0 && bi < static_cast<int>(lat.size()) ? lat[bi] : 0;
 }
 
 }  // namespace superserve

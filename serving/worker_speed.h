@@ -1,3 +1,5 @@
+// How much slower or faster one worker runs than its profile, and relative
+// to the fleet.
 #ifndef SUPERSERVE_SERVING_WORKER_SPEED_H_
 #define SUPERSERVE_SERVING_WORKER_SPEED_H_
 
@@ -5,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/model_profile.h"
 #include "common/time.h"
 
 namespace superserve {
@@ -50,6 +53,12 @@ class WorkerSpeed {
 // straggler among two workers the normal one is the reference.
 double LowerMedian(std::vector<double> factors);
 double RelativeSpeed(double factor, double fleet_median, double deadband = 1.25);
+
+// What `profile` puts a batch of `batch_size` on subnet `subnet_index` at:
+// the `profiled` a measurement is divided by. 0 when it says nothing (a
+// dynamic model, a batch size it does not list), which WorkerSpeed::Record
+// skips.
+Nanos ProfiledLatency(const ModelProfile& profile, int32_t subnet_index, int32_t batch_size);
 
 }  // namespace superserve
 

@@ -61,5 +61,24 @@ TEST(ResultMatcher, AnEmptyAnswerLeavesEveryQueryUnanswered) {
   EXPECT_EQ(Unanswered(m), (std::vector<size_t>{0, 1}));
 }
 
+// Telemetry in the results' order is found by the cursor; out of order or
+// missing entries by a scan (or not at all).
+TEST(TelemetryLookup, FindsEachQuerysEntryInOrderOrNot) {
+  std::vector<QueryTelemetry> reported(3);
+  for (size_t k = 0; k < reported.size(); ++k) {
+    reported[k].id = 20 + k;
+    reported[k].exit = static_cast<int32_t>(k);
+  }
+  TelemetryLookup lookup(reported);
+  EXPECT_EQ(lookup.Find(20), &reported[0]);
+  EXPECT_EQ(lookup.Find(22), &reported[2]) << "out of order";
+  EXPECT_EQ(lookup.Find(21), &reported[1]);
+  EXPECT_EQ(lookup.Find(99), nullptr) << "not reported";
+  EXPECT_EQ(lookup.Find(20), &reported[0]) << "a second look still finds it";
+  const std::vector<QueryTelemetry> none;
+  TelemetryLookup empty(none);
+  EXPECT_EQ(empty.Find(20), nullptr);
+}
+
 }  // namespace
 }  // namespace superserve

@@ -58,5 +58,48 @@ TEST(WakeQueueTest, MatchesAnOrderedSetUnderRandomMoves) {
   }
 }
 
+// An entry whose owner may have moved or withdrawn its wake-up (`asked`)
+// since it was listed: PopDue fires only those still asked for, DropStale
+// clears stale ones off the top.
+struct AskingEntry {
+  uint64_t id = 0;
+  Nanos wake_listed = 0;
+  int32_t wake_slot = -1;
+  Nanos asked = 0;  // what the owner asks for now (0: nothing)
+};
+
+TEST(WakeQueueTest, PopDueFiresOnlyWakeUpsStillAskedFor) {
+  AskingEntry a, b, c, d;
+  a.id = 1, b.id = 2, c.id = 3, d.id = 4;
+  WakeQueue<AskingEntry> q;
+  const auto current = [](const AskingEntry* e) { return e->asked == e->wake_listed; };
+  const std::vector<std::pair<AskingEntry*, Nanos>> listed = {
+      {&a, 10}, {&b, 20}, {&c, 15}, {&d, 40}};
+  for (const auto& [e, at] : listed) {
+    e->asked = at;
+    q.List(e, at);
+  }
+  q.List(&a, 10);  // listed there already: no change
+  q.List(&d, 0);   // nothing asked: no change
+  EXPECT_EQ(q.size(), 4u);
+  EXPECT_EQ(d.wake_listed, 40);
+  b.asked = 0;  // b's wake-up was answered otherwise
+  std::vector<AskingEntry*> due;
+  q.PopDue(20, current, &due);
+  EXPECT_EQ(due, (std::vector<AskingEntry*>{&a, &c})) << "earliest first, stale b dropped";
+  EXPECT_EQ(b.wake_slot, -1);
+  EXPECT_EQ(b.wake_listed, 0);
+  EXPECT_EQ(q.size(), 1u);
+
+  b.asked = 30;
+  q.List(&b, 30);
+  d.asked = 50;  // moved, but still listed at 40
+  q.DropStale(current);
+  EXPECT_EQ(q.top(), &b) << "b is current: nothing dropped";
+  b.asked = 0;
+  q.DropStale(current);
+  EXPECT_TRUE(q.empty()) << "b, then d (listed at 40, asked at 50): both stale";
+}
+
 }  // namespace
 }  // namespace superserve

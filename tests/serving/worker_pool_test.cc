@@ -140,5 +140,71 @@ TEST(WorkerPool, RecordSpeedSetsEachWorkersSpeedRelativeToTheFleet) {
   EXPECT_EQ(pool.Get(straggler)->speed.samples(), 4);
 }
 
+// The free-slot index is the pool's own: every call that changes a worker's
+// free slots (a batch sent or answered, registration, death, a recycled id)
+// keeps it equal to FreeSlots(id) > 0.
+TEST(WorkerPoolTest, FreeSlotIndexFollowsEveryChange) {
+  WorkerPool pool(/*lookahead=*/2);
+  const auto free_ids = [&pool] {
+    std::vector<int32_t> out;
+    FreeSlotIndex::Walk walk = pool.free_slots().Free();
+    for (int32_t id = walk.Next(); id >= 0; id = walk.Next()) out.push_back(id);
+    for (size_t id = 0; id < pool.records().size(); ++id) {
+      const int32_t w = static_cast<int32_t>(id);
+      EXPECT_EQ(pool.free_slots().Contains(w), pool.FreeSlots(w) > 0) << "worker " << w;
+    }
+    return out;
+  };
+  const int32_t a = pool.Add("a", false, {"m"}, nullptr, 0);
+  const int32_t b = pool.Add("b", false, {"m"}, nullptr, 0);
+  EXPECT_EQ(free_ids(), (std::vector<int32_t>{a, b}));
+  pool.SetRegistering(b, true);
+  EXPECT_EQ(free_ids(), std::vector<int32_t>{a}) << "a registering worker takes no batch";
+  pool.SetRegistering(b, false);
+  pool.AddInflight(a, Batch(1, Millis(50), {1}));
+  EXPECT_EQ(pool.FreeSlots(a), 1);
+  EXPECT_EQ(free_ids(), (std::vector<int32_t>{a, b})) << "one of two slots taken";
+  pool.AddInflight(a, Batch(2, Millis(50), {2}));
+  EXPECT_EQ(free_ids(), std::vector<int32_t>{b});
+  ASSERT_TRUE(pool.TakeInflight(a, 1).has_value());
+  EXPECT_EQ(free_ids(), (std::vector<int32_t>{a, b}));
+  pool.MarkDead(b);
+  EXPECT_EQ(free_ids(), std::vector<int32_t>{a});
+  pool.Release(b);
+  const int32_t c = pool.Add("c", false, {"m"}, nullptr, 0);
+  EXPECT_EQ(c, b) << "the record is recycled";
+  EXPECT_EQ(free_ids(), (std::vector<int32_t>{a, c}));
+  pool.TakeQueriesOf(0);  // a removed model's batches keep their slots
+  pool.AddInflight(a, Batch(3, Millis(50), {3}));
+  EXPECT_EQ(free_ids(), std::vector<int32_t>{c});
+}
+
+// Busy fractions: each live worker's summed execution time over a window
+// of at least the given length, capped at 1; a taken window restarts.
+TEST(WorkerPoolTest, GaugesReportBusyFractionsPerWindow) {
+  WorkerPool pool;
+  const int32_t a = pool.Add("a", false, {"m"}, nullptr, 0);
+  const int32_t b = pool.Add("b", false, {"m"}, nullptr, Millis(200));
+  const int32_t c = pool.Add("c", false, {"m"}, nullptr, 0);
+  pool.AddBusy(a, Millis(250));
+  pool.AddBusy(b, Millis(100));
+  pool.AddBusy(c, Millis(900));
+  pool.MarkDead(c);
+  pool.AddBusy(c, Millis(900));  // dead: not counted
+  EXPECT_TRUE(pool.TakeGauges(Millis(400), Millis(500)).empty()) << "no window is long enough";
+  auto gauges = pool.TakeGauges(Millis(1000), Millis(500));
+  ASSERT_EQ(gauges.size(), 2u) << "a and b; c is dead";
+  EXPECT_EQ(*gauges[0].name, "a#0");
+  EXPECT_DOUBLE_EQ(gauges[0].busy_fraction, 0.25);
+  EXPECT_DOUBLE_EQ(gauges[0].relative_speed, 1.0);
+  EXPECT_DOUBLE_EQ(gauges[1].busy_fraction, 0.125) << "b's window began at its registration";
+  pool.AddBusy(a, Millis(2000));
+  EXPECT_TRUE(pool.TakeGauges(Millis(1400), Millis(500)).empty()) << "windows restarted at 1 s";
+  gauges = pool.TakeGauges(Millis(1500), Millis(500));
+  ASSERT_EQ(gauges.size(), 2u);
+  EXPECT_DOUBLE_EQ(gauges[0].busy_fraction, 1.0) << "capped";
+  EXPECT_DOUBLE_EQ(gauges[1].busy_fraction, 0.0);
+}
+
 }  // namespace
 }  // namespace superserve

@@ -45,5 +45,21 @@ TEST(WorkerSpeedTest, RelativeToTheLowerMedianWithADeadband) {
   EXPECT_EQ(RelativeSpeed(3.0, 0.0), 1.0);
 }
 
+// The profiled latency a batch's measured time is divided by: its subnet
+// and batch size in the profile, 0 where the profile has none.
+TEST(WorkerSpeedTest, ProfiledLatencyOfABatch) {
+  ModelProfile p;
+  p.batch_sizes = {1, 2, 4};
+  SubnetProfile fast, slow;
+  fast.latency = {Millis(1), Millis(2), Millis(3)};
+  slow.latency = {Millis(4), Millis(5), Millis(6)};
+  p.subnets = {fast, slow};
+  EXPECT_EQ(ProfiledLatency(p, 1, 2), Millis(5));
+  EXPECT_EQ(ProfiledLatency(p, 0, 4), Millis(3));
+  EXPECT_EQ(ProfiledLatency(p, 0, 3), 0) << "a batch size the profile does not list";
+  EXPECT_EQ(ProfiledLatency(p, -1, 1), 0) << "a dynamic model's batch: no subnet";
+  EXPECT_EQ(ProfiledLatency(p, 2, 1), 0) << "no such subnet";
+}
+
 }  // namespace
 }  // namespace superserve

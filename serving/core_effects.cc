@@ -1,0 +1,38 @@
+// CoreEffects::Carry: the core's decided work carried out, in order
+// (core_effects.h).
+#include "serving/core_effects.h"
+
+namespace superserve {
+
+void CoreEffects::Carry(ServingObserver* observer) {
+  const Rare* r = rare.get();
+  if (r != nullptr) {
+    // One channel's order: unloads free memory before the load, which the
+    // batches of the same effects never need (they hold resident models).
+    for (const auto& [channel, model] : r->unloads) channel->Unload(model);
+    for (const auto& [channel, model, expected] : r->loads) channel->Load(model, expected);
+  }
+  for (auto& [channel, plan] : sends) {
+    if (observer != nullptr) observer->OnBatchSent(plan);
+    channel->Send(std::move(plan));
+  }
+  for (auto& [handle, answer] : answers) handle->Deliver(std::move(answer));
+  if (r != nullptr) {
+    for (auto& [channel, why] : r->closes) channel->Close(why);
+  }
+  if (observer == nullptr) return;
+  for (auto& [model, report] : done) {
+    report.model = model.get();
+    observer->OnQueryDone(report);
+  }
+  if (r == nullptr) return;
+  for (const auto& [model, depth] : r->depths) observer->OnQueueDepth(*model, depth);
+  for (const auto& [worker, fraction] : r->busy) observer->OnWorkerBusyFraction(*worker, fraction);
+  for (const auto& [worker, slowdown] : r->slowdown) observer->OnWorkerSlowdown(*worker, slowdown);
+  for (const auto& [model, worker] : r->refused) observer->OnBatchRefused(*model, *worker);
+  for (const auto& [model, worker, cold] : r->loaded) {
+    observer->OnModelLoaded(*model, *worker, cold);
+  }
+}
+
+}  // namespace superserve
