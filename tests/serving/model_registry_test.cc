@@ -20,15 +20,16 @@ class TrackedPolicy final : public Policy {
 };
 
 TEST(ModelRegistryTest, AddFindRemoveFreesAndVersionsCount) {
+  // Declared before the registry, which outlives them otherwise: its
+  // destructor frees the last policy, which writes to freed2.
+  bool freed = false, unused = false, freed2 = false;
   ModelRegistry r;
-  bool freed = false;
   auto m = r.Add(testing::ThreeSubnetProfile(), std::make_unique<TrackedPolicy>(&freed));
   ASSERT_TRUE(m.ok()) << m.status();
   const ModelId id = (*m)->id;
   EXPECT_EQ((*m)->version, 1);
   EXPECT_EQ(r.Find("hand"), *m);
   EXPECT_EQ(r.Find(id), *m);
-  bool unused = false;
   EXPECT_EQ(r.Add(testing::ThreeSubnetProfile(), std::make_unique<TrackedPolicy>(&unused))
                 .status()
                 .code(),
@@ -41,7 +42,6 @@ TEST(ModelRegistryTest, AddFindRemoveFreesAndVersionsCount) {
   removed.reset();
   EXPECT_TRUE(freed);
   EXPECT_EQ(r.Remove("hand"), nullptr);
-  bool freed2 = false;
   auto again = r.Add(testing::ThreeSubnetProfile(), std::make_unique<TrackedPolicy>(&freed2));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->version, 2);
