@@ -656,6 +656,7 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     // know the id yet, so it cannot have been released and reused.
     if (workers_.GetAlive(id) != nullptr) {
       workers_.SetRegistering(id, false);
+      RetryAwaitingRoomLocked(clock_->Now(), &e);  // room on a new worker
       ScheduleWorkerLocked(id, clock_->Now(), &e);
     }
   }
@@ -772,6 +773,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
         for (QueryId id : b->queries) FailLocked(id, st, QueryOutcome::kError, now, &e);
       }
     }
+    RetryAwaitingRoomLocked(now, &e);  // the batch's model may be evicted now
     ScheduleWorkerLocked(worker, now, &e);
   }
   Apply(&e);

@@ -268,8 +268,9 @@ class ServingCore {
   void ScheduleWorkerLocked(int32_t worker, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Placement, for an arrival of `m` due at `deadline`: notes the demand;
-  // 0 when a worker holds the model, else when its load completes (planned
-  // now unless pending; -1: no live worker can load it).
+  // 0 when a worker holds the model or the query waits for room (below),
+  // else when its load completes (planned now unless pending; -1: no live
+  // worker can ever load it).
   Nanos PlaceForArrivalLocked(ServedModel* m, Nanos deadline, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One more replica of a model whose queue holds more than
@@ -292,6 +293,13 @@ class ServingCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A batch of `model` in flight on `worker`.
   bool BusyWithLocked(int32_t worker, ModelId model) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Some live budgeted worker could hold `m` once room frees (its budget is
+  // at least the model's footprint).
+  bool CouldHoldLocked(const ServedModel& m) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Plans the loads of the models in awaiting_room_ again: after a batch or
+  // a load ends (a resident model may be evicted now) or a worker joins.
+  void RetryAwaitingRoomLocked(Nanos now, Effects* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AwaitRoomLocked(const ServedModel& m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Effects* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers an accepted query and forgets it.
@@ -341,6 +349,11 @@ class ServingCore {
   // Per model waiting for a load: when its first query found it resident
   // nowhere (the cold start's start).
   absl::flat_hash_map<ModelId, Nanos> cold_since_ ABSL_GUARDED_BY(mu_);
+  // Models whose queries wait for room: every worker that could hold one is
+  // full of models it may not evict now (a batch in flight, or the last
+  // holder of a model with queued queries). Their queries expire in the
+  // sweep if no room frees in time.
+  std::vector<ModelId> awaiting_room_ ABSL_GUARDED_BY(mu_);
   std::vector<FreeSlot> slots_ ABSL_GUARDED_BY(mu_);  // scratch
   ScheduleResult schedule_scratch_ ABSL_GUARDED_BY(mu_);  // ScheduleOfferLocked's
   std::vector<QueryId> sweep_expired_ ABSL_GUARDED_BY(mu_);    // scratch

@@ -3,6 +3,7 @@
 // loads and unloads put into the effects. Kept apart from serving_core.cc.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -80,7 +81,49 @@ Nanos ServingCore::PlaceForArrivalLocked(ServedModel* m, Nanos deadline, Nanos n
   residency_.NoteDemand(m->id, now);
   if (!m->scheduler.workers().empty()) return 0;
   if (m->loadable_on.empty()) return -1;
-  return EnsureLoadLocked(m, now, e);
+  const Nanos ready = EnsureLoadLocked(m, now, e);
+  if (ready >= 0) return ready;
+  if (!CouldHoldLocked(*m)) return -1;
+  AwaitRoomLocked(*m);  // no room now: the query waits until a batch or a load ends
+  return 0;
+}
+
+void ServingCore::AwaitRoomLocked(const ServedModel& m) {
+  if (std::find(awaiting_room_.begin(), awaiting_room_.end(), m.id) == awaiting_room_.end()) {
+    awaiting_room_.push_back(m.id);
+  }
+}
+
+bool ServingCore::CouldHoldLocked(const ServedModel& m) const {
+  const int64_t bytes = residency_.Footprint(m.id);
+  for (int32_t w : m.loadable_on) {
+    const WorkerRecord* r = workers_.Get(w);
+    if (r != nullptr && r->alive && residency_.budget(w) >= bytes) return true;
+  }
+  return false;
+}
+
+void ServingCore::RetryAwaitingRoomLocked(Nanos now, Effects* e) {
+  if (awaiting_room_.empty()) return;
+  std::vector<ModelId> waiting;
+  waiting.swap(awaiting_room_);
+  for (ModelId id : waiting) {
+    ServedModel* m = models_.Find(id);
+    if (m == nullptr || m->scheduler.empty() || !m->scheduler.workers().empty() ||
+        residency_.PendingReady(id) >= 0) {
+      continue;  // answered, swept, removed, or served meanwhile
+    }
+    if (EnsureLoadLocked(m, now, e) >= 0) continue;
+    if (CouldHoldLocked(*m)) {
+      awaiting_room_.push_back(id);
+      continue;
+    }
+    const absl::Status none =
+        absl::UnavailableError(absl::StrCat("no live worker can load model ", *m->name));
+    for (QueryId q : m->scheduler.TakeAll()) {
+      FailLocked(q, none, QueryOutcome::kUnavailable, now, e);
+    }
+  }
 }
 
 void ServingCore::MaybeReplicateLocked(ServedModel* m, Nanos deadline, Nanos now, Effects* e) {
@@ -128,8 +171,12 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
                       << status.message();
       if (m->scheduler.workers().empty() && residency_.PendingReady(m->id) < 0 &&
           !m->scheduler.empty()) {
-        // Another worker, if one can take it; else nobody serves it.
-        if (EnsureLoadLocked(m, now, &e) < 0) {
+        // Another worker, if one can take it (now, or once room frees);
+        // else nobody serves it.
+        if (EnsureLoadLocked(m, now, &e) >= 0) {
+        } else if (CouldHoldLocked(*m)) {
+          AwaitRoomLocked(*m);
+        } else {
           const absl::Status none = absl::UnavailableError(
               absl::StrCat("model ", model, " could not be loaded: ", status.message()));
           for (QueryId id : m->scheduler.TakeAll()) {
@@ -156,6 +203,7 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
       e.rare_effects().loaded.emplace_back(m->name, w->name, cold);
       ScheduleLocked(m, now, &e);
     }
+    RetryAwaitingRoomLocked(now, &e);
   }
   Apply(&e);
 }

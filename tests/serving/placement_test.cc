@@ -198,19 +198,53 @@ TEST_F(PlacementTest, EvictionPassesOverAModelWithABatchInFlight) {
   EXPECT_EQ(core_->Stats().unloads, 2);
 }
 
-TEST_F(PlacementTest, NoRoomAnywhereIsUnavailableAndTheBatchInFlightStillAnswers) {
+TEST_F(PlacementTest, NoRoomAnywhereWaitsForTheBatchInFlightThenEvicts) {
   Start({"a", "b"}, Millis(10), 1);
   FakeHandle& a = Submit("a", Millis(100));
   Advance(Millis(10));
   Loaded(0, "a");
   ASSERT_EQ(channels_[0]->sent.size(), 1u);
+  // The only worker holds "a", busy: "b" cannot be loaded now, but can once
+  // a's batch ends (0 + 10 ms load + 1 ms run fit b's 100 ms).
   FakeHandle& b = Submit("b", Millis(100));
-  EXPECT_EQ(b.answers, 1);
-  EXPECT_EQ(b.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(b.answers, 0) << b.status;
   EXPECT_TRUE(channels_[0]->unloads.empty());
+  ASSERT_EQ(channels_[0]->loads.size(), 1u);
+  Advance(Millis(1));
   Answer(0);
   EXPECT_TRUE(a.status.ok());
-  EXPECT_EQ(a.answers, 1);
+  // "a" is idle with nothing queued: evicted for "b".
+  EXPECT_EQ(channels_[0]->unloads, std::vector<std::string>{"a"});
+  ASSERT_EQ(channels_[0]->loads.size(), 2u);
+  EXPECT_EQ(channels_[0]->loads[1].first, "b");
+  Advance(Millis(10));
+  Loaded(0, "b");
+  ASSERT_EQ(channels_[0]->sent.size(), 1u);
+  Answer(0);
+  EXPECT_EQ(b.answers, 1);
+  EXPECT_TRUE(b.status.ok()) << b.status;
+}
+
+TEST_F(PlacementTest, AQueryWaitingForRoomExpiresIfNoneFreesInTime) {
+  Start({"a", "b"}, Millis(10), 1);
+  Submit("a", Millis(500));
+  Advance(Millis(10));
+  Loaded(0, "a");
+  FakeHandle& b = Submit("b", Millis(50));
+  EXPECT_EQ(b.answers, 0);
+  Advance(Millis(51));  // a's batch still runs
+  core_->Tick();
+  EXPECT_EQ(b.answers, 1);
+  EXPECT_EQ(b.status.code(), absl::StatusCode::kDeadlineExceeded) << b.status;
+  EXPECT_TRUE(channels_[0]->unloads.empty());
+}
+
+TEST_F(PlacementTest, AModelNoBudgetCanHoldIsUnavailableAtOnce) {
+  Start({"a"}, Millis(10), 2, /*budget=*/50);  // 60 bytes fit neither worker
+  FakeHandle& q = Submit("a", Millis(100));
+  EXPECT_EQ(q.answers, 1);
+  EXPECT_EQ(q.status.code(), absl::StatusCode::kUnavailable) << q.status;
+  EXPECT_TRUE(channels_[0]->loads.empty() && channels_[1]->loads.empty());
 }
 
 TEST_F(PlacementTest, AFailedLoadIsRetriedElsewhereOrAnswered) {
