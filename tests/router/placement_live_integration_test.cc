@@ -11,10 +11,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/harness/local_cluster.h"
 #include "common/subprocess.h"
 #include "common/model_profile.h"
@@ -59,8 +62,9 @@ int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-TEST(PlacementLive, ABudgetedWorkerLoadsAndUnloadsAsQueriesAlternate) {
-  const std::string dir = MakeWorkDir();
+// A router and one emulated worker whose 1 MiB budget holds one of the two
+// models; returns once the worker is registered (logs under `dir`).
+std::unique_ptr<LocalCluster> StartBudgetedCluster(const std::string& dir) {
   LocalClusterOptions o;
   o.bin_dir = BinDir();
   o.model_repo = TwoModelRepo();
@@ -68,8 +72,9 @@ TEST(PlacementLive, ABudgetedWorkerLoadsAndUnloadsAsQueriesAlternate) {
   o.workers = 0;
   o.emulate = true;
   auto cluster = LocalCluster::Start(o);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
-  ASSERT_TRUE((*cluster)->AddWorker({"--name=budgeted", "--memory_budget_mb=1"}).ok());
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  if (!cluster.ok()) return nullptr;
+  EXPECT_TRUE((*cluster)->AddWorker({"--name=budgeted", "--memory_budget_mb=1"}).ok());
   // The models have no worker until one is loaded: wait for the worker.
   bool alive = false;
   for (int i = 0; i < 400 && !alive; ++i) {
@@ -77,16 +82,28 @@ TEST(PlacementLive, ABudgetedWorkerLoadsAndUnloadsAsQueriesAlternate) {
                               "superserve_workers_alive 1");
     if (!alive) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_TRUE(alive) << "see " << dir;
-  InferenceClient client((*cluster)->router_address());
+  EXPECT_TRUE(alive) << "see " << dir;
+  return alive ? *std::move(cluster) : nullptr;
+}
+
+v1::InferRequest QueryFor(const std::string& model) {
+  v1::InferRequest req;
+  req.set_model(model);
+  EncodeTensor(MakeFloatTensor({1, 28, 28}, std::vector<float>(28 * 28, 0.5f)),
+               req.mutable_input());
+  return req;
+}
+
+TEST(PlacementLive, ABudgetedWorkerLoadsAndUnloadsAsQueriesAlternate) {
+  const std::string dir = MakeWorkDir();
+  std::unique_ptr<LocalCluster> cluster = StartBudgetedCluster(dir);
+  ASSERT_NE(cluster, nullptr);
+  InferenceClient client(cluster->router_address());
   ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
   constexpr int kQueries = 12;
   int ok = 0;
   for (int i = 0; i < kQueries; ++i) {
-    v1::InferRequest req;
-    req.set_model(i % 2 == 0 ? "ma" : "mb");
-    EncodeTensor(MakeFloatTensor({1, 28, 28}, std::vector<float>(28 * 28, 0.5f)),
-                 req.mutable_input());
+    const v1::InferRequest req = QueryFor(i % 2 == 0 ? "ma" : "mb");
     // A deadline far beyond a load and a batch (tens of ms): a late answer
     // would take a host stalled for seconds.
     auto r = client.Infer(req, Seconds(10));
@@ -111,6 +128,35 @@ TEST(PlacementLive, ABudgetedWorkerLoadsAndUnloadsAsQueriesAlternate) {
       << worker_log;
   EXPECT_FALSE(absl::StrContains(worker_log, "is not loaded")) << worker_log;
   EXPECT_FALSE(absl::StrContains(worker_log, "not loaded:")) << "a load failed:\n" << worker_log;
+}
+
+// Both models' queries at once: while one model's batch runs (or its
+// queries wait) the worker has no room for the other, whose queries wait
+// for room instead of failing UNAVAILABLE.
+TEST(PlacementLive, QueriesForAModelWithNoRoomNowWaitForIt) {
+  const std::string dir = MakeWorkDir();
+  std::unique_ptr<LocalCluster> cluster = StartBudgetedCluster(dir);
+  ASSERT_NE(cluster, nullptr);
+  InferenceClient client(cluster->router_address());
+  ASSERT_TRUE(client.WaitForConnected(Seconds(5)));
+  constexpr int kQueries = 16;
+  absl::Mutex mu;
+  std::vector<absl::Status> answers;
+  for (int i = 0; i < kQueries; ++i) {
+    auto req = std::make_shared<const v1::InferRequest>(QueryFor(i % 2 == 0 ? "ma" : "mb"));
+    // Deadlines far beyond the 16 loads and batches this takes.
+    client.InferAsync(req, Seconds(20), [&](InferenceClient::Result r) {
+      absl::MutexLock lock(&mu);
+      answers.push_back(r.status);
+    });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    auto all = [&]() { return answers.size() == static_cast<size_t>(kQueries); };
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(60)))
+        << answers.size() << " answered; see " << dir;
+    for (const absl::Status& st : answers) EXPECT_TRUE(st.ok()) << st << "; see " << dir;
+  }
 }
 
 TEST(PlacementLive, WorkerHelpListsTheMemoryBudget) {
