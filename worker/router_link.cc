@@ -562,6 +562,7 @@ void RouterLink::ExecuteLoop() {
       r->set_error(b.loaded->error);
       r->set_load_us(b.loaded->load_time / kNanosPerMicro);
       r->set_memory_bytes(b.loaded->memory_bytes);
+      r->set_stored(b.loaded->stored && b.loaded->error.empty());
       for (const auto& [id, latency_us] : b.loaded->measured) {
         auto* m = r->add_measured();
         m->set_subnet_id(id);
@@ -669,6 +670,7 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
       auto digest = DigestModelDirectory(m.directory);
       if (digest.ok() && digest->profile == load.version().profile_digest() &&
           digest->checkpoint == load.version().checkpoint_digest()) {
+        out->stored = options_.memory_budget > 0;  // placement's to load
         out->load_time = clock->Now() - start;
         return out;
       }

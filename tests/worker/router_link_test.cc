@@ -726,6 +726,7 @@ TEST(RouterLink, ABudgetedWorkerStoresAHotPackageAndLoadsItAgainAfterAnEviction)
   std::condition_variable cv;
   std::vector<std::pair<std::string, std::string>> replies;  // (model, error)
   std::vector<bool> held;  // executor.Holds(model) at each reply
+  std::vector<bool> stored_flags;  // ModelLoaded.stored of each reply
   ScriptedRouter router([&](int session, ScriptedRouter::Stream* stream) {
     ScriptedRouter::Ack(stream, session);
     auto reply = [&] {
@@ -735,6 +736,7 @@ TEST(RouterLink, ABudgetedWorkerStoresAHotPackageAndLoadsItAgainAfterAnEviction)
         std::lock_guard<std::mutex> lock(mu);
         replies.emplace_back(m.model_loaded().model(), m.model_loaded().error());
         held.push_back(executor.Holds(m.model_loaded().model()));
+        stored_flags.push_back(m.model_loaded().stored());
         cv.notify_all();
         return;
       }
@@ -787,6 +789,7 @@ TEST(RouterLink, ABudgetedWorkerStoresAHotPackageAndLoadsItAgainAfterAnEviction)
   ASSERT_EQ(replies.size(), 6u);
   EXPECT_EQ(replies[0], std::make_pair(std::string("hot"), std::string()));
   EXPECT_FALSE(held[0]) << "stored, not loaded";
+  EXPECT_EQ(stored_flags, (std::vector<bool>{true, false, false, true, false, false}));
   EXPECT_EQ(replies[1], std::make_pair(std::string("hot"), std::string()));
   EXPECT_TRUE(held[1]);
   EXPECT_EQ(replies[2], std::make_pair(std::string("hot"), std::string()))
