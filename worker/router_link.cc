@@ -549,8 +549,11 @@ void RouterLink::ExecuteLoop() {
         l.error = "unloaded while it was loading";
       }
       Install(b.loaded.get());
-      if (l.stored && model_unloads_done_[l.model] > l.model_unloads_before) {
-        // Unregistered while it was written: its package goes.
+      if (l.stored && !l.entry.name.empty() &&
+          model_unloads_done_[l.model] > l.model_unloads_before) {
+        // Unregistered while it was written (an unload could not evict a
+        // model not stored yet): its package goes. One stored before (a
+        // resent package) was deleted by that unload itself.
         Unload(l.model);
         l.error = "unregistered while it was stored";
       }

@@ -767,6 +767,12 @@ TEST(RouterLink, ABudgetedWorkerStoresAHotPackageAndLoadsItAgainAfterAnEviction)
     }
     unload("hot", false);  // unregistered
     load("hot");           // 5: gone
+    // Unregistered while it is being stored: not left stored (the reply
+    // may be either, by which thread got there first).
+    stream->Write(LoadEmu("late"));
+    unload("late", false);
+    reply();       // 6
+    load("late");  // 7: gone
     v1::WorkerMessage m;
     while (stream->Read(&m)) {
     }
@@ -784,12 +790,13 @@ TEST(RouterLink, ABudgetedWorkerStoresAHotPackageAndLoadsItAgainAfterAnEviction)
   auto run = RunAsync(link);
   {
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return replies.size() >= 6; }));
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return replies.size() >= 8; }));
   }
-  ASSERT_EQ(replies.size(), 6u);
+  ASSERT_EQ(replies.size(), 8u);
   EXPECT_EQ(replies[0], std::make_pair(std::string("hot"), std::string()));
   EXPECT_FALSE(held[0]) << "stored, not loaded";
-  EXPECT_EQ(stored_flags, (std::vector<bool>{true, false, false, true, false, false}));
+  EXPECT_EQ(std::vector<bool>(stored_flags.begin(), stored_flags.begin() + 6),
+            (std::vector<bool>{true, false, false, true, false, false}));
   EXPECT_EQ(replies[1], std::make_pair(std::string("hot"), std::string()));
   EXPECT_TRUE(held[1]);
   EXPECT_EQ(replies[2], std::make_pair(std::string("hot"), std::string()))
@@ -801,6 +808,9 @@ TEST(RouterLink, ABudgetedWorkerStoresAHotPackageAndLoadsItAgainAfterAnEviction)
   EXPECT_TRUE(held[4]);
   EXPECT_EQ(replies[5].first, "hot");
   EXPECT_THAT(replies[5].second, HasSubstr("not in this worker's repository"));
+  EXPECT_EQ(replies[7].first, "late");
+  EXPECT_THAT(replies[7].second, HasSubstr("not in this worker's repository"));
+  EXPECT_FALSE(std::filesystem::exists(o.package_dir + "/late"));
   EXPECT_FALSE(std::filesystem::exists(o.package_dir + "/hot")) << "deleted when unregistered";
   EXPECT_TRUE(std::filesystem::exists(o.package_dir + "/emu@2/emu"));
   // The second session's registration: the stored packages, with versions.
