@@ -367,6 +367,10 @@ absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hel
 
 void Dispatcher::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
   hot_.OnModelLoaded(worker, loaded);
+  // A package stored, not loaded: were a placement load of the model
+  // pending on this worker (a query that came as it turned visible), this
+  // must not complete it.
+  if (loaded.stored()) return;
   // Placement's loads (ServingCore::OnModelLoaded ignores a report of a load
   // it did not ask for). A footprint outside [0, kMaxFootprintBytes] is the
   // worker's error: the profile's figure stands.

@@ -25,6 +25,9 @@ void GrpcWorkerChannel::Load(const std::string& model, Nanos /*expected*/) {
 void GrpcWorkerChannel::Unload(const std::string& model) {
   auto msg = std::make_unique<v1::RouterMessage>();
   msg->mutable_unload_model()->set_model(model);
+  // Placement's eviction (or a removal the admin call then completes with
+  // HotModels::Unload): a hot-registered package stays, to load again.
+  msg->mutable_unload_model()->set_keep_package(true);
   connection_->Send(std::move(msg));
 }
 

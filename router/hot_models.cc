@@ -211,6 +211,10 @@ void HotModels::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
     Model& m = it->second;
     WorkerLoad& w = m.asked[worker];
     if (auto known = workers_.find(worker); known != workers_.end()) w.worker = known->second.name;
+    // A worker with a memory budget stored the package when it reported it
+    // ready; placement's later loads of it (ServingCore) report here too: a
+    // failed one does not undo the registration.
+    if (w.ready && !loaded.error().empty()) return;
     w.load_us = loaded.load_us();
     if (!loaded.error().empty()) {
       w.error = loaded.error();

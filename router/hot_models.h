@@ -24,7 +24,9 @@ namespace superserve {
 // and to every worker that registers later without the model; the model
 // becomes visible to clients when the first worker reports it ready
 // (ModelLoaded), and each further worker serves it once it reports ready.
-// Unload tells the workers to free it (UnloadModel). Thread-safe. The hooks
+// Unload tells the workers to free it (UnloadModel). A worker with a memory
+// budget stores the package instead of loading it and reports it ready
+// (ModelLoaded.stored): placement loads it there on demand. Thread-safe. The hooks
 // run under its lock, so that "visible" and "who serves" change together;
 // they take only the serving core's locks, never this one.
 class HotModels {

@@ -63,14 +63,20 @@ RouterLink::RouterLink(RouterLinkOptions options, Executor* executor,
       repository_(options_.memory_budget > 0 ? std::move(models) : std::vector<ModelEntry>()) {}
 
 bool RouterLink::InRepository(const std::string& model) const {
-  return std::any_of(repository_.begin(), repository_.end(),
-                     [&](const ModelEntry& m) { return m.name == model; });
+  if (std::any_of(repository_.begin(), repository_.end(),
+                  [&](const ModelEntry& m) { return m.name == model; })) {
+    return true;
+  }
+  absl::MutexLock lock(&models_mu_);
+  return stored_.count(model) > 0;
 }
 
 void RouterLink::UnloadRepositoryModels() {
   if (options_.memory_budget <= 0) return;
-  for (const ModelEntry& m : *Models()) {
-    if (InRepository(m.name)) Unload(m.name);
+  // A snapshot held through the loop: each Unload replaces the list.
+  const auto models = Models();
+  for (const ModelEntry& m : *models) {
+    if (InRepository(m.name)) Unload(m.name, /*keep_package=*/true);
   }
   // Loaded as the last session ended, never installed nor announced.
   std::map<std::string, int64_t> left;
@@ -375,7 +381,12 @@ RouterLink::SessionEnd RouterLink::RunSession(
   auto* reg = hello.mutable_register_();
   reg->set_worker_id(options_.name);
   for (const auto& m : repository_) reg->add_models(m.name);
-  for (const auto& m : *Models()) {
+  {
+    absl::MutexLock lock(&models_mu_);
+    for (const auto& [name, entry] : stored_) reg->add_models(name);
+  }
+  const auto served = Models();
+  for (const auto& m : *served) {
     if (!InRepository(m.name)) reg->add_models(m.name);
   }
   reg->set_memory_budget_bytes(std::max<int64_t>(0, options_.memory_budget));
@@ -538,6 +549,14 @@ void RouterLink::ExecuteLoop() {
         l.error = "unloaded while it was loading";
       }
       Install(b.loaded.get());
+      if (l.stored && !l.entry.name.empty() &&
+          model_unloads_done_[l.model] > l.model_unloads_before) {
+        // Unregistered while it was written (an unload could not evict a
+        // model not stored yet): its package goes. One stored before (a
+        // resent package) was deleted by that unload itself.
+        Unload(l.model);
+        l.error = "unregistered while it was stored";
+      }
       // A model loaded on the loader thread: warm on this one too (GPU).
       if (b.loaded->error.empty()) executor_->PrepareThread();
       v1::WorkerMessage reply;
@@ -546,6 +565,7 @@ void RouterLink::ExecuteLoop() {
       r->set_error(b.loaded->error);
       r->set_load_us(b.loaded->load_time / kNanosPerMicro);
       r->set_memory_bytes(b.loaded->memory_bytes);
+      r->set_stored(b.loaded->stored && b.loaded->error.empty());
       for (const auto& [id, latency_us] : b.loaded->measured) {
         auto* m = r->add_measured();
         m->set_subnet_id(id);
@@ -555,7 +575,9 @@ void RouterLink::ExecuteLoop() {
       continue;
     }
     if (b.message->has_unload_model()) {
-      Unload(b.message->unload_model().model());
+      // Only a budgeted worker stores packages to load again.
+      Unload(b.message->unload_model().model(),
+             b.message->unload_model().keep_package() && options_.memory_budget > 0);
       ++model_unloads_done_[b.message->unload_model().model()];
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -639,13 +661,19 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
   };
   if (!plain(load.model())) return fail(absl::StrCat("bad model name \"", load.model(), "\""));
   if (!plain(serve_as)) return fail(absl::StrCat("bad model name \"", serve_as, "\""));
-  for (const ModelEntry& m : *Models()) {
+  std::vector<ModelEntry> known = *Models();
+  {
+    absl::MutexLock lock(&models_mu_);
+    for (const auto& [name, entry] : stored_) known.push_back(entry);
+  }
+  for (const ModelEntry& m : known) {
     if (m.name == serve_as) {
       // Already served (loaded before a reconnect, or at start-up): ready,
       // if it is the same version.
       auto digest = DigestModelDirectory(m.directory);
       if (digest.ok() && digest->profile == load.version().profile_digest() &&
           digest->checkpoint == load.version().checkpoint_digest()) {
+        out->stored = options_.memory_budget > 0;  // placement's to load
         out->load_time = clock->Now() - start;
         return out;
       }
@@ -710,6 +738,17 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadPackage(const v1::LoadM
                  << " subnets x " << entry->profile.batch_sizes.size() << " batch sizes";
   }
   out->memory_bytes = executor_->ResidentBytes(serve_as);
+  if (options_.memory_budget > 0) {
+    // Placement loads it within the budget when demand asks: this load
+    // (briefly beside the resident models) only checked and measured it.
+    (void)executor_->Unload(serve_as);
+    if (out->memory_bytes > options_.memory_budget) {
+      return cleanup_and_fail(absl::StrCat("it takes ", out->memory_bytes,
+                                           " bytes, more than this worker's ",
+                                           options_.memory_budget, "-byte budget"));
+    }
+    out->stored = true;
+  }
   out->entry = *std::move(entry);
   out->load_time = clock->Now() - start;
   return out;
@@ -731,9 +770,17 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadFromRepository(const st
     return fail("this worker has no memory budget (--memory_budget_mb): it loaded its "
                 "repository at start-up");
   }
-  auto it = std::find_if(repository_.begin(), repository_.end(),
-                         [&](const ModelEntry& m) { return m.name == model; });
-  if (it == repository_.end()) return fail("not in this worker's repository");
+  ModelEntry entry;
+  if (auto it = std::find_if(repository_.begin(), repository_.end(),
+                             [&](const ModelEntry& m) { return m.name == model; });
+      it != repository_.end()) {
+    entry = *it;
+  } else {
+    absl::MutexLock lock(&models_mu_);
+    auto s = stored_.find(model);  // a hot-registered package
+    if (s == stored_.end()) return fail("not in this worker's repository");
+    entry = s->second;
+  }
   // Counted from here (not from Install, on the executor thread): a load
   // queued behind this one counts this one's memory.
   int64_t used = 0;
@@ -746,7 +793,7 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadFromRepository(const st
     }
     for (const auto& [name, bytes] : footprints_) used += bytes;
   }
-  if (auto s = executor_->Load(*it); !s.ok()) {
+  if (auto s = executor_->Load(entry); !s.ok()) {
     return fail(absl::StrCat("the ", std::string(executor_->kind()), " executor: ", s.message()));
   }
   out->memory_bytes = executor_->ResidentBytes(model);
@@ -759,13 +806,22 @@ std::unique_ptr<RouterLink::LoadedModel> RouterLink::LoadFromRepository(const st
     absl::MutexLock lock(&models_mu_);
     footprints_[model] = out->memory_bytes;
   }
-  out->entry = *it;
+  out->entry = std::move(entry);
   out->load_time = clock->Now() - start;
   return out;
 }
 
 void RouterLink::Install(LoadedModel* loaded) {
   if (!loaded->error.empty() || loaded->entry.name.empty()) return;  // failed, or already served
+  if (loaded->stored) {
+    absl::MutexLock lock(&models_mu_);
+    stored_[loaded->model] = loaded->entry;
+    hot_versions_.push_back(loaded->version);
+    SS_LOG(INFO) << "model " << loaded->model << " stored in " << ToMillis(loaded->load_time)
+                 << " ms, " << loaded->memory_bytes
+                 << " bytes (hot registration; placement loads it)";
+    return;
+  }
   {
     absl::MutexLock lock(&models_mu_);
     auto models = std::make_shared<std::vector<ModelEntry>>(*models_);
@@ -782,17 +838,31 @@ void RouterLink::Install(LoadedModel* loaded) {
                << (loaded->from_repository ? "placement" : "hot registration") << ")";
 }
 
-void RouterLink::Unload(const std::string& model) {
+void RouterLink::Unload(const std::string& model, bool keep_package) {
   std::string directory;
+  bool loaded = false;
   {
     const auto models = Models();
     auto it = std::find_if(models->begin(), models->end(),
                            [&](const ModelEntry& m) { return m.name == model; });
-    if (it == models->end()) return;
-    directory = it->directory;
+    if (it != models->end()) {
+      directory = it->directory;
+      loaded = true;
+    }
   }
-  if (auto s = executor_->Unload(model); !s.ok()) {
-    SS_LOG(WARNING) << "unloading model " << model << ": " << s.message();
+  bool forget_stored = false;  // a stored package that goes
+  {
+    absl::MutexLock lock(&models_mu_);
+    if (auto s = stored_.find(model); s != stored_.end() && !keep_package) {
+      forget_stored = true;
+      directory = s->second.directory;
+    }
+  }
+  if (!loaded && !forget_stored) return;
+  if (loaded) {
+    if (auto s = executor_->Unload(model); !s.ok()) {
+      SS_LOG(WARNING) << "unloading model " << model << ": " << s.message();
+    }
   }
   std::string package_root;
   {
@@ -804,18 +874,27 @@ void RouterLink::Unload(const std::string& model) {
     }
     models_ = std::move(models);
     footprints_.erase(model);
-    hot_versions_.erase(
-        std::remove_if(hot_versions_.begin(), hot_versions_.end(),
-                       [&](const v1::ModelVersion& v) { return v.model() == model; }),
-        hot_versions_.end());
+    if (!keep_package) {
+      stored_.erase(model);
+      hot_versions_.erase(
+          std::remove_if(hot_versions_.begin(), hot_versions_.end(),
+                         [&](const v1::ModelVersion& v) { return v.model() == model; }),
+          hot_versions_.end());
+    }
     package_root = package_root_;
   }
-  // A hot-loaded package's folder (<root>/<name>/<model>/) goes with it; a
-  // start-up model's stays.
+  // A hot-loaded package's folder (<root>/<name>/<model>/) goes with it
+  // (unless placement evicts it: it is loaded again from there); a start-up
+  // model's stays.
   const std::filesystem::path slot = std::filesystem::path(directory).parent_path();
-  if (!package_root.empty() && slot.parent_path() == std::filesystem::path(package_root)) {
+  if (!keep_package && !package_root.empty() &&
+      slot.parent_path() == std::filesystem::path(package_root)) {
     std::error_code ec;
     std::filesystem::remove_all(slot, ec);
+  }
+  if (!loaded) {
+    SS_LOG(INFO) << "model " << model << "'s stored package deleted";
+    return;
   }
   // glibc keeps freed heap pages mapped; hand them back to the system, so an
   // unregistered model's memory shows as freed (docs/packages.md). The

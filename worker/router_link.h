@@ -75,6 +75,8 @@ struct RouterLinkOptions {
   // the router's LoadModel (from_repository) and UnloadModel load and free
   // them, and a load whose measured footprint would take the repository
   // models' sum past the budget is refused (unloaded again) with the figure.
+  // A hot-registered package is then stored, not loaded: it joins the
+  // repository until unregistered (an eviction keeps its files).
   int64_t memory_budget = 0;
   // Tests and benchmarks: wait this long before starting each batch (a
   // worker delayed on purpose). The router's action windows then make the
@@ -101,7 +103,11 @@ struct RouterLinkOptions {
 // of its repository's models loaded; a LoadModel with from_repository loads
 // one on the loader thread once the UnloadModels received before it are
 // done (the router evicts before it loads), and ModelLoaded reports the
-// footprint the executor measured (Executor::ResidentBytes).
+// footprint the executor measured (Executor::ResidentBytes). A hot
+// package (LoadModel with files) is written and validated but stored, not
+// loaded: it answers ModelLoaded and joins the repository, to be loaded
+// and evicted like the rest; an UnloadModel without keep_package (the
+// model unregistered) deletes it.
 //
 // Each registration is one session with its own stream: batches still queued
 // locally when a stream ends are dropped (the router re-queues or answers
@@ -137,6 +143,7 @@ class RouterLink {
     Nanos load_time = 0;
     int64_t memory_bytes = 0;      // measured footprint (0: not known)
     bool from_repository = false;  // placement's load, not a hot package
+    bool stored = false;  // a hot package a budgeted worker stored, not loaded
     int64_t model_unloads_before = 0;  // see PendingLoad
     // Latencies measured here (a profile without them), by subnet id.
     std::map<int32_t, std::vector<double>> measured;
@@ -178,10 +185,12 @@ class RouterLink {
   // A budgeted worker's new session: frees every repository model (the
   // router counts this worker empty at registration).
   void UnloadRepositoryModels();
+  // The start-up repository or a stored hot package.
   bool InRepository(const std::string& model) const;
-  // The executor thread's part: serve the model, or free it.
+  // The executor thread's part: serve the model (store it), or free it;
+  // `keep_package`: a stored hot package stays stored (placement evicts).
   void Install(LoadedModel* loaded);
-  void Unload(const std::string& model);
+  void Unload(const std::string& model, bool keep_package = false);
   // The folder hot-loaded packages go to (created on first use).
   absl::StatusOr<std::string> PackageRoot();
   // The models served now: a snapshot, unchanged by a later Install or
@@ -205,6 +214,10 @@ class RouterLink {
   // and the measured footprints of those loaded now.
   const std::vector<ModelEntry> repository_;
   std::map<std::string, int64_t> footprints_ ABSL_GUARDED_BY(models_mu_);
+  // With a memory budget: the hot packages stored (by the name batches
+  // use), loadable like repository_'s models; their versions are in
+  // hot_versions_.
+  std::map<std::string, ModelEntry> stored_ ABSL_GUARDED_BY(models_mu_);
   std::string package_root_ ABSL_GUARDED_BY(models_mu_);  // see PackageRoot()
   bool owns_package_root_ ABSL_GUARDED_BY(models_mu_) = false;
 

@@ -2,7 +2,8 @@
 // registers with a memory budget is sent LoadModel (from its repository) and
 // UnloadModel, gets a model's batches only once it reported the model
 // loaded, and its ModelLoaded reports are input: one nobody asked for, or
-// one with an impossible footprint, changes nothing it should not.
+// one with an impossible footprint, or a stored package's, changes nothing
+// it should not.
 #include <gtest/gtest.h>
 
 #include "router/dispatcher.h"
@@ -60,6 +61,8 @@ class PlacementDispatchTest : public ::testing::Test {
         EXPECT_EQ(m->load_model().files_size(), 0);
         out.push_back("load " + m->load_model().model());
       } else if (m->has_unload_model()) {
+        // An eviction: a hot-registered package stays on the worker.
+        EXPECT_TRUE(m->unload_model().keep_package());
         out.push_back("unload " + m->unload_model().model());
       } else if (m->has_batch()) {
         out.push_back("batch " + m->batch().model());
@@ -129,6 +132,27 @@ TEST_F(PlacementDispatchTest, ABudgetedWorkerGetsABatchOnlyAfterItLoadedTheModel
   // A duplicate report of the same load changes nothing.
   Loaded("a", 0);
   EXPECT_EQ(Sent(), std::vector<std::string>{});
+}
+
+// A worker's report that it stored a hot package (not loaded) may come while
+// placement loads that model there (a query arrived as the model turned
+// visible): it must not count as the load done, or batches would reach the
+// worker before the model.
+TEST_F(PlacementDispatchTest, AStoredPackagesReportDoesNotCompleteAPendingLoad) {
+  FakeQuery& q = Submit("a");
+  EXPECT_EQ(Sent(), std::vector<std::string>{"load a"});
+  v1::ModelLoaded stored;
+  stored.set_model("a");
+  stored.set_stored(true);
+  stored.set_memory_bytes(60);
+  d_->OnModelLoaded(worker_, stored);
+  EXPECT_EQ(Sent(), std::vector<std::string>{}) << "no batch before the load is reported";
+  EXPECT_EQ(q.answers, 0);
+  Loaded("a", 60);
+  EXPECT_EQ(Sent(), std::vector<std::string>{"batch a"});
+  Answer();
+  EXPECT_EQ(q.answers, 1);
+  EXPECT_TRUE(q.status.ok()) << q.status;
 }
 
 TEST_F(PlacementDispatchTest, TheMeasuredFootprintDecidesWhatFitsBesideIt) {

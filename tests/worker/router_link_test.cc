@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
@@ -550,6 +551,11 @@ class FootprintExecutor final : public Executor {
                                    MakeFloatTensor({3}, std::vector<float>{0, 1, 0}));
   }
 
+  bool Holds(const std::string& model) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bytes_.count(model) > 0;
+  }
+
   std::set<std::string> slow_loads;  // take 100 ms (set before the link runs)
 
  private:
@@ -704,6 +710,116 @@ TEST(RouterLink, ABudgetedWorkerFreesAModelUnloadedWhileItLoaded) {
   EXPECT_EQ(replies[1], std::make_pair(std::string("y"), std::string()));
   EXPECT_EQ(executor.ResidentBytes("x"), 0);
   EXPECT_EQ(executor.ResidentBytes("y"), 600);
+  link.Stop();
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(run.get().ok());
+}
+
+// A hot-registered package on a budgeted worker (issue 43): stored, not
+// loaded; placement then loads it from the store like a repository model,
+// evicts it (keep_package), and loads it again; a second version stored as
+// "emu@2" loads the same way; a new session declares both with their
+// versions; the unregistration's UnloadModel (no keep_package) deletes it.
+TEST(RouterLink, ABudgetedWorkerStoresAHotPackageAndLoadsItAgainAfterAnEviction) {
+  FootprintExecutor executor;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<std::string, std::string>> replies;  // (model, error)
+  std::vector<bool> held;  // executor.Holds(model) at each reply
+  std::vector<bool> stored_flags;  // ModelLoaded.stored of each reply
+  ScriptedRouter router([&](int session, ScriptedRouter::Stream* stream) {
+    ScriptedRouter::Ack(stream, session);
+    auto reply = [&] {
+      v1::WorkerMessage m;
+      while (stream->Read(&m)) {
+        if (!m.has_model_loaded()) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        replies.emplace_back(m.model_loaded().model(), m.model_loaded().error());
+        held.push_back(executor.Holds(m.model_loaded().model()));
+        stored_flags.push_back(m.model_loaded().stored());
+        cv.notify_all();
+        return;
+      }
+    };
+    auto load = [&](const std::string& model) {
+      v1::RouterMessage msg;
+      msg.mutable_load_model()->set_model(model);
+      msg.mutable_load_model()->set_from_repository(true);
+      stream->Write(msg);
+      reply();
+    };
+    auto unload = [&](const std::string& model, bool keep) {
+      v1::RouterMessage msg;
+      msg.mutable_unload_model()->set_model(model);
+      msg.mutable_unload_model()->set_keep_package(keep);
+      stream->Write(msg);
+    };
+    if (session == 1) {
+      stream->Write(LoadEmu("hot"));
+      reply();              // 0: stored
+      load("hot");          // 1
+      unload("hot", true);  // placement evicts it
+      load("hot");          // 2: loaded again from the stored package
+      stream->Write(LoadEmu("emu@2"));
+      reply();              // 3: stored
+      load("emu@2");        // 4
+      return grpc::Status::OK;  // a new session follows
+    }
+    unload("hot", false);  // unregistered
+    load("hot");           // 5: gone
+    // Unregistered while it is being stored: not left stored (the reply
+    // may be either, by which thread got there first).
+    stream->Write(LoadEmu("late"));
+    unload("late", false);
+    reply();       // 6
+    load("late");  // 7: gone
+    v1::WorkerMessage m;
+    while (stream->Read(&m)) {
+    }
+    return grpc::Status::OK;
+  });
+  std::vector<ModelEntry> repository;
+  ModelEntry x = testing::SmallModelEntry();
+  x.name = "x";
+  x.profile.model = "x";
+  repository.push_back(x);
+  RouterLinkOptions o = Options(router.address());
+  o.memory_budget = 1000;
+  o.package_dir = ::testing::TempDir() + "/router_link_stored_package";
+  RouterLink link(o, &executor, repository);
+  auto run = RunAsync(link);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return replies.size() >= 8; }));
+  }
+  ASSERT_EQ(replies.size(), 8u);
+  EXPECT_EQ(replies[0], std::make_pair(std::string("hot"), std::string()));
+  EXPECT_FALSE(held[0]) << "stored, not loaded";
+  EXPECT_EQ(std::vector<bool>(stored_flags.begin(), stored_flags.begin() + 6),
+            (std::vector<bool>{true, false, false, true, false, false}));
+  EXPECT_EQ(replies[1], std::make_pair(std::string("hot"), std::string()));
+  EXPECT_TRUE(held[1]);
+  EXPECT_EQ(replies[2], std::make_pair(std::string("hot"), std::string()))
+      << "loadable again after an eviction";
+  EXPECT_TRUE(held[2]);
+  EXPECT_EQ(replies[3], std::make_pair(std::string("emu@2"), std::string()));
+  EXPECT_FALSE(held[3]);
+  EXPECT_EQ(replies[4], std::make_pair(std::string("emu@2"), std::string()));
+  EXPECT_TRUE(held[4]);
+  EXPECT_EQ(replies[5].first, "hot");
+  EXPECT_THAT(replies[5].second, HasSubstr("not in this worker's repository"));
+  EXPECT_EQ(replies[7].first, "late");
+  EXPECT_THAT(replies[7].second, HasSubstr("not in this worker's repository"));
+  EXPECT_FALSE(std::filesystem::exists(o.package_dir + "/late"));
+  EXPECT_FALSE(std::filesystem::exists(o.package_dir + "/hot")) << "deleted when unregistered";
+  EXPECT_TRUE(std::filesystem::exists(o.package_dir + "/emu@2/emu"));
+  // The second session's registration: the stored packages, with versions.
+  const v1::RegisterWorker reg = router.registration();
+  EXPECT_THAT(std::vector<std::string>(reg.models().begin(), reg.models().end()),
+              ::testing::UnorderedElementsAre("x", "hot", "emu@2"));
+  std::set<std::string> versioned;
+  for (const auto& v : reg.versions()) versioned.insert(v.model());
+  EXPECT_EQ(versioned, (std::set<std::string>{"hot", "emu@2"}));
   link.Stop();
   ASSERT_EQ(run.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   EXPECT_TRUE(run.get().ok());
