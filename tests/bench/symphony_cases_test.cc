@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "bench/baselines/greedy_policies.h"
-#include "bench/baselines/timeout_batching_policy.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "policies/ratefit_policy.h"
@@ -148,58 +147,6 @@ TEST(SymphonyCasesTest, TheDefaultPacesItsWorkersOnAFlatSingleSubnetProfile) {
   EXPECT_GE(paced->slo_attainment(), 0.999);
   EXPECT_LT(eager->slo_attainment(), 0.98);
   EXPECT_GT(paced->mean_batch(), eager->mean_batch());
-}
-
-// Issue 19, item 6, on SingleSubnetCases() (3-s traces; the 10-s tables are
-// superserve-symphony-repro --only single, docs/symphony.md): below the
-// peak (0.3 / 0.5 / 0.7 x eager's goodput, Poisson and gamma CV² 4 and 8)
-// the default holds 0.999 wherever eager Clipper+ on the same subnet does,
-// and on the linear profiles with every batch size its goodput is within
-// 5 % of Symphony's. (Padded profiles fall short: 0.86x and 0.75x on two,
-// docs/symphony.md says why.)
-TEST(SymphonyCasesTest, OneSubnetTheDefaultHoldsWhereEagerHoldsAndNearsSymphony) {
-  Workload base;
-  base.duration = Seconds(3);
-  auto by_name = [](const std::string& name) -> PolicyBuilder {
-    return [name](const ModelProfile& p) -> std::unique_ptr<Policy> {
-      if (name == "eager") {  // Algorithm 1 with exec = now, as in the repro
-        SymphonyOptions o;
-        o.window_drop = false;
-        return std::make_unique<TimeoutBatchingPolicy>(p, /*timeout=*/0, o);
-      }
-      return *MakePolicy(name, p, PolicyConfig());
-    };
-  };
-  const std::string def = PolicySpec().name;
-  int held = 0;
-  for (const SingleSubnetCase& c : SingleSubnetCases(base)) {
-    const Workload& w = c.workload;
-    const double hint = w.sim.workers * 16 * 1e9 /
-                        static_cast<double>(w.profile.subnets[0].latency[w.profile.BatchIndex(16)]);
-    auto eager = Goodput(w, by_name("eager"), hint);
-    ASSERT_TRUE(eager.ok()) << eager.status();
-    for (double cv2 : {1.0, 4.0, 8.0}) {
-      for (double load : {0.3, 0.5, 0.7}) {
-        Workload b = w;
-        b.cv2 = cv2;
-        auto clipper = RunWorkload(b, load * *eager, by_name("clipper+"));
-        ASSERT_TRUE(clipper.ok()) << clipper.status();
-        if (clipper->slo_attainment() < 0.999) continue;
-        ++held;
-        auto mine = RunWorkload(b, load * *eager, by_name(def));
-        ASSERT_TRUE(mine.ok()) << mine.status();
-        EXPECT_GE(mine->slo_attainment(), 0.999)
-            << c.label << ", " << w.sim.workers << " workers, CV² " << cv2 << ", " << load
-            << " x eager's goodput";
-      }
-    }
-    if (c.padded) continue;
-    auto mine = Goodput(w, by_name(def), hint);
-    auto symphony = Goodput(w, by_name("symphony"), hint);
-    ASSERT_TRUE(mine.ok() && symphony.ok());
-    EXPECT_GE(*mine, 0.95 * *symphony) << c.label << ", " << w.sim.workers << " workers";
-  }
-  EXPECT_GT(held, 50) << "cells where eager holds: the check must have something to check";
 }
 
 }  // namespace
