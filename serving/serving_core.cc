@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "serving/batch_builder.h"
 #include "serving/served_by.h"
 
 namespace superserve {
@@ -521,45 +522,8 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     for (const Query& q : taken.queries) RequeueLocked(q.id, now, e);
     return;
   }
-  BatchPlan plan;
-  plan.batch_id = ++next_batch_id_;
-  plan.worker = taken.worker;
-  plan.model = *m->name;
-  plan.subnet_index = taken.subnet_index;
-  if (taken.subnet_index >= 0) {  // -1: a dynamic model, no subnet to pick
-    const SubnetProfile& subnet = m->profile.subnets[taken.subnet_index];
-    plan.subnet_id = subnet.id;
-    plan.control = subnet.control;
-  }
-  plan.exit_threshold_index = taken.exit_threshold_index;
-  plan.exit_threshold =
-      taken.exit_threshold_index >= 0
-          ? m->profile.dynamic.thresholds[taken.exit_threshold_index].threshold
-          : 0;
-  plan.control.exit_threshold = static_cast<float>(plan.exit_threshold);
-  plan.batch_size = taken.batch_size;
-  plan.sent_at = now;
-  plan.earliest = taken.earliest;
-  plan.latest = taken.latest;
-  InflightBatch inflight;
-  inflight.id = plan.batch_id;
-  inflight.model = m->id;
-  inflight.subnet_index = taken.subnet_index;
-  inflight.exit_threshold_index = taken.exit_threshold_index;
-  inflight.batch_size = taken.batch_size;
-  inflight.sent_at = now;
-  Nanos latest_deadline = now;
-  plan.queries.reserve(taken.queries.size());
-  plan.inputs.reserve(taken.queries.size());
-  for (const Query& q : taken.queries) {
-    auto it = pending_.find(q.id);
-    if (it == pending_.end()) continue;
-    it->second.dispatched_at = now;
-    it->second.on_worker = true;
-    plan.queries.push_back(q.id);
-    plan.inputs.push_back(it->second.input);
-    latest_deadline = std::max(latest_deadline, q.deadline);
-  }
+  BuiltBatch built = BuildBatch(*m, taken, ++next_batch_id_, now, options_.batch_grace, &pending_);
+  BatchPlan& plan = built.plan;
   if (plan.queries.empty()) return;
   if (!residency_.empty() && residency_.Tracks(taken.worker) &&
       residency_.StateOf(taken.worker, m->id) != Residency::State::kResident) {
@@ -571,9 +535,7 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     }
     return;
   }
-  inflight.deadline = SaturatingAdd(latest_deadline, options_.batch_grace);
-  inflight.queries = plan.queries;
-  workers_.AddInflight(taken.worker, std::move(inflight));
+  workers_.AddInflight(taken.worker, std::move(built.inflight));
   ++stats_.batches;
   e->sends.emplace_back(w->channel, std::move(plan));
 }
