@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "serving/batch_builder.h"
+#include "serving/completion_telemetry.h"
 #include "serving/served_by.h"
 
 namespace superserve {
@@ -660,18 +661,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
                             ProfiledLatency(m->profile, b->subnet_index, b->batch_size));
         speed = w->relative_speed;
       }
-      t.worker = worker;
-      t.subnet_index = b->subnet_index;
-      t.exit_threshold_index = b->exit_threshold_index;
-      t.batch_size = b->batch_size;
-      t.exec = static_cast<Nanos>(static_cast<double>(outcome.exec) / speed);
-      t.overhead = std::max<Nanos>(0, now - b->sent_at - outcome.exec - outcome.worker_queue);
-      t.now = now;
-      t.queries = std::move(outcome.query_times);
-      for (QueryTelemetry& q : t.queries) {
-        auto pit = pending_.find(q.id);
-        q.application = pit != pending_.end() ? pit->second.query.application : -1;
-      }
+      t = MakeCompletionTelemetry(worker, *b, &outcome, speed, now, pending_);
       m->scheduler.OnCompletion(t);
     }
     if (m != nullptr && !b->queries.empty()) {
