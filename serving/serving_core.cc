@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "serving/admission.h"
 #include "serving/batch_builder.h"
 #include "serving/completion_telemetry.h"
 #include "serving/served_by.h"
@@ -26,6 +27,7 @@ ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObse
       clock_(clock),
       observer_(observer),
       request_tick_(std::move(request_tick)),
+      admission_(options_.max_queue),
       workers_(options_.lookahead),
       applications_(ApplicationRegistry::Options{options_.max_applications,
                                                  options_.max_application_bytes}),
@@ -211,88 +213,39 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
     absl::MutexLock lock(&mu_);
     const Nanos now = clock_->Now();
     ServedModel* m = shut_down_ ? nullptr : models_.Find(request.model);
-    absl::Status input;
-    if (shut_down_) {
-      RejectLocked(handle, request.model, absl::UnavailableError("shutting down"),
-                   QueryOutcome::kUnavailable, now, &e);
-    } else if (draining_) {
-      RejectLocked(handle, request.model,
-                   absl::UnavailableError("draining: shutting down, no new queries accepted"),
-                   QueryOutcome::kUnavailable, now, &e);
-    } else if (m == nullptr) {
-      RejectLocked(handle, request.model,
-                   absl::InvalidArgumentError(absl::StrCat("unknown model \"", request.model, "\"")),
-                   QueryOutcome::kInvalidArgument, now, &e);
-    } else if (m->closed) {
-      RejectLocked(handle, request.model,
-                   absl::InvalidArgumentError(absl::StrCat(
-                       "model \"", request.model, "\" is being unregistered (no new queries)")),
-                   QueryOutcome::kInvalidArgument, now, &e);
-    } else if (input = check(m->profile); !input.ok()) {
-      RejectLocked(handle, request.model,
-                   absl::InvalidArgumentError(
-                       absl::StrCat("model ", *m->name, " input: ", input.message())),
-                   QueryOutcome::kInvalidArgument, now, &e);
-    } else if (m->scheduler.workers().empty() && m->loadable_on.empty()) {
-      RejectLocked(handle, request.model,
-                   absl::UnavailableError(absl::StrCat("no live worker serves model ", *m->name)),
-                   QueryOutcome::kUnavailable, now, &e);
+    const auto sweep = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { SweepLocked(m, now, &e); };
+    const auto place = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return PlaceForArrivalLocked(m, request.deadline, now, &e);
+    };
+    if (std::optional<Refusal> r =
+            admission_.Check(Arrival{request.model, request.application, request.deadline, now},
+                             shut_down_, draining_, m, applications_, {check, sweep, place})) {
+      if (r->check == Refusal::Check::kOverloaded) ++stats_.shed;
+      if (r->check == Refusal::Check::kLoadTooLate) ++stats_.load_too_late;
+      RejectLocked(handle, request.model, r->status, r->outcome, now, &e);
     } else {
-      // Expired and cancelled entries do not hold places: sweep them first.
-      if (m->scheduler.queued() >= options_.max_queue) SweepLocked(m, now, &e);
-      if (m->scheduler.queued() >= options_.max_queue) {
-        RejectLocked(handle, request.model,
-                     absl::ResourceExhaustedError(absl::StrCat(
-                         "model ", *m->name, " queue is full (", options_.max_queue, ")")),
-                     QueryOutcome::kResourceExhausted, now, &e);
-      } else if (auto tag = applications_.Check(request.application); !tag.ok()) {
-        RejectLocked(handle, request.model, tag, QueryOutcome::kInvalidArgument, now, &e);
-      } else if (request.deadline <= now) {
-        RejectLocked(handle, request.model,
-                     absl::DeadlineExceededError("deadline already passed on arrival"),
-                     QueryOutcome::kDeadlineExceeded, now, &e);
-      } else if (!m->scheduler.Admit(request.deadline, now)) {
-        ++stats_.shed;
-        RejectLocked(handle, request.model,
-                     absl::DeadlineExceededError(absl::StrCat(
-                         "overloaded: cannot finish by the deadline behind the ",
-                         m->scheduler.queued(), " queries queued for model ", *m->name)),
-                     QueryOutcome::kDeadlineExceeded, now, &e);
-      } else if (Nanos ready = PlaceForArrivalLocked(m, request.deadline, now, &e); ready < 0) {
-        RejectLocked(handle, request.model,
-                     absl::UnavailableError(absl::StrCat("no live worker can load model ", *m->name)),
-                     QueryOutcome::kUnavailable, now, &e);
-      } else if (ready > 0 && request.deadline - ready < m->scheduler.fastest()) {
-        ++stats_.load_too_late;
-        RejectLocked(handle, request.model,
-                     absl::DeadlineExceededError(absl::StrCat(
-                         "model ", *m->name, " is resident on no worker and loading it completes ",
-                         ToMillis(ready - now), " ms from now, too late for the deadline")),
-                     QueryOutcome::kDeadlineExceeded, now, &e);
-      } else {
-        PendingQuery& p = pending_.Add();
-        const QueryId id = p.query.id;
-        p.query.application = ApplicationIdLocked(request.application);
-        p.query.arrival = now;
-        p.query.deadline = request.deadline;
-        p.handle = handle;
-        p.input = std::move(request.payload);
-        p.model = m->id;
-        handle->query_id = id;
-        m->scheduler.Push(p.query, now);
-        active_.Add(m);
-        ++stats_.accepted;
-        MaybeReplicateLocked(m, request.deadline, now, &e);
-        // Queued: swept once per tick interval again, on the grid the last
-        // housekeeping set (an idle core had let it lapse).
-        if (next_housekeeping_ > now + options_.tick_interval) {
-          const Nanos since = now - last_housekeeping_;
-          const Nanos periods =
-              std::max<Nanos>(1, (since + options_.tick_interval - 1) / options_.tick_interval);
-          HousekeepByLocked(last_housekeeping_ + periods * options_.tick_interval, &e);
-        }
-        ScheduleLocked(m, now, &e);
+      PendingQuery& p = pending_.Add();
+      const QueryId id = p.query.id;
+      p.query.application = ApplicationIdLocked(request.application);
+      p.query.arrival = now;
+      p.query.deadline = request.deadline;
+      p.handle = handle;
+      p.input = std::move(request.payload);
+      p.model = m->id;
+      handle->query_id = id;
+      m->scheduler.Push(p.query, now);
+      active_.Add(m);
+      ++stats_.accepted;
+      MaybeReplicateLocked(m, request.deadline, now, &e);
+      // Queued: swept once per tick interval again, on the grid the last
+      // housekeeping set (an idle core had let it lapse).
+      if (next_housekeeping_ > now + options_.tick_interval) {
+        const Nanos since = now - last_housekeeping_;
+        const Nanos periods =
+            std::max<Nanos>(1, (since + options_.tick_interval - 1) / options_.tick_interval);
+        HousekeepByLocked(last_housekeeping_ + periods * options_.tick_interval, &e);
       }
+      ScheduleLocked(m, now, &e);
     }
   }
   Apply(&e);

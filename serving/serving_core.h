@@ -28,6 +28,7 @@
 #include "serving/wake_queue.h"
 #include "absl/time/time.h"
 #include "serving/active_models.h"
+#include "serving/admission.h"
 #include "serving/application_registry.h"
 #include "serving/core_effects.h"
 #include "serving/residency.h"
@@ -333,6 +334,7 @@ class ServingCore {
   const std::shared_ptr<const std::string> unknown_model_ =
       std::make_shared<const std::string>("_unknown");
 
+  const Admission admission_;  // the checks before a query is queued
   mutable absl::Mutex mu_;
   uint64_t workers_alive_version_ ABSL_GUARDED_BY(mu_) = 0;
   // Apply's side of NoteWorkersAliveLocked: the version last reported.
