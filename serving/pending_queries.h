@@ -45,6 +45,8 @@ class PendingQueries {
   }
   iterator find(QueryId id) { return map_.find(id); }
   iterator end() { return map_.end(); }
+  Map::const_iterator find(QueryId id) const { return map_.find(id); }
+  Map::const_iterator end() const { return map_.end(); }
   // Answered: the entry leaves.
   void erase(iterator it) { map_.erase(it); }
   size_t size() const { return map_.size(); }

@@ -8,6 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "serving/admission.h"
+#include "serving/batch_builder.h"
+#include "serving/completion_telemetry.h"
 #include "serving/served_by.h"
 
 namespace superserve {
@@ -24,6 +27,7 @@ ServingCore::ServingCore(ServingOptions options, const Clock* clock, ServingObse
       clock_(clock),
       observer_(observer),
       request_tick_(std::move(request_tick)),
+      admission_(options_.max_queue),
       workers_(options_.lookahead),
       applications_(ApplicationRegistry::Options{options_.max_applications,
                                                  options_.max_application_bytes}),
@@ -209,88 +213,39 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
     absl::MutexLock lock(&mu_);
     const Nanos now = clock_->Now();
     ServedModel* m = shut_down_ ? nullptr : models_.Find(request.model);
-    absl::Status input;
-    if (shut_down_) {
-      RejectLocked(handle, request.model, absl::UnavailableError("shutting down"),
-                   QueryOutcome::kUnavailable, now, &e);
-    } else if (draining_) {
-      RejectLocked(handle, request.model,
-                   absl::UnavailableError("draining: shutting down, no new queries accepted"),
-                   QueryOutcome::kUnavailable, now, &e);
-    } else if (m == nullptr) {
-      RejectLocked(handle, request.model,
-                   absl::InvalidArgumentError(absl::StrCat("unknown model \"", request.model, "\"")),
-                   QueryOutcome::kInvalidArgument, now, &e);
-    } else if (m->closed) {
-      RejectLocked(handle, request.model,
-                   absl::InvalidArgumentError(absl::StrCat(
-                       "model \"", request.model, "\" is being unregistered (no new queries)")),
-                   QueryOutcome::kInvalidArgument, now, &e);
-    } else if (input = check(m->profile); !input.ok()) {
-      RejectLocked(handle, request.model,
-                   absl::InvalidArgumentError(
-                       absl::StrCat("model ", *m->name, " input: ", input.message())),
-                   QueryOutcome::kInvalidArgument, now, &e);
-    } else if (m->scheduler.workers().empty() && m->loadable_on.empty()) {
-      RejectLocked(handle, request.model,
-                   absl::UnavailableError(absl::StrCat("no live worker serves model ", *m->name)),
-                   QueryOutcome::kUnavailable, now, &e);
+    const auto sweep = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { SweepLocked(m, now, &e); };
+    const auto place = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return PlaceForArrivalLocked(m, request.deadline, now, &e);
+    };
+    if (std::optional<Refusal> r =
+            admission_.Check(Arrival{request.model, request.application, request.deadline, now},
+                             shut_down_, draining_, m, applications_, {check, sweep, place})) {
+      if (r->check == Refusal::Check::kOverloaded) ++stats_.shed;
+      if (r->check == Refusal::Check::kLoadTooLate) ++stats_.load_too_late;
+      RejectLocked(handle, request.model, r->status, r->outcome, now, &e);
     } else {
-      // Expired and cancelled entries do not hold places: sweep them first.
-      if (m->scheduler.queued() >= options_.max_queue) SweepLocked(m, now, &e);
-      if (m->scheduler.queued() >= options_.max_queue) {
-        RejectLocked(handle, request.model,
-                     absl::ResourceExhaustedError(absl::StrCat(
-                         "model ", *m->name, " queue is full (", options_.max_queue, ")")),
-                     QueryOutcome::kResourceExhausted, now, &e);
-      } else if (auto tag = applications_.Check(request.application); !tag.ok()) {
-        RejectLocked(handle, request.model, tag, QueryOutcome::kInvalidArgument, now, &e);
-      } else if (request.deadline <= now) {
-        RejectLocked(handle, request.model,
-                     absl::DeadlineExceededError("deadline already passed on arrival"),
-                     QueryOutcome::kDeadlineExceeded, now, &e);
-      } else if (!m->scheduler.Admit(request.deadline, now)) {
-        ++stats_.shed;
-        RejectLocked(handle, request.model,
-                     absl::DeadlineExceededError(absl::StrCat(
-                         "overloaded: cannot finish by the deadline behind the ",
-                         m->scheduler.queued(), " queries queued for model ", *m->name)),
-                     QueryOutcome::kDeadlineExceeded, now, &e);
-      } else if (Nanos ready = PlaceForArrivalLocked(m, request.deadline, now, &e); ready < 0) {
-        RejectLocked(handle, request.model,
-                     absl::UnavailableError(absl::StrCat("no live worker can load model ", *m->name)),
-                     QueryOutcome::kUnavailable, now, &e);
-      } else if (ready > 0 && request.deadline - ready < m->scheduler.fastest()) {
-        ++stats_.load_too_late;
-        RejectLocked(handle, request.model,
-                     absl::DeadlineExceededError(absl::StrCat(
-                         "model ", *m->name, " is resident on no worker and loading it completes ",
-                         ToMillis(ready - now), " ms from now, too late for the deadline")),
-                     QueryOutcome::kDeadlineExceeded, now, &e);
-      } else {
-        PendingQuery& p = pending_.Add();
-        const QueryId id = p.query.id;
-        p.query.application = ApplicationIdLocked(request.application);
-        p.query.arrival = now;
-        p.query.deadline = request.deadline;
-        p.handle = handle;
-        p.input = std::move(request.payload);
-        p.model = m->id;
-        handle->query_id = id;
-        m->scheduler.Push(p.query, now);
-        active_.Add(m);
-        ++stats_.accepted;
-        MaybeReplicateLocked(m, request.deadline, now, &e);
-        // Queued: swept once per tick interval again, on the grid the last
-        // housekeeping set (an idle core had let it lapse).
-        if (next_housekeeping_ > now + options_.tick_interval) {
-          const Nanos since = now - last_housekeeping_;
-          const Nanos periods =
-              std::max<Nanos>(1, (since + options_.tick_interval - 1) / options_.tick_interval);
-          HousekeepByLocked(last_housekeeping_ + periods * options_.tick_interval, &e);
-        }
-        ScheduleLocked(m, now, &e);
+      PendingQuery& p = pending_.Add();
+      const QueryId id = p.query.id;
+      p.query.application = ApplicationIdLocked(request.application);
+      p.query.arrival = now;
+      p.query.deadline = request.deadline;
+      p.handle = handle;
+      p.input = std::move(request.payload);
+      p.model = m->id;
+      handle->query_id = id;
+      m->scheduler.Push(p.query, now);
+      active_.Add(m);
+      ++stats_.accepted;
+      MaybeReplicateLocked(m, request.deadline, now, &e);
+      // Queued: swept once per tick interval again, on the grid the last
+      // housekeeping set (an idle core had let it lapse).
+      if (next_housekeeping_ > now + options_.tick_interval) {
+        const Nanos since = now - last_housekeeping_;
+        const Nanos periods =
+            std::max<Nanos>(1, (since + options_.tick_interval - 1) / options_.tick_interval);
+        HousekeepByLocked(last_housekeeping_ + periods * options_.tick_interval, &e);
       }
+      ScheduleLocked(m, now, &e);
     }
   }
   Apply(&e);
@@ -521,45 +476,8 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     for (const Query& q : taken.queries) RequeueLocked(q.id, now, e);
     return;
   }
-  BatchPlan plan;
-  plan.batch_id = ++next_batch_id_;
-  plan.worker = taken.worker;
-  plan.model = *m->name;
-  plan.subnet_index = taken.subnet_index;
-  if (taken.subnet_index >= 0) {  // -1: a dynamic model, no subnet to pick
-    const SubnetProfile& subnet = m->profile.subnets[taken.subnet_index];
-    plan.subnet_id = subnet.id;
-    plan.control = subnet.control;
-  }
-  plan.exit_threshold_index = taken.exit_threshold_index;
-  plan.exit_threshold =
-      taken.exit_threshold_index >= 0
-          ? m->profile.dynamic.thresholds[taken.exit_threshold_index].threshold
-          : 0;
-  plan.control.exit_threshold = static_cast<float>(plan.exit_threshold);
-  plan.batch_size = taken.batch_size;
-  plan.sent_at = now;
-  plan.earliest = taken.earliest;
-  plan.latest = taken.latest;
-  InflightBatch inflight;
-  inflight.id = plan.batch_id;
-  inflight.model = m->id;
-  inflight.subnet_index = taken.subnet_index;
-  inflight.exit_threshold_index = taken.exit_threshold_index;
-  inflight.batch_size = taken.batch_size;
-  inflight.sent_at = now;
-  Nanos latest_deadline = now;
-  plan.queries.reserve(taken.queries.size());
-  plan.inputs.reserve(taken.queries.size());
-  for (const Query& q : taken.queries) {
-    auto it = pending_.find(q.id);
-    if (it == pending_.end()) continue;
-    it->second.dispatched_at = now;
-    it->second.on_worker = true;
-    plan.queries.push_back(q.id);
-    plan.inputs.push_back(it->second.input);
-    latest_deadline = std::max(latest_deadline, q.deadline);
-  }
+  BuiltBatch built = BuildBatch(*m, taken, ++next_batch_id_, now, options_.batch_grace, &pending_);
+  BatchPlan& plan = built.plan;
   if (plan.queries.empty()) return;
   if (!residency_.empty() && residency_.Tracks(taken.worker) &&
       residency_.StateOf(taken.worker, m->id) != Residency::State::kResident) {
@@ -571,9 +489,7 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
     }
     return;
   }
-  inflight.deadline = SaturatingAdd(latest_deadline, options_.batch_grace);
-  inflight.queries = plan.queries;
-  workers_.AddInflight(taken.worker, std::move(inflight));
+  workers_.AddInflight(taken.worker, std::move(built.inflight));
   ++stats_.batches;
   e->sends.emplace_back(w->channel, std::move(plan));
 }
@@ -698,18 +614,7 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
                             ProfiledLatency(m->profile, b->subnet_index, b->batch_size));
         speed = w->relative_speed;
       }
-      t.worker = worker;
-      t.subnet_index = b->subnet_index;
-      t.exit_threshold_index = b->exit_threshold_index;
-      t.batch_size = b->batch_size;
-      t.exec = static_cast<Nanos>(static_cast<double>(outcome.exec) / speed);
-      t.overhead = std::max<Nanos>(0, now - b->sent_at - outcome.exec - outcome.worker_queue);
-      t.now = now;
-      t.queries = std::move(outcome.query_times);
-      for (QueryTelemetry& q : t.queries) {
-        auto pit = pending_.find(q.id);
-        q.application = pit != pending_.end() ? pit->second.query.application : -1;
-      }
+      t = MakeCompletionTelemetry(worker, *b, &outcome, speed, now, pending_);
       m->scheduler.OnCompletion(t);
     }
     if (m != nullptr && !b->queries.empty()) {

@@ -28,6 +28,7 @@
 #include "serving/wake_queue.h"
 #include "absl/time/time.h"
 #include "serving/active_models.h"
+#include "serving/admission.h"
 #include "serving/application_registry.h"
 #include "serving/core_effects.h"
 #include "serving/residency.h"
@@ -139,7 +140,10 @@ struct QueryRequest {
 //
 // Thread-safe. One mutex keeps the three consistent; it is never held while
 // calling out: answers, channel sends (which encode the inputs) and observer
-// calls all run after it is released, on the calling thread.
+// calls all run after it is released, on the calling thread. Checked by
+// clang's -Wthread-safety: state is ABSL_GUARDED_BY the mutex, the ...Locked
+// methods require it, and the public methods and Apply exclude it (none runs
+// under it: no callback re-enters the core).
 //
 // Cost per decision, in the registered models M: O(1) to find an arrival's
 // model (hash), O(A log A) for a free worker over the A models with queued
@@ -162,43 +166,46 @@ class ServingCore {
 
   // --- models
   // Serves `profile` with `policy`; workers that declared the model attach.
-  absl::Status AddModel(const ModelProfile& profile, std::unique_ptr<Policy> policy);
+  absl::Status AddModel(const ModelProfile& profile, std::unique_ptr<Policy> policy)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Stops serving: queued and in-flight queries are answered UNAVAILABLE, and
   // the model's queue, policy and profile are freed. A removed model's late
   // batch results are ignored.
-  absl::Status RemoveModel(const std::string& name);
+  absl::Status RemoveModel(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
   // Unregistering with a drain: new queries for the model are refused
   // (INVALID_ARGUMENT, "being unregistered"), queued and in-flight ones are
   // still served; RemoveModel once AwaitModelDrained says it is empty.
-  absl::Status CloseModel(const std::string& name);
+  absl::Status CloseModel(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks the calling thread until the model has nothing queued and no
   // batch with queries on a worker (or is gone), or `timeout` of real time
   // passed; returns whether it drained. Woken by the core's own changes (the
   // condition is checked whenever the lock is released), not by polling.
   // For the owner's threads (the router's admin calls); never on a thread
   // that holds the lock or runs the core's callbacks.
-  bool AwaitModelDrained(const std::string& name, absl::Duration timeout) const;
-  std::vector<ModelSummary> ListModels() const;
+  bool AwaitModelDrained(const std::string& name, absl::Duration timeout) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<ModelSummary> ListModels() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // --- queries. Always answers through `handle`, now or later. `check` runs
   // under the lock once the model is known (e.g. validates the input against
   // its profile); it must be O(1) and must not call back into the core.
   using InputCheck = absl::FunctionRef<absl::Status(const ModelProfile&)>;
-  void Submit(QueryHandle* handle, QueryRequest request, InputCheck check);
-  void Submit(QueryHandle* handle, QueryRequest request);
+  void Submit(QueryHandle* handle, QueryRequest request, InputCheck check) ABSL_LOCKS_EXCLUDED(mu_);
+  void Submit(QueryHandle* handle, QueryRequest request) ABSL_LOCKS_EXCLUDED(mu_);
   // The client gave up. A queued query is answered DEADLINE_EXCEEDED by the
   // next sweep (or when a dispatch reaches it) and never runs; one on a
   // worker is answered when its batch returns. Never answers inline.
-  void OnCancelled(QueryHandle* handle);
+  void OnCancelled(QueryHandle* handle) ABSL_LOCKS_EXCLUDED(mu_);
 
   // --- workers
   absl::StatusOr<int32_t> RegisterWorker(const WorkerRegistration& worker,
-                                         std::shared_ptr<WorkerChannel> channel);
+                                         std::shared_ptr<WorkerChannel> channel)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The worker loaded `model` after registering (a hot registration): it
   // serves it from now on, and will once the model is added.
-  absl::Status AttachWorker(int32_t worker, const std::string& model);
-  void OnHeartbeat(int32_t worker);
-  void OnBatchResult(int32_t worker, BatchOutcome outcome);
+  absl::Status AttachWorker(int32_t worker, const std::string& model) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnHeartbeat(int32_t worker) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnBatchResult(int32_t worker, BatchOutcome outcome) ABSL_LOCKS_EXCLUDED(mu_);
   // The worker finished (or failed) loading `model` (WorkerChannel::Load):
   // it serves the model from now on. A stale report (the model or the
   // worker gone, or not loading there) is ignored. `measured_bytes` > 0: the
@@ -206,13 +213,13 @@ class ServingCore {
   // (Residency::SetFootprint); 0 = not measured. A failed load without a
   // figure (not a matter of memory) is not asked of that worker again.
   void OnModelLoaded(int32_t worker, const std::string& model, const absl::Status& status,
-                     int64_t measured_bytes = 0);
+                     int64_t measured_bytes = 0) ABSL_LOCKS_EXCLUDED(mu_);
   // The worker's in-flight queries are re-queued if they can still make
   // their deadline, else answered DEADLINE_EXCEEDED. The owner's last call
   // for `worker` (its stream ended): the id may then name a later worker
   // (its record is recycled), so the owner must not call it twice. A worker
   // the core declared dead itself (silent, hung) keeps its id until then.
-  void OnWorkerGone(int32_t worker, const absl::Status& why);
+  void OnWorkerGone(int32_t worker, const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Fires due policy wake-ups, sweeps expired and cancelled queries, marks
   // silent and hung workers dead, refreshes gauges. Returns when it next
@@ -220,20 +227,20 @@ class ServingCore {
   // when a liveness check or the idle refresh is due
   // (ServingOptions::idle_tick_interval); an arrival asks for an earlier
   // tick through `request_tick`.
-  Nanos Tick();
+  Nanos Tick() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops accepting queries (new ones are answered UNAVAILABLE, "draining");
   // what is queued or on a worker is served as usual. Idempotent; Shutdown
   // ends it.
-  void Drain();
+  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until no query is pending or `timeout` of real time passed;
   // returns whether none is (as AwaitModelDrained, for the whole core).
-  bool AwaitIdle(absl::Duration timeout) const;
+  bool AwaitIdle(absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
   // Answers everything pending UNAVAILABLE and closes every worker channel.
   // Later calls are refused (UNAVAILABLE).
-  void Shutdown();
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
-  ServingStats Stats() const;
+  ServingStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
   const Clock* clock() const { return clock_; }
 
  private:
@@ -256,7 +263,10 @@ class ServingCore {
                : 0;
   }
 
-  void Apply(Effects* e);
+  // Carries out `e` (channel sends, answers, observer calls, request_tick)
+  // with mu_ released: with RegisterWorker's OnRegistered, the core's only
+  // calls out.
+  void Apply(Effects* e) ABSL_LOCKS_EXCLUDED(mu_);
   // Offers the model's free workers, except `except`, to its scheduler.
   void ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t except = -1)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -333,6 +343,7 @@ class ServingCore {
   const std::shared_ptr<const std::string> unknown_model_ =
       std::make_shared<const std::string>("_unknown");
 
+  const Admission admission_;  // the checks before a query is queued
   mutable absl::Mutex mu_;
   uint64_t workers_alive_version_ ABSL_GUARDED_BY(mu_) = 0;
   // Apply's side of NoteWorkersAliveLocked: the version last reported.

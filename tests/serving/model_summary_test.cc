@@ -7,19 +7,14 @@
 
 #include "gtest/gtest.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/test_util/serving_fakes.h"
 
 namespace superserve {
 namespace {
 
-class SummaryIdlePolicy final : public Policy {
- public:
-  std::string_view name() const override { return "idle"; }
-  Decision Decide(const SchedulingContext&) override { return Decision::Idle(); }
-};
-
 TEST(ModelSummaryTest, SubnetModelInBrief) {
   // Subnets 70/75/80 % at 1/2/4 ms for batch 1 (ThreeSubnetProfile).
-  ServedModel m(7, 3, testing::ThreeSubnetProfile(), std::make_unique<SummaryIdlePolicy>());
+  ServedModel m(7, 3, testing::ThreeSubnetProfile(), std::make_unique<testing::IdlePolicy>());
   m.scheduler.AddWorker(0);
   m.scheduler.AddWorker(2);
   m.closed = true;
@@ -44,7 +39,7 @@ TEST(ModelSummaryTest, DynamicModelInBrief) {
   ModelProfile p = testing::DynamicProfile(100, 1.0, {1, 2}, {{"a", 200, 300}, {"b", 50, 120}});
   p.dynamic.applications[0].exit_accuracy = {60, 90, 95};
   p.dynamic.applications[1].exit_accuracy = {55, 85};
-  ServedModel m(1, 1, p, std::make_unique<SummaryIdlePolicy>());
+  ServedModel m(1, 1, p, std::make_unique<testing::IdlePolicy>());
   ModelSummary s = SummarizeModel(m, 0);
   EXPECT_TRUE(s.dynamic);
   EXPECT_EQ(s.num_subnets, 0);
@@ -56,7 +51,7 @@ TEST(ModelSummaryTest, DynamicModelInBrief) {
   EXPECT_DOUBLE_EQ(s.max_exec_us, 300);
 
   p.dynamic.exit_accuracy = {70, 88, 93, 96};  // measured over the whole test set
-  ServedModel measured(2, 1, p, std::make_unique<SummaryIdlePolicy>());
+  ServedModel measured(2, 1, p, std::make_unique<testing::IdlePolicy>());
   s = SummarizeModel(measured, 0);
   EXPECT_EQ(s.num_exits, 4);
   EXPECT_DOUBLE_EQ(s.min_exit_accuracy, 70) << "the model's figures when measured";

@@ -10,11 +10,13 @@
 #include <set>
 #include <vector>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "common/clock.h"
 #include "common/time.h"
+#include "policies/policy.h"
 #include "serving/batch.h"
 #include "serving/query_handle.h"
 #include "serving/worker_channel.h"
@@ -30,6 +32,14 @@ inline BatchOutcome OkOutcome(const BatchPlan& b) {
   for (QueryId id : b.queries) o.outputs.emplace_back(id, nullptr);
   return o;
 }
+
+// A policy that never dispatches: the model of a test that takes its
+// queue's decisions by hand.
+class IdlePolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "idle"; }
+  Decision Decide(const SchedulingContext&) override { return Decision::Idle(); }
+};
 
 // A worker as the core sees it: records what the core tells it; the test
 // takes the batches from `sent` and answers them with OnBatchResult.
