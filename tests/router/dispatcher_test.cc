@@ -263,6 +263,32 @@ TEST_F(DispatcherTest, RemovingAModelRemovesItsSeries) {
   EXPECT_EQ(inflight.answers + queued.answers, 2);
 }
 
+// An unregister drains on the core's event (ServingCore::CloseModel's
+// on_drained): the query on the worker is served, and the result that
+// drains the model removes it and frees it on the worker, with the
+// unregister's 60 s timeout far off.
+TEST_F(DispatcherTest, UnregisterRemovesTheModelOnTheDrainedEvent) {
+  Make("fixed-subnet");
+  FakeConnection* c;
+  const int32_t w = AddWorker(&c);
+  FakeQuery& inflight = Q();
+  d_->Submit(&inflight, clock_.Now() + Seconds(1));
+  std::unique_ptr<v1::RouterMessage> batch = c->NextBatch();
+  ASSERT_NE(batch, nullptr);
+  absl::Status unregistered = absl::UnknownError("not returned");
+  std::thread t([&] { unregistered = d_->lifecycle().Unregister("m", 0, Seconds(60)); });
+  // Before or after the close: either way the model drains on this result.
+  Result(w, OkResult(batch->batch()));
+  t.join();
+  EXPECT_TRUE(unregistered.ok()) << unregistered;
+  EXPECT_TRUE(inflight.status.ok()) << inflight.status;
+  EXPECT_TRUE(d_->ListModels().empty());
+  EXPECT_EQ(d_->lifecycle().StateOf("m"), std::nullopt);
+  bool unloaded = false;
+  for (const auto& m : c->sent) unloaded |= m->has_unload_model() && m->unload_model().model() == "m";
+  EXPECT_TRUE(unloaded);
+}
+
 // Reads of a query's request block until the test lets each one through.
 class GatedQuery : public FakeQuery {
  public:
