@@ -84,6 +84,8 @@ absl::Status Dispatcher::ServeInCore(const ModelProfile& profile, const ModelDig
   auto policy = MakePolicy(PolicyNameFor(profile), profile, options_.policy_config);
   if (!policy.ok()) return policy.status();
   if (auto s = core_.AddModel(profile, *std::move(policy)); !s.ok()) return s;
+  // The profile the workers-needed advice plans with, whatever the source.
+  if (metrics_ != nullptr) metrics_->SetModelProfile(profile);
   std::lock_guard<std::mutex> lock(digests_mu_);
   if (digest != nullptr) {
     digests_[profile.model] = *digest;

@@ -64,8 +64,7 @@ class ModelLifecycle {
   absl::Status AddFromRepository(const ModelEntry& entry);
   // A validated profile served at once (kServing); `version` > 0 is recorded
   // (ModelVersions) so that a newer one can be registered beside it.
-  absl::Status AddServing(const ModelProfile& profile, const ModelDigest* digest,
-                          uint32_t version);
+  absl::Status AddServing(const ModelProfile& profile, const ModelDigest* digest, uint32_t version);
   // superserve-admin register, the poller, a version switch: validates the
   // package in `path` (a directory or a .tar of one, common/tar_package.h;
   // `expected_name`, if not empty, must be its model), then has the workers
@@ -111,7 +110,7 @@ class ModelLifecycle {
   HotModels hot_;
 
   mutable std::mutex mu_;
-  std::condition_variable changed_;  // a state changed
+  std::condition_variable changed_;      // a state changed
   std::map<std::string, State> states_;  // by internal name
 };
 

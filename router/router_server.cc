@@ -281,8 +281,6 @@ absl::Status RouterServer::Start() {
     }
     for (const auto& m : *models) {
       if (auto s = dispatcher_->lifecycle().AddFromRepository(m); !s.ok()) return s;
-      // An unmeasured profile's series come when a worker measured it.
-      if (m.profile.latencies_measured) metrics_->SetModelProfile(m.profile);
     }
     // Not an error: a model by that name may be registered later. But a
     // typo would otherwise go unnoticed.

@@ -29,8 +29,8 @@ void CoreEffects::Carry(ServingObserver* observer) {
   if (r == nullptr) return;
   if (observer != nullptr) {
     for (const auto& [model, depth] : r->depths) observer->OnQueueDepth(*model, depth);
-    for (const auto& [worker, fraction] : r->busy) observer->OnWorkerBusyFraction(*worker, fraction);
-    for (const auto& [worker, slowdown] : r->slowdown) observer->OnWorkerSlowdown(*worker, slowdown);
+    for (const auto& [worker, busy] : r->busy) observer->OnWorkerBusyFraction(*worker, busy);
+    for (const auto& [worker, slow] : r->slowdown) observer->OnWorkerSlowdown(*worker, slow);
     for (const auto& [model, worker] : r->refused) observer->OnBatchRefused(*model, *worker);
     for (const auto& [model, worker, cold] : r->loaded) {
       observer->OnModelLoaded(*model, *worker, cold);

@@ -17,6 +17,7 @@
 #include "policies/policy_factory.h"
 #include "tests/baselines_registered.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/router/engine_test_util.h"
 #include "tests/test_util/router_fakes.h"
 
 namespace superserve {
@@ -285,8 +286,32 @@ TEST_F(DispatcherTest, UnregisterRemovesTheModelOnTheDrainedEvent) {
   EXPECT_TRUE(d_->ListModels().empty());
   EXPECT_EQ(d_->lifecycle().StateOf("m"), std::nullopt);
   bool unloaded = false;
-  for (const auto& m : c->sent) unloaded |= m->has_unload_model() && m->unload_model().model() == "m";
+  for (const auto& m : c->sent) {
+    unloaded |= m->has_unload_model() && m->unload_model().model() == "m";
+  }
   EXPECT_TRUE(unloaded);
+}
+
+// Every source's model gets the workers-needed advice's profile: one
+// registered at run time (superserve-admin, the poller, a new version) had
+// none, so its superserve_workers_needed series never appeared.
+TEST_F(DispatcherTest, AModelRegisteredAtRunTimeGetsTheWorkersNeededAdvice) {
+  Make("fixed-subnet");
+  auto conn = std::make_shared<FakeConnection>();
+  v1::RegisterWorker hello;
+  hello.set_worker_id("w");
+  auto w = d_->RegisterWorker(hello, conn);
+  ASSERT_TRUE(w.ok()) << w.status();
+  HotModels::Outcome out = d_->lifecycle().Register(
+      testing::EmulatedRepo() + "/emu", "emu", /*timeout=*/0);
+  ASSERT_TRUE(out.status.ok()) << out.status;
+  v1::ModelLoaded loaded;
+  loaded.set_model("emu");
+  d_->OnModelLoaded(*w, loaded);
+  ASSERT_EQ(d_->lifecycle().StateOf("emu"), ModelLifecycle::State::kServing);
+  const std::string scrape = metrics_.Scrape();
+  EXPECT_THAT(scrape, ::testing::HasSubstr("superserve_workers_needed{model=\"m\"}"));
+  EXPECT_THAT(scrape, ::testing::HasSubstr("superserve_workers_needed{model=\"emu\"}"));
 }
 
 // Reads of a query's request block until the test lets each one through.
