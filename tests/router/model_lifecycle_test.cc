@@ -25,7 +25,7 @@ namespace superserve {
 namespace {
 
 namespace fs = std::filesystem;
-using State = ModelLifecycle::State;
+using LifecycleState = ModelLifecycle::State;
 using testing::RecordingConnection;
 using ::testing::ElementsAre;
 
@@ -126,12 +126,12 @@ TEST_F(ModelLifecycleTest, ARegistrationServesOnTheFirstReadyWorkerAndAHigherVer
   HotModels::Outcome out = lifecycle_->Register(EmuPackage(1), "emu", /*timeout=*/0);
   ASSERT_TRUE(out.status.ok()) << out.status;
   EXPECT_FALSE(out.visible);
-  EXPECT_EQ(lifecycle_->StateOf("emu"), State::kLoading);
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kLoading);
   auto worker = std::make_shared<RecordingConnection>();
   lifecycle_->OnWorkerRegistered(7, "w#7", {}, worker);
   EXPECT_THAT(Kinds(worker.get()), ElementsAre("load emu as "));
   lifecycle_->OnModelLoaded(7, Loaded("emu"));
-  EXPECT_EQ(lifecycle_->StateOf("emu"), State::kServing);
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kServing);
   EXPECT_THAT(Calls(), ElementsAre("attach 7 emu", "add emu"));
   EXPECT_EQ(lifecycle_->versions().Current("emu"), 1u);
 
@@ -143,10 +143,10 @@ TEST_F(ModelLifecycleTest, ARegistrationServesOnTheFirstReadyWorkerAndAHigherVer
       << "a name that is not the package's";
   out = lifecycle_->Register(EmuPackage(2), "emu", 0);
   ASSERT_TRUE(out.status.ok()) << out.status;
-  EXPECT_EQ(lifecycle_->StateOf("emu@2"), State::kLoading);
+  EXPECT_EQ(lifecycle_->StateOf("emu@2"), LifecycleState::kLoading);
   EXPECT_EQ(lifecycle_->versions().Current("emu"), 1u) << "v1 serves until v2 is loaded";
   lifecycle_->OnModelLoaded(7, Loaded("emu@2"));
-  EXPECT_EQ(lifecycle_->StateOf("emu@2"), State::kServing);
+  EXPECT_EQ(lifecycle_->StateOf("emu@2"), LifecycleState::kServing);
   EXPECT_EQ(lifecycle_->versions().Current("emu"), 2u);
   EXPECT_EQ(*lifecycle_->versions().Resolve("emu", 1), "emu") << "v1 stays pinnable";
 }
@@ -158,11 +158,11 @@ TEST_F(ModelLifecycleTest, UnregisterWaitsForTheDrainedEventThenRemovesAndUnload
   auto worker = std::make_shared<RecordingConnection>();
   lifecycle_->OnWorkerRegistered(0, "w#0", {"emu"}, worker);
   ASSERT_TRUE(lifecycle_->AddServing(NamedProfile("emu"), nullptr, 1).ok());
-  EXPECT_EQ(lifecycle_->StateOf("emu"), State::kServing);
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kServing);
   absl::Status unregistered = absl::UnknownError("not returned");
   std::thread t([&] { unregistered = lifecycle_->Unregister("emu", 0, Seconds(60)); });
   closed_.WaitForNotification();
-  EXPECT_EQ(lifecycle_->StateOf("emu"), State::kDraining);
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kDraining);
   EXPECT_THAT(Calls(), ElementsAre("add emu", "close emu")) << "nothing removed before the event";
   on_drained_();  // the core: the last query of emu is answered
   t.join();
@@ -198,13 +198,13 @@ TEST_F(ModelLifecycleTest, AVersionStillLoadingIsUnloadedWithoutADrain) {
   auto worker = std::make_shared<RecordingConnection>();
   lifecycle_->OnWorkerRegistered(0, "w#0", {"emu"}, worker);
   ASSERT_TRUE(lifecycle_->Register(EmuPackage(3), "emu", 0).status.ok());
-  EXPECT_EQ(lifecycle_->StateOf("emu@3"), State::kLoading);
+  EXPECT_EQ(lifecycle_->StateOf("emu@3"), LifecycleState::kLoading);
   EXPECT_EQ(lifecycle_->Unregister("emu", 3, Seconds(60)).code(), absl::StatusCode::kNotFound)
       << "not served yet: no version 3 recorded";
   drained_at_close_ = true;
   EXPECT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok());
   EXPECT_EQ(lifecycle_->StateOf("emu"), std::nullopt);
-  EXPECT_EQ(lifecycle_->StateOf("emu@3"), State::kLoading) << "its own name: not a version yet";
+  EXPECT_EQ(lifecycle_->StateOf("emu@3"), LifecycleState::kLoading) << "its own name: not a version yet";
   EXPECT_TRUE(lifecycle_->Unregister("emu@3", 0, Seconds(60)).ok());
   EXPECT_EQ(lifecycle_->StateOf("emu@3"), std::nullopt);
   EXPECT_THAT(Kinds(worker.get()), ElementsAre("load emu as emu@3", "unload emu", "unload emu@3"));
