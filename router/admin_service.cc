@@ -86,7 +86,7 @@ grpc::ServerUnaryReactor* AdminService::RegisterModel(grpc::CallbackServerContex
   const Nanos timeout = Millis(request->timeout_ms() > 0 ? request->timeout_ms() : 60000);
   auto* reactor = context->DefaultReactor();
   RunAside([this, reactor, response, dir = dir.string(), name = request->name(), timeout] {
-    HotModels::Outcome out = dispatcher_->RegisterPackage(dir, name, timeout);
+    HotModels::Outcome out = dispatcher_->lifecycle().Register(dir, name, timeout);
     for (const auto& w : out.workers) {
       auto* r = response->add_workers();
       r->set_worker(w.worker);
@@ -112,7 +112,8 @@ grpc::ServerUnaryReactor* AdminService::UnregisterModel(grpc::CallbackServerCont
       Millis(request->drain_timeout_ms() > 0 ? request->drain_timeout_ms() : 30000);
   auto* reactor = context->DefaultReactor();
   RunAside([this, reactor, name = request->name(), version = request->version(), timeout] {
-    reactor->Finish(ToGrpcStatus(dispatcher_->UnregisterModel(name, version, timeout)));
+    reactor->Finish(
+        ToGrpcStatus(dispatcher_->lifecycle().Unregister(name, version, timeout)));
   });
   return reactor;
 }

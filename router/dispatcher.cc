@@ -1,19 +1,12 @@
 #include "router/dispatcher.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <filesystem>
 #include <chrono>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
-#include "common/model_repository.h"
-#include "common/tar_package.h"
 #include "common/tensor_codec.h"
 #include "common/worker_link_limits.h"
 #include "google/protobuf/unknown_field_set.h"
@@ -51,13 +44,12 @@ Dispatcher::Dispatcher(DispatcherOptions options, const Clock* clock, RouterMetr
     : options_(std::move(options)),
       metrics_(metrics),
       core_(options_.serving, clock, metrics, [this](Nanos t) { RequestTick(t); }),
-      hot_(HotModels::Hooks{
-          [this](const ModelProfile& p, const ModelDigest& d, const std::string& name,
-                 uint32_t version) {
-            if (auto s = AddModel(p, &d); !s.ok()) return s;
-            versions_.Add(name, version, p.model);  // the switch, if newer
-            return absl::OkStatus();
+      lifecycle_(ModelLifecycle::Serving{
+          [this](const ModelProfile& p, const ModelDigest* d) { return ServeInCore(p, d); },
+          [this](const std::string& model, std::function<void()> on_drained) {
+            return core_.CloseModel(model, std::move(on_drained));
           },
+          [this](const std::string& model) { return RemoveModel(model); },
           [this](int32_t worker, const std::string& model) {
             return core_.AttachWorker(worker, model);
           }}),
@@ -68,7 +60,7 @@ Dispatcher::Dispatcher(DispatcherOptions options, const Clock* clock, RouterMetr
 Dispatcher::~Dispatcher() { Shutdown(); }
 
 void Dispatcher::Shutdown() {
-  hot_.Shutdown();
+  lifecycle_.Shutdown();
   {
     std::lock_guard<std::mutex> lock(timer_mu_);
     timer_stop_ = true;
@@ -83,8 +75,7 @@ bool Dispatcher::Drain(Nanos timeout) {
   return core_.AwaitIdle(absl::Nanoseconds(std::max<Nanos>(0, timeout)));
 }
 
-absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest* digest,
-                                  uint32_t version) {
+absl::Status Dispatcher::ServeInCore(const ModelProfile& profile, const ModelDigest* digest) {
   if (profile.subnets.empty() && !profile.is_dynamic) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model \"", profile.model, "\": neither a supernet (no subnets) nor dynamic"));
@@ -93,7 +84,8 @@ absl::Status Dispatcher::AddModel(const ModelProfile& profile, const ModelDigest
   auto policy = MakePolicy(PolicyNameFor(profile), profile, options_.policy_config);
   if (!policy.ok()) return policy.status();
   if (auto s = core_.AddModel(profile, *std::move(policy)); !s.ok()) return s;
-  if (version > 0) versions_.Add(profile.model, version, profile.model);
+  // The profile the workers-needed advice plans with, whatever the source.
+  if (metrics_ != nullptr) metrics_->SetModelProfile(profile);
   std::lock_guard<std::mutex> lock(digests_mu_);
   if (digest != nullptr) {
     digests_[profile.model] = *digest;
@@ -122,106 +114,9 @@ absl::Status Dispatcher::RemoveModel(const std::string& name) {
   return absl::OkStatus();
 }
 
-HotModels::Outcome Dispatcher::RegisterPackage(const std::string& path,
-                                               const std::string& expected_name, Nanos timeout) {
-  HotModels::Outcome out;
-  // A .tar package is unpacked into a scratch folder first, removed once the
-  // package is in memory (the workers get it from there).
-  std::string directory = path;
-  std::string scratch;
-  if (absl::EndsWith(path, ".tar")) {
-    static std::atomic<int64_t> unpacked{0};
-    scratch = (std::filesystem::temp_directory_path() /
-               absl::StrCat("superserve-router-", getpid(), "-", unpacked.fetch_add(1)))
-                  .string();
-    auto dir = UnpackTarPackage(path, scratch);
-    if (!dir.ok()) {
-      std::error_code ec;
-      std::filesystem::remove_all(scratch, ec);
-      out.status = dir.status();
-      return out;
-    }
-    directory = *dir;
-  }
-  struct RemoveScratch {
-    std::string dir;
-    ~RemoveScratch() {
-      std::error_code ec;
-      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-    }
-  } remove_scratch{scratch};
-  auto entry = LoadModelDirectory(directory);
-  if (!entry.ok()) {
-    out.status = entry.status();
-    return out;
-  }
-  out.model = entry->name;
-  for (const std::string& w : entry->profile.warnings) SS_LOG(WARNING) << w;
-  if (!expected_name.empty() && expected_name != entry->name) {
-    out.status = absl::InvalidArgumentError(absl::StrCat(
-        "name \"", expected_name, "\" differs from the package's model \"", entry->name, "\""));
-    return out;
-  }
-  const uint32_t version = entry->manifest.has_value() ? entry->manifest->version : 1;
-  const uint32_t current = versions_.Current(entry->name);
-  if (current > 0 && version <= current) {
-    out.status = absl::AlreadyExistsError(absl::StrCat(
-        "model ", entry->name, " version ", current, " is served; a package with a higher "
-        "manifest version (this one has ", version, ") replaces it, or unregister it first"));
-    return out;
-  }
-  if (current == 0) {
-    for (const ModelSummary& m : core_.ListModels()) {
-      if (m.name == entry->name) {
-        out.status = absl::AlreadyExistsError(
-            absl::StrCat("model ", entry->name, " is already served (unregister it first)"));
-        return out;
-      }
-    }
-  }
-  auto digest = DigestModelDirectory(entry->directory);
-  if (!digest.ok()) {
-    out.status = digest.status();
-    return out;
-  }
-  return hot_.Register(*entry, *digest,
-                       ModelVersions::InternalName(entry->name, version, current == 0), version,
-                       timeout);
-}
-
-absl::Status Dispatcher::UnregisterModel(const std::string& name, uint32_t version,
-                                         Nanos timeout) {
-  std::vector<std::string> internals;
-  if (auto removed = versions_.Remove(name, version); removed.ok()) {
-    internals = *std::move(removed);
-  } else if (removed.status().code() == absl::StatusCode::kNotFound && version == 0) {
-    internals = {name};  // no versions recorded: served (or loading) under its name
-  } else {
-    return removed.status();
-  }
-  for (const std::string& internal : internals) {
-    if (auto s = DrainAndRemove(internal, timeout); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Dispatcher::DrainAndRemove(const std::string& name, Nanos timeout) {
-  if (auto closed = core_.CloseModel(name); closed.ok()) {
-    if (!core_.AwaitModelDrained(name, absl::Nanoseconds(std::max<Nanos>(0, timeout)))) {
-      SS_LOG(WARNING) << "model " << name << " not drained within " << ToSeconds(timeout)
-                      << " s; what is left is answered UNAVAILABLE";
-    }
-    if (auto s = RemoveModel(name); !s.ok()) return s;
-  } else if (!hot_.Registered(name)) {
-    return closed;
-  }
-  hot_.Unload(name);
-  return absl::OkStatus();
-}
-
 void Dispatcher::OnWorkerGone(int32_t worker, const absl::Status& why) {
   core_.OnWorkerGone(worker, why);
-  hot_.OnWorkerGone(worker);
+  lifecycle_.OnWorkerGone(worker);
 }
 
 absl::Status Dispatcher::CheckModelVersions(const v1::RegisterWorker& hello) {
@@ -258,21 +153,21 @@ absl::Status Dispatcher::CheckModelVersions(const v1::RegisterWorker& hello) {
 absl::StatusOr<ModelSummary> Dispatcher::FindModel(const std::string& name,
                                                    uint32_t version) const {
   std::vector<ModelSummary> models = core_.ListModels();
-  const bool versioned = versions_.Current(name) > 0;
+  const bool versioned = lifecycle_.versions().Current(name) > 0;
   std::string internal = name;
   if (versioned) {
-    auto resolved = versions_.Resolve(name, version);
+    auto resolved = lifecycle_.versions().Resolve(name, version);
     internal = resolved.ok() ? *resolved : std::string();
   }
   for (ModelSummary& m : models) {
     if (internal.empty() || m.name != internal) continue;
-    if (auto owner = versions_.OwnerOf(m.name)) m.version = owner->version;
+    if (auto owner = lifecycle_.versions().OwnerOf(m.name)) m.version = owner->version;
     if (!versioned && version != 0 && m.version != version) break;
     return m;
   }
   std::vector<std::string> served;
   for (const ModelSummary& m : models) {
-    auto owner = versions_.OwnerOf(m.name);
+    auto owner = lifecycle_.versions().OwnerOf(m.name);
     served.push_back(owner ? absl::StrCat(owner->name, " v", owner->version)
                            : absl::StrCat(m.name, " v", m.version));
   }
@@ -303,7 +198,7 @@ std::vector<v1::ModelInfo> Dispatcher::ListModels() const {
       info.set_min_exec_us(m.min_exec_us);
       info.set_max_exec_us(m.max_exec_us);
     }
-    if (auto owner = versions_.OwnerOf(m.name)) {
+    if (auto owner = lifecycle_.versions().OwnerOf(m.name)) {
       info.set_version(owner->version);
       info.set_current(owner->current);
     }
@@ -324,7 +219,7 @@ void Dispatcher::Submit(QueryResponder* query, Nanos deadline) {
   DropUnknownFields(&input->tensor);
   const v1::Tensor& tensor = input->tensor;
   // The version: pinned, or the current one (router/model_versions.h).
-  auto internal = versions_.Resolve(req.model(), req.model_version());
+  auto internal = lifecycle_.versions().Resolve(req.model(), req.model_version());
   if (!internal.ok()) {
     query->Answer(internal.status());
     return;
@@ -357,7 +252,7 @@ absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hel
   auto id = core_.RegisterWorker(reg, std::make_shared<GrpcWorkerChannel>(connection));
   if (id.ok()) {
     // After the core sent the RegisterAck: the worker reads it first.
-    hot_.OnWorkerRegistered(
+    lifecycle_.OnWorkerRegistered(
         *id, hello.worker_id().empty() ? absl::StrCat("worker-", *id)
                                        : absl::StrCat(hello.worker_id(), "#", *id),
         reg.models, std::move(connection));
@@ -366,7 +261,7 @@ absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hel
 }
 
 void Dispatcher::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
-  hot_.OnModelLoaded(worker, loaded);
+  lifecycle_.OnModelLoaded(worker, loaded);
   // A package stored, not loaded: were a placement load of the model
   // pending on this worker (a query that came as it turned visible), this
   // must not complete it.

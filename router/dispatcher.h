@@ -19,8 +19,7 @@
 #include "common/model_profile.h"
 #include "google/protobuf/message.h"
 #include "policies/policy_factory.h"
-#include "router/hot_models.h"
-#include "router/model_versions.h"
+#include "router/model_lifecycle.h"
 #include "router/query_responder.h"
 #include "router/router_metrics.h"
 #include "router/worker_connection.h"
@@ -68,29 +67,22 @@ class Dispatcher {
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
-  // --- models (startup and the Admin service)
+  // --- models. Every source (the start-up repository, the Admin service,
+  // the repository poller, a version switch) goes through lifecycle()
+  // (router/model_lifecycle.h).
+  ModelLifecycle& lifecycle() { return lifecycle_; }
+  // A validated profile served at once (ModelLifecycle::AddServing).
   // `digest` (optional): the version of the router's copy; a worker that
   // registers the model with other digests is refused (RegisterWorker).
   // `version` > 0: the manifest's version, recorded (ModelVersions) so that a
   // newer one can be registered beside it.
   absl::Status AddModel(const ModelProfile& profile, const ModelDigest* digest = nullptr,
-                        uint32_t version = 0);
+                        uint32_t version = 0) {
+    return lifecycle_.AddServing(profile, digest, version);
+  }
+  // At once, without a drain: what is queued or in flight is answered
+  // UNAVAILABLE (a drain is ModelLifecycle::Unregister).
   absl::Status RemoveModel(const std::string& name);
-  // A model registered at run time (Admin.RegisterModel): validates the
-  // package in `directory` (LoadModelDirectory; `expected_name`, if not
-  // empty, must be its name), then has the workers load it
-  // (router/hot_models.h). OK once the model is visible. A package of a
-  // served model with a higher manifest version is loaded beside the served
-  // one and becomes current once a worker has it: queries already accepted
-  // finish on the old version, later unpinned ones go to the new.
-  // `path`: a package directory or a .tar of one (common/tar_package.h).
-  HotModels::Outcome RegisterPackage(const std::string& path, const std::string& expected_name,
-                                     Nanos timeout);
-  // Unregisters with a drain: new queries for the model are refused, queued
-  // and in-flight ones are served (for at most `timeout`; what is left then
-  // is answered UNAVAILABLE), the model is removed and the workers free it.
-  // `version` 0: every version.
-  absl::Status UnregisterModel(const std::string& name, uint32_t version, Nanos timeout);
   // The policy a model gets: its --model_policy override, else the dynamic
   // policy for a dynamic model, else the default policy.
   std::string PolicyNameFor(const ModelProfile& profile) const;
@@ -122,7 +114,7 @@ class Dispatcher {
   // Output tensors are moved out of `result`.
   void OnBatchResult(int32_t worker, v1::BatchResult* result);
   void OnWorkerGone(int32_t worker, const absl::Status& why);
-  // A hot registration's load (router/hot_models.h) or placement's
+  // A hot registration's load (the lifecycle's) or placement's
   // (ServingCore::OnModelLoaded, with the footprint the worker measured).
   void OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded);
   // The largest footprint a worker may report (1 PiB); beyond it, or
@@ -151,17 +143,15 @@ class Dispatcher {
   void RequestTick(Nanos t);
   void TimerLoop();
 
-  // Closes `internal` to new queries, waits for its queue to drain (at most
-  // `timeout`), removes it and has the workers free it.
-  absl::Status DrainAndRemove(const std::string& internal, Nanos timeout);
+  // Serves `profile` in the core under profile.model (the lifecycle's add).
+  absl::Status ServeInCore(const ModelProfile& profile, const ModelDigest* digest);
   // Empty digests mean "nothing to compare".
   absl::Status CheckModelVersions(const v1::RegisterWorker& hello);
 
   const DispatcherOptions options_;
   RouterMetrics* const metrics_;  // may be null; not owned
   ServingCore core_;
-  ModelVersions versions_;
-  HotModels hot_;
+  ModelLifecycle lifecycle_;
 
   std::mutex digests_mu_;
   absl::flat_hash_map<std::string, ModelDigest> digests_;  // by model name

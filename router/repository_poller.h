@@ -32,8 +32,8 @@ namespace superserve {
 // checkpoints are not read on every scan.
 class RepositoryPoller {
  public:
-  // What the poller asks of the router: the Dispatcher's RegisterPackage /
-  // UnregisterModel in production, a recorder in tests.
+  // What the poller asks of the router: ModelLifecycle's Register /
+  // Unregister in production, a recorder in tests.
   struct Actions {
     std::function<absl::Status(const std::string& directory, const std::string& name)>
         register_package;

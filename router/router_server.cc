@@ -280,24 +280,7 @@ absl::Status RouterServer::Start() {
                          "(superserve-admin register)";
     }
     for (const auto& m : *models) {
-      // What the profile loader adjusted (dips raised, dominated subnets
-      // left out); an unmeasured profile's come once a worker measured it.
-      for (const std::string& w : m.profile.warnings) SS_LOG(WARNING) << w;
-      if (!m.profile.latencies_measured) {
-        // The registration path (superserve-admin register) without the
-        // wait: the first worker to join loads it, measures the latencies
-        // and makes it visible.
-        auto out = dispatcher_->RegisterPackage(m.directory, m.name, /*timeout=*/0);
-        if (!out.status.ok()) return out.status;
-        SS_LOG(INFO) << "model " << m.name << ": its profile leaves latency_us out; it serves "
-                     << "once a worker has loaded it and measured them";
-        continue;
-      }
-      auto digest = DigestModelDirectory(m.directory);
-      if (!digest.ok()) return digest.status();
-      const uint32_t version = m.manifest.has_value() ? m.manifest->version : 1;
-      if (auto s = dispatcher_->AddModel(m.profile, &*digest, version); !s.ok()) return s;
-      metrics_->SetModelProfile(m.profile);
+      if (auto s = dispatcher_->lifecycle().AddFromRepository(m); !s.ok()) return s;
     }
     // Not an error: a model by that name may be registered later. But a
     // typo would otherwise go unnoticed.
@@ -311,16 +294,16 @@ absl::Status RouterServer::Start() {
     }
   }
   if (options_.repository_poll > 0 && !options_.model_repo.empty()) {
-    Dispatcher* d = dispatcher_.get();
+    ModelLifecycle* l = &dispatcher_->lifecycle();
     poller_ = std::make_unique<RepositoryPoller>(
         options_.model_repo,
         RepositoryPoller::Actions{
             // A short wait: the registration stands without a worker, and a
             // worker loading it later makes it visible.
-            [d](const std::string& dir, const std::string& name) {
-              return d->RegisterPackage(dir, name, Seconds(1)).status;
+            [l](const std::string& dir, const std::string& name) {
+              return l->Register(dir, name, Seconds(1)).status;
             },
-            [d](const std::string& name) { return d->UnregisterModel(name, 0, Seconds(30)); }});
+            [l](const std::string& name) { return l->Unregister(name, 0, Seconds(30)); }});
     if (auto models = LoadModelRepository(options_.model_repo); models.ok()) {
       poller_->Adopt(*models);
     }

@@ -20,19 +20,24 @@ void CoreEffects::Carry(ServingObserver* observer) {
   if (r != nullptr) {
     for (auto& [channel, why] : r->closes) channel->Close(why);
   }
-  if (observer == nullptr) return;
-  for (auto& [model, report] : done) {
-    report.model = model.get();
-    observer->OnQueryDone(report);
+  if (observer != nullptr) {
+    for (auto& [model, report] : done) {
+      report.model = model.get();
+      observer->OnQueryDone(report);
+    }
   }
   if (r == nullptr) return;
-  for (const auto& [model, depth] : r->depths) observer->OnQueueDepth(*model, depth);
-  for (const auto& [worker, fraction] : r->busy) observer->OnWorkerBusyFraction(*worker, fraction);
-  for (const auto& [worker, slowdown] : r->slowdown) observer->OnWorkerSlowdown(*worker, slowdown);
-  for (const auto& [model, worker] : r->refused) observer->OnBatchRefused(*model, *worker);
-  for (const auto& [model, worker, cold] : r->loaded) {
-    observer->OnModelLoaded(*model, *worker, cold);
+  if (observer != nullptr) {
+    for (const auto& [model, depth] : r->depths) observer->OnQueueDepth(*model, depth);
+    for (const auto& [worker, busy] : r->busy) observer->OnWorkerBusyFraction(*worker, busy);
+    for (const auto& [worker, slow] : r->slowdown) observer->OnWorkerSlowdown(*worker, slow);
+    for (const auto& [model, worker] : r->refused) observer->OnBatchRefused(*model, *worker);
+    for (const auto& [model, worker, cold] : r->loaded) {
+      observer->OnModelLoaded(*model, *worker, cold);
+    }
   }
+  // Last: the drained model's answers are delivered and reported.
+  for (const auto& on_drained : r->drained) on_drained();
 }
 
 }  // namespace superserve

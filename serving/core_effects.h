@@ -5,6 +5,7 @@
 #define SUPERSERVE_SERVING_CORE_EFFECTS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -42,6 +43,11 @@ struct CoreEffects {
     std::vector<std::tuple<std::shared_ptr<const std::string>, std::shared_ptr<const std::string>,
                            Nanos>>
         loaded;
+    // A closed model's query was answered: Apply looks, under the lock
+    // again, for closed models that are drained now (ServingCore::CloseModel).
+    bool drain_check = false;
+    // The on_drained callbacks of models found drained, run last.
+    std::vector<std::function<void()>> drained;
   };
   std::unique_ptr<Rare> rare;  // null: none of them
   Rare& rare_effects() {
@@ -55,7 +61,8 @@ struct CoreEffects {
   // Carries out all but the live-worker count and the wake-up (the core
   // reports those after, from its own state): for each channel its unloads,
   // loads and batches in that order (each batch told to `observer` first,
-  // may be null), then the answers, the closes, and the observer's events.
+  // may be null), then the answers, the closes, the observer's events and
+  // the drained models' callbacks.
   void Carry(ServingObserver* observer);
 };
 

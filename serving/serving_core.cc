@@ -41,6 +41,7 @@ ServingCore::~ServingCore() { Shutdown(); }
 // ---------------------------------------------------------------- effects
 
 void ServingCore::Apply(Effects* e) {
+  if (e->rare != nullptr && e->rare->drain_check) CollectDrained(e);
   e->Carry(observer_);
   if (observer_ != nullptr && e->workers_alive >= 0) {
     absl::MutexLock lock(&alive_report_mu_);
@@ -130,6 +131,10 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
       }
     }
     cold_since_.erase(m->id);
+    if (auto d = on_drained_.find(name); d != on_drained_.end()) {  // nothing left to drain
+      e.rare_effects().drained.push_back(std::move(d->second));
+      on_drained_.erase(d);
+    }
     removed = models_.Remove(name);
     if (options_.log_lifecycle) {
       SS_LOG(INFO) << "model " << name << " removed";
@@ -139,12 +144,33 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
   return absl::OkStatus();
 }
 
-absl::Status ServingCore::CloseModel(const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  ServedModel* m = models_.Find(name);
-  if (m == nullptr) return absl::NotFoundError(absl::StrCat("model \"", name, "\" is not served"));
-  m->closed = true;
+absl::Status ServingCore::CloseModel(const std::string& name, std::function<void()> on_drained) {
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    ServedModel* m = models_.Find(name);
+    if (m == nullptr) {
+      return absl::NotFoundError(absl::StrCat("model \"", name, "\" is not served"));
+    }
+    m->closed = true;
+    if (on_drained == nullptr) return absl::OkStatus();
+    on_drained_[name] = std::move(on_drained);
+    e.rare_effects().drain_check = true;  // drained already?
+  }
+  Apply(&e);
   return absl::OkStatus();
+}
+
+void ServingCore::CollectDrained(Effects* e) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = on_drained_.begin(); it != on_drained_.end();) {
+    if (shut_down_ || ModelDrainedLocked(it->first)) {
+      e->rare_effects().drained.push_back(std::move(it->second));
+      on_drained_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
 }
 
 absl::Status ServingCore::AttachWorker(int32_t worker, const std::string& model) {
@@ -312,6 +338,9 @@ void ServingCore::ReportAnsweredLocked(PendingQueries::iterator it, const Served
   }
   pending_.erase(it);
   ++stats_.answered;
+  // Whether the model is drained is seen once this locked section is over
+  // (Apply): a dispatch may be between taking a batch and sending it.
+  if (m != nullptr && m->closed) e->rare_effects().drain_check = true;
 }
 
 void ServingCore::FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome,
@@ -886,6 +915,7 @@ void ServingCore::Shutdown() {
       e.rare_effects().closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
     NoteWorkersAliveLocked(&e);
+    if (!on_drained_.empty()) e.rare_effects().drain_check = true;  // nothing will be served
   }
   Apply(&e);
 }

@@ -174,8 +174,12 @@ class ServingCore {
   absl::Status RemoveModel(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
   // Unregistering with a drain: new queries for the model are refused
   // (INVALID_ARGUMENT, "being unregistered"), queued and in-flight ones are
-  // still served; RemoveModel once AwaitModelDrained says it is empty.
-  absl::Status CloseModel(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
+  // still served; RemoveModel once it is drained. `on_drained` (optional)
+  // is that event: it runs once, after the lock is released, when the model
+  // has nothing queued and no batch with queries on a worker (at once if so
+  // already), or is removed, or the core shuts down.
+  absl::Status CloseModel(const std::string& name, std::function<void()> on_drained = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks the calling thread until the model has nothing queued and no
   // batch with queries on a worker (or is gone), or `timeout` of real time
   // passed; returns whether it drained. Woken by the core's own changes (the
@@ -263,10 +267,13 @@ class ServingCore {
                : 0;
   }
 
-  // Carries out `e` (channel sends, answers, observer calls, request_tick)
-  // with mu_ released: with RegisterWorker's OnRegistered, the core's only
-  // calls out.
+  // Carries out `e` (channel sends, answers, observer calls, request_tick,
+  // drained callbacks) with mu_ released: with RegisterWorker's
+  // OnRegistered, the core's only calls out.
   void Apply(Effects* e) ABSL_LOCKS_EXCLUDED(mu_);
+  // Apply's part when a closed model's query was answered: moves the
+  // callbacks of the closed models drained now into `e` (takes the lock).
+  void CollectDrained(Effects* e) ABSL_LOCKS_EXCLUDED(mu_);
   // Offers the model's free workers, except `except`, to its scheduler.
   void ScheduleLocked(ServedModel* m, Nanos now, Effects* e, int32_t except = -1)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -385,6 +392,8 @@ class ServingCore {
   Nanos next_tick_ ABSL_GUARDED_BY(mu_) = 0;          // when the owner will Tick next
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  // CloseModel's on_drained, by model name, until the model drains.
+  absl::flat_hash_map<std::string, std::function<void()>> on_drained_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace superserve

@@ -17,6 +17,7 @@
 #include "policies/policy_factory.h"
 #include "tests/baselines_registered.h"
 #include "tests/policies/policy_test_util.h"
+#include "tests/router/engine_test_util.h"
 #include "tests/test_util/router_fakes.h"
 
 namespace superserve {
@@ -261,6 +262,56 @@ TEST_F(DispatcherTest, RemovingAModelRemovesItsSeries) {
   // Its series leave /metrics with it, the answers given at removal included.
   EXPECT_THAT(metrics_.Scrape(), ::testing::Not(::testing::HasSubstr("model=\"m\"")));
   EXPECT_EQ(inflight.answers + queued.answers, 2);
+}
+
+// An unregister drains on the core's event (ServingCore::CloseModel's
+// on_drained): the query on the worker is served, and the result that
+// drains the model removes it and frees it on the worker, with the
+// unregister's 60 s timeout far off.
+TEST_F(DispatcherTest, UnregisterRemovesTheModelOnTheDrainedEvent) {
+  Make("fixed-subnet");
+  FakeConnection* c;
+  const int32_t w = AddWorker(&c);
+  FakeQuery& inflight = Q();
+  d_->Submit(&inflight, clock_.Now() + Seconds(1));
+  std::unique_ptr<v1::RouterMessage> batch = c->NextBatch();
+  ASSERT_NE(batch, nullptr);
+  absl::Status unregistered = absl::UnknownError("not returned");
+  std::thread t([&] { unregistered = d_->lifecycle().Unregister("m", 0, Seconds(60)); });
+  // Before or after the close: either way the model drains on this result.
+  Result(w, OkResult(batch->batch()));
+  t.join();
+  EXPECT_TRUE(unregistered.ok()) << unregistered;
+  EXPECT_TRUE(inflight.status.ok()) << inflight.status;
+  EXPECT_TRUE(d_->ListModels().empty());
+  EXPECT_EQ(d_->lifecycle().StateOf("m"), std::nullopt);
+  bool unloaded = false;
+  for (const auto& m : c->sent) {
+    unloaded |= m->has_unload_model() && m->unload_model().model() == "m";
+  }
+  EXPECT_TRUE(unloaded);
+}
+
+// Every source's model gets the workers-needed advice's profile: one
+// registered at run time (superserve-admin, the poller, a new version) had
+// none, so its superserve_workers_needed series never appeared.
+TEST_F(DispatcherTest, AModelRegisteredAtRunTimeGetsTheWorkersNeededAdvice) {
+  Make("fixed-subnet");
+  auto conn = std::make_shared<FakeConnection>();
+  v1::RegisterWorker hello;
+  hello.set_worker_id("w");
+  auto w = d_->RegisterWorker(hello, conn);
+  ASSERT_TRUE(w.ok()) << w.status();
+  HotModels::Outcome out = d_->lifecycle().Register(
+      testing::EmulatedRepo() + "/emu", "emu", /*timeout=*/0);
+  ASSERT_TRUE(out.status.ok()) << out.status;
+  v1::ModelLoaded loaded;
+  loaded.set_model("emu");
+  d_->OnModelLoaded(*w, loaded);
+  ASSERT_EQ(d_->lifecycle().StateOf("emu"), ModelLifecycle::State::kServing);
+  const std::string scrape = metrics_.Scrape();
+  EXPECT_THAT(scrape, ::testing::HasSubstr("superserve_workers_needed{model=\"m\"}"));
+  EXPECT_THAT(scrape, ::testing::HasSubstr("superserve_workers_needed{model=\"emu\"}"));
 }
 
 // Reads of a query's request block until the test lets each one through.

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -275,6 +276,50 @@ TEST_F(ServingCoreTest, AwaitingADrainWakesOnTheLastResultAndTimesOutOtherwise) 
   EXPECT_TRUE(model_drained);
   EXPECT_TRUE(idle);
   EXPECT_TRUE(core_->AwaitModelDrained("no-such-model", absl::ZeroDuration()));
+}
+
+// The drain as an event (CloseModel's on_drained): reported once, after the
+// last answer is delivered, with no thread waiting; at once for a model with
+// nothing left; and by RemoveModel for a model removed before it drained.
+TEST_F(ServingCoreTest, AClosedModelReportsDrainedOnceAfterItsLastAnswer) {
+  auto c = std::make_shared<FakeChannel>();
+  const int32_t w = AddWorker(c);
+  FakeHandle& running = Submit(Millis(100));
+  FakeHandle& queued = Submit(Millis(100));
+  std::vector<std::string> events;
+  ASSERT_TRUE(core_->CloseModel("hand", [&] {
+    events.push_back(absl::StrCat("drained after ", running.answers + queued.answers, " answers"));
+  }).ok());
+  EXPECT_TRUE(events.empty()) << "one query queued, one batch on the worker";
+  core_->OnBatchResult(w, OkOutcome(c->sent.front()));
+  EXPECT_TRUE(events.empty()) << "the queued query is on the worker now";
+  ASSERT_EQ(c->sent.size(), 2u);
+  core_->OnBatchResult(w, OkOutcome(c->sent.back()));
+  EXPECT_EQ(events, std::vector<std::string>{"drained after 2 answers"});
+  core_->Tick();
+  EXPECT_EQ(events.size(), 1u) << "once";
+
+  ModelProfile idle = profile_;
+  idle.model = "idle";
+  ASSERT_TRUE(core_->AddModel(idle, Clipper(idle)).ok());
+  ASSERT_TRUE(core_->CloseModel("idle", [&] { events.push_back("idle drained"); }).ok());
+  EXPECT_EQ(events.back(), "idle drained") << "nothing to drain: at once";
+
+  ModelProfile busy = profile_;
+  busy.model = "busy";
+  ASSERT_TRUE(core_->AddModel(busy, Clipper(busy)).ok());
+  ASSERT_TRUE(core_->AttachWorker(w, "busy").ok());
+  handles_.push_back(std::make_unique<FakeHandle>());
+  QueryRequest r;
+  r.model = "busy";
+  r.deadline = clock_.Now() + Millis(100);
+  core_->Submit(handles_.back().get(), r);
+  ASSERT_TRUE(core_->CloseModel("busy", [&] { events.push_back("busy drained"); }).ok());
+  EXPECT_EQ(events.back(), "idle drained");
+  ASSERT_TRUE(core_->RemoveModel("busy").ok());
+  EXPECT_EQ(events.back(), "busy drained") << "removed: nothing left to drain";
+  EXPECT_EQ(handles_.back()->answers, 1);
+  EXPECT_EQ(events.size(), 3u);
 }
 
 // Answers every question with a wake-up at `*wake` (a deferring policy, as

@@ -1,0 +1,260 @@
+// ModelLifecycle: a model version from its source to its unload, in one
+// place (model_lifecycle.h).
+#include "router/model_lifecycle.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/tar_package.h"
+
+namespace superserve {
+
+const char* ModelLifecycle::StateName(State s) {
+  switch (s) {
+    case State::kLoading: return "loading";
+    case State::kServing: return "serving";
+    case State::kDraining: return "draining";
+    case State::kUnloading: return "unloading";
+  }
+  return "unknown";
+}
+
+ModelLifecycle::ModelLifecycle(Serving serving)
+    : serving_(std::move(serving)),
+      hot_(HotModels::Hooks{
+          // Runs under HotModels' lock (visible and who serves change
+          // together); takes the core's locks, the versions' and this one's.
+          [this](const ModelProfile& p, const ModelDigest& d, const std::string& name,
+                 uint32_t version) {
+            if (auto s = serving_.add(p, &d); !s.ok()) return s;
+            versions_.Add(name, version, p.model);  // the switch, if newer
+            std::lock_guard<std::mutex> lock(mu_);
+            SetLocked(p.model, State::kServing);
+            return absl::OkStatus();
+          },
+          [this](int32_t worker, const std::string& model) {
+            return serving_.attach(worker, model);
+          }}) {}
+
+void ModelLifecycle::SetLocked(const std::string& internal, std::optional<State> state) {
+  if (state.has_value()) {
+    states_[internal] = *state;
+  } else {
+    states_.erase(internal);
+  }
+  changed_.notify_all();
+}
+
+std::optional<ModelLifecycle::State> ModelLifecycle::StateOf(const std::string& internal) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(internal);
+  if (it == states_.end()) return std::nullopt;
+  return it->second;
+}
+
+absl::Status ModelLifecycle::AddServing(const ModelProfile& profile, const ModelDigest* digest,
+                                        uint32_t version) {
+  if (auto s = serving_.add(profile, digest); !s.ok()) return s;
+  if (version > 0) versions_.Add(profile.model, version, profile.model);
+  std::lock_guard<std::mutex> lock(mu_);
+  SetLocked(profile.model, State::kServing);
+  return absl::OkStatus();
+}
+
+absl::Status ModelLifecycle::AddFromRepository(const ModelEntry& entry) {
+  // What the profile loader adjusted (dips raised, dominated subnets left
+  // out); an unmeasured profile's come once a worker measured it.
+  for (const std::string& w : entry.profile.warnings) SS_LOG(WARNING) << w;
+  if (!entry.profile.latencies_measured) {
+    // The registration path without the wait: the first worker to join
+    // loads it, measures the latencies and makes it visible.
+    HotModels::Outcome out = Register(entry.directory, entry.name, /*timeout=*/0);
+    if (!out.status.ok()) return out.status;
+    SS_LOG(INFO) << "model " << entry.name << ": its profile leaves latency_us out; it serves "
+                 << "once a worker has loaded it and measured them";
+    return absl::OkStatus();
+  }
+  auto digest = DigestModelDirectory(entry.directory);
+  if (!digest.ok()) return digest.status();
+  return AddServing(entry.profile, &*digest,
+                    entry.manifest.has_value() ? entry.manifest->version : 1);
+}
+
+HotModels::Outcome ModelLifecycle::Register(const std::string& path,
+                                            const std::string& expected_name, Nanos timeout) {
+  HotModels::Outcome out;
+  // A .tar package is unpacked into a scratch folder first, removed once the
+  // package is in memory (the workers get it from there).
+  std::string directory = path;
+  std::string scratch;
+  if (absl::EndsWith(path, ".tar")) {
+    static std::atomic<int64_t> unpacked{0};
+    scratch = (std::filesystem::temp_directory_path() /
+               absl::StrCat("superserve-router-", getpid(), "-", unpacked.fetch_add(1)))
+                  .string();
+    auto dir = UnpackTarPackage(path, scratch);
+    if (!dir.ok()) {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch, ec);
+      out.status = dir.status();
+      return out;
+    }
+    directory = *dir;
+  }
+  struct RemoveScratch {
+    std::string dir;
+    ~RemoveScratch() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_scratch{scratch};
+  // Validate.
+  auto entry = LoadModelDirectory(directory);
+  if (!entry.ok()) {
+    out.status = entry.status();
+    return out;
+  }
+  out.model = entry->name;
+  for (const std::string& w : entry->profile.warnings) SS_LOG(WARNING) << w;
+  if (!expected_name.empty() && expected_name != entry->name) {
+    out.status = absl::InvalidArgumentError(absl::StrCat(
+        "name \"", expected_name, "\" differs from the package's model \"", entry->name, "\""));
+    return out;
+  }
+  const uint32_t version = entry->manifest.has_value() ? entry->manifest->version : 1;
+  const uint32_t current = versions_.Current(entry->name);
+  if (current > 0 && version <= current) {
+    out.status = absl::AlreadyExistsError(absl::StrCat(
+        "model ", entry->name, " version ", current, " is served; a package with a higher "
+        "manifest version (this one has ", version, ") replaces it, or unregister it first"));
+    return out;
+  }
+  if (current == 0) {
+    // Served (or draining) under its name; one still loading is HotModels'
+    // to refuse.
+    const std::optional<State> state = StateOf(entry->name);
+    if (state.has_value() && *state != State::kLoading) {
+      out.status = absl::AlreadyExistsError(
+          absl::StrCat("model ", entry->name, " is already served (unregister it first)"));
+      return out;
+    }
+  }
+  auto digest = DigestModelDirectory(entry->directory);
+  if (!digest.ok()) {
+    out.status = digest.status();
+    return out;
+  }
+  // Load on the workers; serve once one has it (the visible hook).
+  const std::string internal = ModelVersions::InternalName(entry->name, version, current == 0);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (states_.count(internal) == 0) SetLocked(internal, State::kLoading);
+  }
+  out = hot_.Register(*entry, *digest, internal, version, timeout);
+  if (!hot_.Registered(internal)) {  // refused, undone or unregistered meanwhile
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = states_.find(internal); it != states_.end() && it->second == State::kLoading) {
+      SetLocked(internal, std::nullopt);
+    }
+  }
+  return out;
+}
+
+absl::Status ModelLifecycle::Unregister(const std::string& name, uint32_t version,
+                                        Nanos timeout) {
+  std::vector<std::string> internals;
+  if (auto removed = versions_.Remove(name, version); removed.ok()) {
+    internals = *std::move(removed);
+  } else if (removed.status().code() == absl::StatusCode::kNotFound && version == 0) {
+    internals = {name};  // no versions recorded: served (or loading) under its name
+  } else {
+    return removed.status();
+  }
+  for (const std::string& internal : internals) {
+    if (auto s = Drain(internal, timeout); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelLifecycle::Drain(const std::string& internal, Nanos timeout) {
+  std::optional<State> before;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(internal);
+    if (it != states_.end()) before = it->second;
+    // Set before the close: the core may report the drain from within it.
+    if (before != State::kDraining && before != State::kUnloading) {
+      SetLocked(internal, State::kDraining);
+    }
+  }
+  if (before != State::kDraining && before != State::kUnloading) {
+    absl::Status closed =
+        serving_.close(internal, [this, internal] { OnDrained(internal, /*timed_out=*/false); });
+    if (!closed.ok()) {  // not served: loading on the workers, or unknown
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        SetLocked(internal, before);
+      }
+      if (!hot_.Registered(internal)) return closed;
+      hot_.Unload(internal);
+      std::lock_guard<std::mutex> lock(mu_);
+      SetLocked(internal, std::nullopt);
+      return absl::OkStatus();
+    }
+  }
+  // Wait for the drained event, at most `timeout`.
+  std::unique_lock<std::mutex> lock(mu_);
+  auto draining = [&] {
+    auto it = states_.find(internal);
+    return it != states_.end() && it->second == State::kDraining;
+  };
+  if (!changed_.wait_for(lock, std::chrono::nanoseconds(std::max<Nanos>(0, timeout)),
+                         [&] { return !draining(); })) {
+    lock.unlock();
+    SS_LOG(WARNING) << "model " << internal << " not drained within " << ToSeconds(timeout)
+                    << " s; what is left is answered UNAVAILABLE";
+    OnDrained(internal, /*timed_out=*/true);
+    lock.lock();
+  }
+  // Removed and unloaded by whichever event came first.
+  changed_.wait(lock, [&] { return states_.count(internal) == 0; });
+  return absl::OkStatus();
+}
+
+void ModelLifecycle::OnDrained(const std::string& internal, bool timed_out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = states_.find(internal);
+    if (it == states_.end() || it->second != State::kDraining) return;  // the other event's
+    SetLocked(internal, State::kUnloading);
+  }
+  if (auto s = serving_.remove(internal); !s.ok() && !timed_out) {
+    SS_LOG(WARNING) << "model " << internal << " drained, but removing it: " << s;
+  }
+  hot_.Unload(internal);
+  std::lock_guard<std::mutex> lock(mu_);
+  SetLocked(internal, std::nullopt);
+}
+
+void ModelLifecycle::OnWorkerRegistered(int32_t worker, std::string name,
+                                        const std::vector<std::string>& declared,
+                                        std::shared_ptr<WorkerConnection> connection) {
+  hot_.OnWorkerRegistered(worker, std::move(name), declared, std::move(connection));
+}
+
+void ModelLifecycle::OnWorkerGone(int32_t worker) { hot_.OnWorkerGone(worker); }
+
+void ModelLifecycle::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
+  hot_.OnModelLoaded(worker, loaded);
+}
+
+void ModelLifecycle::Shutdown() { hot_.Shutdown(); }
+
+}  // namespace superserve

@@ -1,0 +1,119 @@
+#ifndef SUPERSERVE_ROUTER_MODEL_LIFECYCLE_H_
+#define SUPERSERVE_ROUTER_MODEL_LIFECYCLE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/model_digest.h"
+#include "common/model_profile.h"
+#include "common/model_repository.h"
+#include "common/time.h"
+#include "router/hot_models.h"
+#include "router/model_versions.h"
+#include "router/worker_connection.h"
+#include "superserve/v1/worker.pb.h"
+
+namespace superserve {
+
+// The one path a model version takes through the router, whatever its
+// source (the start-up repository, superserve-admin, the repository poller;
+// a version switch is a registration of a higher version):
+//
+//   validate -> kLoading (HotModels: on workers) -> kServing -> kDraining
+//            -> kUnloading -> gone
+//
+// A start-up model whose workers declare it enters at kServing. Events move
+// a version on: a worker loaded it or failed (HotModels), the serving core
+// reports it drained (ServingCore::CloseModel's on_drained) or its drain
+// timed out, it was removed and unloaded. Each transition is decided under
+// the lock and acted on after it, by the thread whose event it is; a caller
+// that waits for an outcome (Register, Unregister) waits for an event, never
+// polls. Thread-safe.
+class ModelLifecycle {
+ public:
+  enum class State { kLoading, kServing, kDraining, kUnloading };
+  static const char* StateName(State s);
+
+  // What the lifecycle asks of the serving side (the Dispatcher and its
+  // ServingCore; a recorder in tests). None is called under the lock.
+  struct Serving {
+    // Serves `profile` under profile.model (policy, core, digests).
+    std::function<absl::Status(const ModelProfile& profile, const ModelDigest* digest)> add;
+    // No new queries; `on_drained` runs once when nothing is left
+    // (ServingCore::CloseModel). NOT_FOUND when not served.
+    std::function<absl::Status(const std::string& model, std::function<void()> on_drained)> close;
+    // Removes the model (what is left is answered UNAVAILABLE).
+    std::function<absl::Status(const std::string& model)> remove;
+    // The worker serves the model from now on (ServingCore::AttachWorker).
+    std::function<absl::Status(int32_t worker, const std::string& model)> attach;
+  };
+  explicit ModelLifecycle(Serving serving);
+
+  // --- sources
+  // The start-up repository: a model the workers declare is served at once
+  // (version recorded); one whose profile leaves latency_us out is
+  // registered as superserve-admin would, without the wait.
+  absl::Status AddFromRepository(const ModelEntry& entry);
+  // A validated profile served at once (kServing); `version` > 0 is recorded
+  // (ModelVersions) so that a newer one can be registered beside it.
+  absl::Status AddServing(const ModelProfile& profile, const ModelDigest* digest, uint32_t version);
+  // superserve-admin register, the poller, a version switch: validates the
+  // package in `path` (a directory or a .tar of one, common/tar_package.h;
+  // `expected_name`, if not empty, must be its model), then has the workers
+  // load it (HotModels::Register, which says what the outcome means). A
+  // package of a served model with a higher manifest version is loaded
+  // beside it and becomes current once a worker has it: queries already
+  // accepted finish on the old version, later unpinned ones go to the new.
+  HotModels::Outcome Register(const std::string& path, const std::string& expected_name,
+                              Nanos timeout);
+  // superserve-admin unregister, the poller: every version (`version` 0) or
+  // one. Each is drained: new queries are refused, queued and in-flight
+  // ones are served, for at most `timeout` (what is left then is answered
+  // UNAVAILABLE); then it is removed and the workers free it. Returns once
+  // that is done.
+  absl::Status Unregister(const std::string& name, uint32_t version, Nanos timeout);
+
+  // --- events from the workers' streams (forwarded to HotModels)
+  void OnWorkerRegistered(int32_t worker, std::string name,
+                          const std::vector<std::string>& declared,
+                          std::shared_ptr<WorkerConnection> connection);
+  void OnWorkerGone(int32_t worker);
+  void OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded);
+  // Wakes every Register wait with UNAVAILABLE (the router shuts down).
+  void Shutdown();
+
+  // --- reads
+  // The state of the version served under `internal`; nullopt once gone.
+  std::optional<State> StateOf(const std::string& internal) const;
+  // Resolves queries' versions (the Dispatcher's Submit, FindModel).
+  const ModelVersions& versions() const { return versions_; }
+
+ private:
+  // The events of the drain: `internal` drained (the core's event) or its
+  // drain ran out of time; the first one removes and unloads it.
+  void OnDrained(const std::string& internal, bool timed_out);
+  // Closes `internal`, waits for the drain's event (at most `timeout`).
+  absl::Status Drain(const std::string& internal, Nanos timeout);
+  // Under mu_: sets the state, or forgets the version (nullopt).
+  void SetLocked(const std::string& internal, std::optional<State> state);
+
+  const Serving serving_;
+  ModelVersions versions_;
+  HotModels hot_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;      // a state changed
+  std::map<std::string, State> states_;  // by internal name
+};
+
+}  // namespace superserve
+
+#endif  // SUPERSERVE_ROUTER_MODEL_LIFECYCLE_H_
