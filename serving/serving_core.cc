@@ -249,6 +249,19 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
         RejectLocked(handle, request.model,
                      absl::DeadlineExceededError("deadline already passed on arrival"),
                      QueryOutcome::kDeadlineExceeded, now, &e);
+      } else if (request.deadline - now < m->scheduler.fastest()) {
+        // Past the router's peak queries reach the core late (queued in
+        // gRPC): one that not even the fastest batch of one can finish is
+        // answered now, not queued until the policy drops it or a sweep
+        // finds it expired, after its client's deadline has cancelled the
+        // call on both ends.
+        ++stats_.late_on_arrival;
+        RejectLocked(handle, request.model,
+                     absl::DeadlineExceededError(absl::StrCat(
+                         "cannot finish by the deadline: ", ToMicros(request.deadline - now),
+                         " us left on arrival, model ", *m->name, "'s fastest batch takes ",
+                         ToMicros(m->scheduler.fastest()), " us")),
+                     QueryOutcome::kDeadlineExceeded, now, &e);
       } else if (!m->scheduler.Admit(request.deadline, now)) {
         ++stats_.shed;
         RejectLocked(handle, request.model,
