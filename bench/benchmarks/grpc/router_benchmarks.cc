@@ -429,6 +429,10 @@ struct Trial {
   int64_t refused = 0;           // answered, not OK (DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ...)
   double refusal_ms_p99 = 0;     // how long those answers took
   int64_t unanswered = 0;
+  // Queries the router's core accepted during the trial (its metrics; -1:
+  // not read): far fewer than were sent means they died before the core,
+  // in the client or in gRPC.
+  int64_t router_accepted = -1;
 };
 
 // The same trial's figures that the summary leaves out.
@@ -545,11 +549,13 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
     ro.progress = false;
     const pid_t router_pid = (*cluster)->router().pid();
     const absl::StatusOr<Nanos> cpu_before = ProcessCpuTime(router_pid);
+    const auto totals_before = (*cluster)->ScrapeRouterTotals();
     std::vector<InferenceClient*> senders;
     for (auto& c : clients) senders.push_back(c.get());
     auto records = ReplayTrace(absl::MakeConstSpan(senders), trace,
                                [&inputs](const TraceArrival&) { return &inputs; }, ro);
     const absl::StatusOr<Nanos> cpu_after = ProcessCpuTime(router_pid);
+    const auto totals_after = (*cluster)->ScrapeRouterTotals();
     Trial tr;
     tr.transport = name;
     tr.qps = qps;
@@ -559,15 +565,19 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
       for (const auto& r : *records) tr.served += r.code == absl::StatusCode::kOk ? 1 : 0;
       AddClientFigures(trace, *records, &tr);
     }
+    if (totals_before.ok() && totals_after.ok()) {
+      tr.router_accepted = totals_after->accepted - totals_before->accepted;
+    }
     tr.router_cpu_us_per_query = CpuPerQuery("router-throughput", cpu_before, cpu_after, tr.served);
     std::printf(
         "  %s%s, %.0f qps offered: attainment %.4f, served %.0f qps in time, p50 %.2f ms, p99 "
-        "%.2f ms, router CPU %s/query; %lld refused (p99 %.1f ms), %lld unanswered; client "
-        "sent p99 %.2f ms late\n",
+        "%.2f ms, router CPU %s/query; %lld refused (p99 %.1f ms), %lld unanswered; the router's "
+        "core accepted %lld; client sent p99 %.2f ms late\n",
         name.c_str(), past_peak < 0 ? " (warm-up, not counted)" : "", qps, tr.summary.slo_attainment, tr.summary.throughput_qps,
         tr.summary.p50_ms, tr.summary.p99_ms, CpuText(tr.router_cpu_us_per_query).c_str(),
         static_cast<long long>(tr.refused), tr.refusal_ms_p99,
-        static_cast<long long>(tr.unanswered), tr.client_late_ms_p99);
+        static_cast<long long>(tr.unanswered), static_cast<long long>(tr.router_accepted),
+        tr.client_late_ms_p99);
     std::fflush(stdout);
     trials.push_back(tr);
     // Let queues drain between trials.
@@ -674,6 +684,7 @@ int MeasureRouterThroughput(const BenchmarkArgs& args,
           .Add("refused", t.refused)
           .Add("refusal_ms_p99", t.refusal_ms_p99)
           .Add("unanswered", t.unanswered)
+          .Add("router_accepted", t.router_accepted)
           .Add("client_late_ms_p99", t.client_late_ms_p99);
       if (t.router_cpu_us_per_query >= 0) {
         row.Add("router_cpu_us_per_query", t.router_cpu_us_per_query);
