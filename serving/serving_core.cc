@@ -249,12 +249,14 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
         RejectLocked(handle, request.model,
                      absl::DeadlineExceededError("deadline already passed on arrival"),
                      QueryOutcome::kDeadlineExceeded, now, &e);
-      } else if (request.deadline - now < m->scheduler.fastest()) {
+      } else if (!m->profile.subnets.empty() &&
+                 request.deadline - now < m->scheduler.fastest()) {
         // Past the router's peak queries reach the core late (queued in
         // gRPC): one that not even the fastest batch of one can finish is
         // answered now, not queued until the policy drops it or a sweep
         // finds it expired, after its client's deadline has cancelled the
-        // call on both ends.
+        // call on both ends. Subnet models only: a dynamic model's lower
+        // exit thresholds run faster than its fastest() (the default's).
         ++stats_.late_on_arrival;
         RejectLocked(handle, request.model,
                      absl::DeadlineExceededError(absl::StrCat(
