@@ -58,6 +58,19 @@ std::optional<Refusal> Admission::Check(const Arrival& a, bool shut_down, bool d
                    absl::DeadlineExceededError("deadline already passed on arrival"),
                    QueryOutcome::kDeadlineExceeded};
   }
+  if (!m->profile.subnets.empty() && a.deadline - a.now < m->scheduler.fastest()) {
+    // Past the router's peak queries reach the core late (queued in gRPC):
+    // one that not even the fastest batch of one can finish is answered now,
+    // not queued until the policy drops it or a sweep finds it expired.
+    // Subnet models only: a dynamic model's lower exit thresholds run faster
+    // than its fastest() (the default threshold's).
+    return Refusal{C::kTooLittleSlack,
+                   absl::DeadlineExceededError(absl::StrCat(
+                       "cannot finish by the deadline: ", ToMicros(a.deadline - a.now),
+                       " us left on arrival, model ", *m->name, "'s fastest batch takes ",
+                       ToMicros(m->scheduler.fastest()), " us")),
+                   QueryOutcome::kDeadlineExceeded};
+  }
   if (!m->scheduler.Admit(a.deadline, a.now)) {
     return Refusal{C::kOverloaded,
                    absl::DeadlineExceededError(

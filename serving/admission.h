@@ -37,6 +37,7 @@ struct Refusal {
     kQueueFull,
     kApplication,
     kDeadlinePassed,
+    kTooLittleSlack,  // less left than the fastest batch of one: counted late_on_arrival
     kOverloaded,  // ModelScheduler::Admit: the core counts it shed
     kNoLoadableWorker,
     kLoadTooLate,
@@ -52,8 +53,9 @@ struct Refusal {
 //   no live worker serves the model or could load it      UNAVAILABLE
 //   `max_queue` live queries queued for the model         RESOURCE_EXHAUSTED
 //   the tag over ApplicationRegistry's caps               INVALID_ARGUMENT
-//   the deadline passed, or no time to finish behind the
-//   queue (overload, ModelScheduler::Admit)               DEADLINE_EXCEEDED
+//   the deadline passed, less time left than the fastest
+//   batch of one (subnet models), or no time to finish
+//   behind the queue (overload, ModelScheduler::Admit)    DEADLINE_EXCEEDED
 //   placement: no live worker can load the model          UNAVAILABLE
 //   placement: its load completes too late for the
 //   fastest subnet to meet the deadline                   DEADLINE_EXCEEDED

@@ -247,6 +247,7 @@ void ServingCore::Submit(QueryHandle* handle, QueryRequest request, InputCheck c
             admission_.Check(Arrival{request.model, request.application, request.deadline, now},
                              shut_down_, draining_, m, applications_, {check, sweep, place})) {
       if (r->check == Refusal::Check::kOverloaded) ++stats_.shed;
+      if (r->check == Refusal::Check::kTooLittleSlack) ++stats_.late_on_arrival;
       if (r->check == Refusal::Check::kLoadTooLate) ++stats_.load_too_late;
       RejectLocked(handle, request.model, r->status, r->outcome, now, &e);
     } else {

@@ -96,6 +96,9 @@ struct ServingStats {
   int64_t cancelled = 0;  // queued queries whose client gave up
   int64_t swept = 0;      // answered by the sweep (expired or cancelled)
   int64_t shed = 0;       // answered DEADLINE_EXCEEDED by the overload shedding
+  // Answered DEADLINE_EXCEEDED on arrival: less time left than the model's
+  // fastest batch of one takes.
+  int64_t late_on_arrival = 0;
   int64_t refused = 0;    // batches a worker refused: their window had closed
   int64_t batches = 0;
   int64_t pending = 0;

@@ -157,6 +157,7 @@ TEST(BenchCliTest, LiveBenchmarksRefuseOutOfRangeFlagsBeforeStarting) {
       {"router-throughput --throughput_trial_s nan", "router-throughput: need --throughput_trial_s"},
       {"router-throughput --throughput_start_qps 0", "router-throughput: need"},
       {"router-throughput --throughput_workers 100000", "router-throughput: need"},
+      {"router-throughput --throughput_connections 0", "router-throughput: need"},
       {"router-throughput --throughput_past_peak 0.5", "router-throughput: --throughput_past_peak"},
       {"router-overhead --overhead_queries 0", "router-overhead: need --overhead_queries in [1, 1e7]"},
       {"early-exit-live --eelive_seconds nan", "early-exit-live: need --eelive_seconds in (0, 86400]"},

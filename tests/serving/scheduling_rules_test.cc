@@ -211,6 +211,28 @@ TEST_F(SchedulingRulesTest, InfeasibleQueriesAreDroppedByThePolicy) {
   EXPECT_EQ(hopeless.status.code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+// Past the router's peak queries reach the core late; one with less time
+// left than the fastest batch of one (1 ms here) is answered at once and
+// counted, instead of waiting in the queue to be dropped or swept.
+TEST_F(SchedulingRulesTest, TooLittleSlackOnArrivalIsDeadlineExceededAtOnce) {
+  Make("slackfit");
+  FakeChannel* c;
+  AddWorker(&c);
+  FakeHandle &busy = Q(), &late = Q(), &just = Q();
+  Submit(&busy, clock_.Now() + Millis(100));
+  ASSERT_TRUE(NextBatch(c).has_value());     // the only worker is busy from here on
+  Submit(&late, clock_.Now() + Micros(999));  // fastest: subnet 10 at batch 1, 1 ms
+  ASSERT_EQ(late.answers, 1);
+  EXPECT_EQ(late.status.code(), absl::StatusCode::kDeadlineExceeded) << late.status;
+  EXPECT_THAT(std::string(late.status.message()), ::testing::HasSubstr("fastest batch"));
+  Submit(&just, clock_.Now() + Millis(1));  // fits exactly: queued
+  EXPECT_EQ(just.answers, 0);
+  const ServingStats s = core_->Stats();
+  EXPECT_EQ(s.late_on_arrival, 1);
+  EXPECT_EQ(s.accepted, 2);
+  EXPECT_EQ(s.pending, 2);
+}
+
 TEST_F(SchedulingRulesTest, CancelledQueuedQueryIsAnsweredAndNeverDispatched) {
   Make("fixed-subnet");
   FakeChannel* c;
