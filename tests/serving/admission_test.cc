@@ -133,6 +133,14 @@ TEST_F(AdmissionTest, TagsDeadlinesAndLoads) {
   EXPECT_EQ(r->check, Refusal::Check::kDeadlinePassed) << "due now";
   EXPECT_EQ(r->outcome, QueryOutcome::kDeadlineExceeded);
   EXPECT_EQ(places_, 0);
+  // 0.5 ms left, less than the fastest batch of one (1 ms): answered now.
+  r = Check(&m_, kNow + Micros(500));
+  EXPECT_EQ(r->check, Refusal::Check::kTooLittleSlack);
+  EXPECT_EQ(r->status, absl::DeadlineExceededError(
+                           "cannot finish by the deadline: 500 us left on arrival, model hand's "
+                           "fastest batch takes 1000 us"));
+  EXPECT_EQ(places_, 0);
+  EXPECT_EQ(Verdict(Check(&m_, kNow + Millis(1))), "admitted") << "exactly the fastest's 1 ms";
 
   ready_ = -1;
   r = Check(&m_);
