@@ -137,7 +137,7 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     }
     removed = models_.Remove(name);
     if (options_.log_lifecycle) {
-      SS_LOG(INFO) << "model " << name << " removed";
+      e.Log(LogLevel::kInfo, __FILE__, __LINE__, absl::StrCat("model ", name, " removed"));
     }
   }
   Apply(&e);
@@ -191,7 +191,8 @@ absl::Status ServingCore::AttachWorker(int32_t worker, const std::string& model)
     }
     m->scheduler.AddWorker(worker);
     if (options_.log_lifecycle) {
-      SS_LOG(INFO) << "worker " << *w->name << " loaded model " << model;
+      e.Log(LogLevel::kInfo, __FILE__, __LINE__,
+            absl::StrCat("worker ", *w->name, " loaded model ", model));
     }
     ScheduleLocked(m, clock_->Now(), &e);
   }
@@ -459,7 +460,7 @@ void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, dou
   if (!r.invalid.empty()) {
     // A policy bug. Answer the queue instead of guessing a batch, so that
     // every query still gets exactly one answer.
-    SS_LOG(ERROR) << "model " << *m->name << ": " << r.invalid;
+    e->Log(LogLevel::kError, __FILE__, __LINE__, absl::StrCat("model ", *m->name, ": ", r.invalid));
     for (QueryId id : s.TakeAll()) {
       FailLocked(id, absl::InternalError(r.invalid), QueryOutcome::kError, now, e);
     }
@@ -512,7 +513,8 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
   if (!residency_.empty() && residency_.Tracks(taken.worker) &&
       residency_.StateOf(taken.worker, m->id) != Residency::State::kResident) {
     // Cannot happen: a model's scheduler offers only the workers holding it.
-    SS_LOG(ERROR) << "model " << *m->name << " not resident on worker " << *w->name;
+    e->Log(LogLevel::kError, __FILE__, __LINE__,
+           absl::StrCat("model ", *m->name, " not resident on worker ", *w->name));
     for (QueryId id : plan.queries) {
       pending_.find(id)->second.on_worker = false;
       RequeueLocked(id, now, e);
@@ -586,9 +588,9 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     }
     name = w.name;
     if (options_.log_lifecycle) {
-      SS_LOG(INFO) << "worker " << *w.name << " registered" << (worker.emulated ? " (emulated)" : "")
-                 << ", serving " << served << " of " << worker.models.size()
-                 << " declared models";
+      e.Log(LogLevel::kInfo, __FILE__, __LINE__,
+            absl::StrCat("worker ", *w.name, " registered", worker.emulated ? " (emulated)" : "",
+                         ", serving ", served, " of ", worker.models.size(), " declared models"));
     }
     NoteWorkersAliveLocked(&e);
     // Its silence is checked on time however idle the core is.
@@ -618,14 +620,17 @@ void ServingCore::OnHeartbeat(int32_t worker) {
 void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
   Effects e;
   {
-    absl::MutexLock lock(&mu_);
+    absl::ReleasableMutexLock lock(&mu_);
     const Nanos now = clock_->Now();
     WorkerRecord* w = workers_.GetAlive(worker);
     if (w == nullptr) return;  // a dead worker's late result: its queries were handled
     workers_.Heard(worker, now);
     std::optional<InflightBatch> b = workers_.TakeInflight(worker, outcome.batch_id);
-    if (!b) {
-      SS_LOG(WARNING) << "worker " << *w->name << " answered unknown batch " << outcome.batch_id;
+    if (!b) {  // a misbehaving worker's, at will: logged after the lock
+      e.Log(LogLevel::kWarning, __FILE__, __LINE__,
+            absl::StrCat("worker ", *w->name, " answered unknown batch ", outcome.batch_id));
+      lock.Release();
+      Apply(&e);
       return;
     }
     workers_.AddBusy(worker, outcome.exec);
@@ -681,10 +686,10 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           ReportAnsweredLocked(pit, m, a, QueryOutcome::kOk, now, &e);
         }
         if (match.foreign() > 0 || match.duplicate() > 0 || outcome.outputs.size() != n) {
-          SS_LOG(WARNING) << "worker " << *w->name << " batch " << b->id << ": "
-                          << outcome.outputs.size() << " results for " << n << " queries ("
-                          << match.foreign() << " foreign, " << match.duplicate()
-                          << " duplicate ids ignored)";
+          e.Log(LogLevel::kWarning, __FILE__, __LINE__,
+                absl::StrCat("worker ", *w->name, " batch ", b->id, ": ", outcome.outputs.size(),
+                             " results for ", n, " queries (", match.foreign(), " foreign, ",
+                             match.duplicate(), " duplicate ids ignored)"));
         }
         for (size_t k = 0; k < n; ++k) {
           if (match.answered(k)) continue;
@@ -730,8 +735,9 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
   if (w == nullptr) return;
   const std::shared_ptr<WorkerChannel> channel = w->channel;
   if (options_.log_lifecycle) {
-    SS_LOG(WARNING) << "worker " << *w->name << " gone (" << why.message() << "); "
-                    << w->inflight.size() << " batches in flight";
+    e->Log(LogLevel::kWarning, __FILE__, __LINE__,
+           absl::StrCat("worker ", *w->name, " gone (", why.message(), "); ", w->inflight.size(),
+                        " batches in flight"));
   }
   std::vector<InflightBatch> lost = workers_.MarkDead(worker);
   e->rare_effects().closes.emplace_back(

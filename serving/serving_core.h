@@ -251,6 +251,7 @@ class ServingCore {
   const Clock* clock() const { return clock_; }
 
  private:
+  friend class ServingCoreTestPeer;  // tests: whether mu_ is free at a call-out
   // Work decided under mu_ and carried out after it is released.
   using Effects = CoreEffects;
 

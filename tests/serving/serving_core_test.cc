@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/logging.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "tests/baselines_registered.h"
@@ -320,6 +321,60 @@ TEST_F(ServingCoreTest, AClosedModelReportsDrainedOnceAfterItsLastAnswer) {
   EXPECT_EQ(events.back(), "busy drained") << "removed: nothing left to drain";
   EXPECT_EQ(handles_.back()->answers, 1);
   EXPECT_EQ(events.size(), 3u);
+}
+
+}  // namespace
+
+// Whether the core's lock is free (TryLock fails on a mutex the caller holds).
+class ServingCoreTestPeer {
+ public:
+  static bool LockFree(ServingCore& core) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (!core.mu_.TryLock()) return false;
+    core.mu_.Unlock();
+    return true;
+  }
+};
+
+namespace {
+
+// Records each line and whether the core's lock was free when it was written.
+class LockProbingSink final : public LogSink {
+ public:
+  explicit LockProbingSink(ServingCore* core) : core_(core) { SetLogSink(this); }
+  ~LockProbingSink() override { SetLogSink(nullptr); }
+  void Write(LogLevel, const std::string& line) override {
+    lines.push_back(line);
+    if (!ServingCoreTestPeer::LockFree(*core_)) under_lock.push_back(line);
+  }
+  std::vector<std::string> lines, under_lock;
+
+ private:
+  ServingCore* core_;
+};
+
+// A worker can make the core log at will (an unknown batch id, a result
+// count that does not match, reconnecting): those lines are written after
+// the core's lock is released, never on stderr while every query waits.
+TEST_F(ServingCoreTest, LinesAWorkerTriggersAreLoggedOutsideTheLock) {
+  LockProbingSink sink(core_.get());
+  auto c = std::make_shared<FakeChannel>();
+  const int32_t w = AddWorker(c);
+  FakeHandle& q = Submit(Millis(100));
+  ASSERT_EQ(c->sent.size(), 1u);
+  BatchOutcome unknown = OkOutcome(c->sent.front());
+  unknown.batch_id += 1000;
+  core_->OnBatchResult(w, unknown);
+  BatchOutcome extra = OkOutcome(c->sent.front());
+  extra.outputs.emplace_back(QueryId{987654}, nullptr);  // a foreign id
+  core_->OnBatchResult(w, extra);
+  EXPECT_TRUE(q.status.ok()) << q.status;
+  core_->OnWorkerGone(w, absl::UnavailableError("stream ended"));
+  std::string all;
+  for (const std::string& l : sink.lines) all += l;
+  for (const char* expected : {"registered", "answered unknown batch", "1 foreign", "gone"}) {
+    EXPECT_NE(all.find(expected), std::string::npos) << expected << " not logged in:\n" << all;
+  }
+  EXPECT_TRUE(sink.under_lock.empty()) << "logged under the lock: " << sink.under_lock.front();
 }
 
 // Answers every question with a wake-up at `*wake` (a deferring policy, as
