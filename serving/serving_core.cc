@@ -163,6 +163,10 @@ absl::Status ServingCore::CloseModel(const std::string& name, std::function<void
 
 void ServingCore::CollectDrained(Effects* e) {
   absl::MutexLock lock(&mu_);
+  if (!on_idle_.empty() && (shut_down_ || pending_.empty())) {
+    for (auto& on_idle : on_idle_) e->rare_effects().drained.push_back(std::move(on_idle));
+    on_idle_.clear();
+  }
   for (auto it = on_drained_.begin(); it != on_drained_.end();) {
     if (shut_down_ || ModelDrainedLocked(it->first)) {
       e->rare_effects().drained.push_back(std::move(it->second));
@@ -204,19 +208,6 @@ bool ServingCore::ModelDrainedLocked(const std::string& name) const {
   const ServedModel* m = models_.Find(name);
   if (m == nullptr) return true;
   return m->scheduler.queued() == 0 && workers_.AnsweringBatches(m->id) == 0;
-}
-
-bool ServingCore::AwaitModelDrained(const std::string& name, absl::Duration timeout) const {
-  struct Ask {
-    const ServingCore* core;
-    const std::string* name;
-  } ask{this, &name};
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(
-      absl::Condition(
-          +[](Ask* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->core->ModelDrainedLocked(*a->name); },
-          &ask),
-      timeout);
 }
 
 std::vector<ModelSummary> ServingCore::ListModels() const {
@@ -342,7 +333,9 @@ void ServingCore::ReportAnsweredLocked(PendingQueries::iterator it, const Served
   ++stats_.answered;
   // Whether the model is drained is seen once this locked section is over
   // (Apply): a dispatch may be between taking a batch and sending it.
-  if (m != nullptr && m->closed) e->rare_effects().drain_check = true;
+  if ((m != nullptr && m->closed) || (pending_.empty() && !on_idle_.empty())) {
+    e->rare_effects().drain_check = true;
+  }
 }
 
 void ServingCore::FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome,
@@ -887,20 +880,16 @@ Nanos ServingCore::Tick() {
 
 // ---------------------------------------------------------------- shutdown
 
-void ServingCore::Drain() {
-  absl::MutexLock lock(&mu_);
-  draining_ = true;
-}
-
-bool ServingCore::AwaitIdle(absl::Duration timeout) const {
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(
-      absl::Condition(
-          +[](const ServingCore* core) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return core->pending_.empty();
-          },
-          this),
-      timeout);
+void ServingCore::Drain(std::function<void()> on_idle) {
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+    if (on_idle == nullptr) return;
+    on_idle_.push_back(std::move(on_idle));
+    e.rare_effects().drain_check = true;  // idle already?
+  }
+  Apply(&e);
 }
 
 void ServingCore::Shutdown() {
@@ -922,7 +911,9 @@ void ServingCore::Shutdown() {
       e.rare_effects().closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
     NoteWorkersAliveLocked(&e);
-    if (!on_drained_.empty()) e.rare_effects().drain_check = true;  // nothing will be served
+    if (!on_drained_.empty() || !on_idle_.empty()) {
+      e.rare_effects().drain_check = true;  // nothing will be served
+    }
   }
   Apply(&e);
 }

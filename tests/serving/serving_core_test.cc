@@ -249,34 +249,32 @@ TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
   EXPECT_EQ(core_->Stats().pending, 0);
 }
 
-// Draining is a state the core reports, not one the owner polls for: a
-// thread waiting on AwaitModelDrained / AwaitIdle wakes when the last
-// result comes in (it would wait its whole 60 s otherwise), and one whose
-// model cannot drain gives up at its timeout.
-TEST_F(ServingCoreTest, AwaitingADrainWakesOnTheLastResultAndTimesOutOtherwise) {
+// The router-wide drain as an event (Drain's on_idle), as the model drain:
+// run once, after the last accepted query's answer is delivered, with no
+// thread waiting; at once for a core with nothing left.
+TEST_F(ServingCoreTest, ADrainReportsIdleOnceAfterTheLastAnswer) {
   auto c = std::make_shared<FakeChannel>();
   const int32_t w = AddWorker(c);
-  Submit(Millis(100));
-  Submit(Millis(100));
-  ASSERT_TRUE(core_->CloseModel("hand").ok());
-  EXPECT_FALSE(core_->AwaitModelDrained("hand", absl::Milliseconds(20)))
-      << "one query queued, one batch on the worker";
-  EXPECT_FALSE(core_->AwaitIdle(absl::ZeroDuration()));
-  std::atomic<bool> model_drained{false}, idle{false};
-  std::thread model_waiter(
-      [&] { model_drained = core_->AwaitModelDrained("hand", absl::Seconds(60)); });
-  std::thread idle_waiter([&] { idle = core_->AwaitIdle(absl::Seconds(60)); });
-  ASSERT_EQ(c->sent.size(), 1u);
+  FakeHandle& running = Submit(Millis(100));
+  FakeHandle& queued = Submit(Millis(100));
+  std::vector<std::string> events;
+  core_->Drain([&] {
+    events.push_back(absl::StrCat("idle after ", running.answers + queued.answers, " answers"));
+  });
+  EXPECT_TRUE(events.empty()) << "one query queued, one batch on the worker";
+  FakeHandle& late = Submit(Millis(100));
+  EXPECT_EQ(late.status.code(), absl::StatusCode::kUnavailable) << "refused: not waited for";
   core_->OnBatchResult(w, OkOutcome(c->sent.front()));
-  ASSERT_EQ(c->sent.size(), 2u) << "a closed model's queued query is still served";
+  EXPECT_TRUE(events.empty()) << "the queued query is on the worker now";
+  ASSERT_EQ(c->sent.size(), 2u);
   core_->OnBatchResult(w, OkOutcome(c->sent.back()));
-  const absl::Time joined_by = absl::Now() + absl::Seconds(30);
-  model_waiter.join();
-  idle_waiter.join();
-  EXPECT_LT(absl::Now(), joined_by) << "the waiters slept through the last result";
-  EXPECT_TRUE(model_drained);
-  EXPECT_TRUE(idle);
-  EXPECT_TRUE(core_->AwaitModelDrained("no-such-model", absl::ZeroDuration()));
+  EXPECT_EQ(events, std::vector<std::string>{"idle after 2 answers"});
+  core_->Tick();
+  core_->Drain();
+  EXPECT_EQ(events.size(), 1u) << "once";
+  core_->Drain([&] { events.push_back("idle at once"); });
+  EXPECT_EQ(events.back(), "idle at once") << "nothing left: at once";
+  EXPECT_EQ(events.size(), 2u);
 }
 
 // The drain as an event (CloseModel's on_drained): reported once, after the
