@@ -9,7 +9,10 @@
 namespace superserve {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
-}
+std::atomic<LogSink*> g_sink{nullptr};
+}  // namespace
+
+void SetLogSink(LogSink* sink) { g_sink.store(sink); }
 
 void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
 
@@ -40,8 +43,11 @@ LogLine::LogLine(LogLevel level, const char* file, int line) : level_(level) {
 LogLine::~LogLine() {
   ss_ << '\n';
   std::string s = ss_.str();
+  if (LogSink* sink = g_sink.load(std::memory_order_acquire)) {
+    sink->Write(level_, s);
+    return;
+  }
   std::fwrite(s.data(), 1, s.size(), stderr);
-  (void)level_;
 }
 
 }  // namespace superserve

@@ -15,6 +15,15 @@ void SetLogLevel(const std::string& name);
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
 
+// Where lines go instead of stderr while set (tests: what was logged, and
+// from where); null: stderr. Not owned; set it before logging starts.
+class LogSink {
+ public:
+  virtual ~LogSink() = default;
+  virtual void Write(LogLevel level, const std::string& line) = 0;
+};
+void SetLogSink(LogSink* sink);
+
 class LogLine {
  public:
   LogLine(LogLevel level, const char* file, int line);

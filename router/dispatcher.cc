@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "common/logging.h"
 #include "common/tensor_codec.h"
 #include "common/worker_link_limits.h"
@@ -71,8 +72,10 @@ void Dispatcher::Shutdown() {
 }
 
 bool Dispatcher::Drain(Nanos timeout) {
-  core_.Drain();
-  return core_.AwaitIdle(absl::Nanoseconds(std::max<Nanos>(0, timeout)));
+  // Shared: the event may come after a timed-out wait has returned.
+  auto idle = std::make_shared<absl::Notification>();
+  core_.Drain([idle] { idle->Notify(); });
+  return idle->WaitForNotificationWithTimeout(absl::Nanoseconds(std::max<Nanos>(0, timeout)));
 }
 
 absl::Status Dispatcher::ServeInCore(const ModelProfile& profile, const ModelDigest* digest) {

@@ -19,6 +19,7 @@ void CoreEffects::Carry(ServingObserver* observer) {
   for (auto& [handle, answer] : answers) handle->Deliver(std::move(answer));
   if (r != nullptr) {
     for (auto& [channel, why] : r->closes) channel->Close(why);
+    for (const Rare::LogEntry& l : r->logs) LogLine(l.level, l.file, l.line).stream() << l.text;
   }
   if (observer != nullptr) {
     for (auto& [model, report] : done) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/logging.h"
 #include "common/time.h"
 #include "serving/batch.h"
 #include "serving/query_handle.h"
@@ -48,11 +49,26 @@ struct CoreEffects {
     bool drain_check = false;
     // The on_drained callbacks of models found drained, run last.
     std::vector<std::function<void()>> drained;
+    // Log lines, written after the lock: a worker or client that triggers
+    // them at will (an unknown batch id, a wrong result count, reconnects)
+    // then never holds the core up on stderr.
+    struct LogEntry {
+      LogLevel level;
+      const char* file;
+      int line;
+      std::string text;
+    };
+    std::vector<LogEntry> logs;
   };
   std::unique_ptr<Rare> rare;  // null: none of them
   Rare& rare_effects() {
     if (rare == nullptr) rare = std::make_unique<Rare>();
     return *rare;
+  }
+  // Records a log line for Carry (below the log level: dropped now).
+  void Log(LogLevel level, const char* file, int line, std::string text) {
+    if (level < GetLogLevel()) return;
+    rare_effects().logs.push_back({level, file, line, std::move(text)});
   }
   int32_t workers_alive = -1;  // >= 0: report it
   uint64_t workers_alive_version = 0;  // ServingCore::NoteWorkersAliveLocked's
@@ -61,8 +77,8 @@ struct CoreEffects {
   // Carries out all but the live-worker count and the wake-up (the core
   // reports those after, from its own state): for each channel its unloads,
   // loads and batches in that order (each batch told to `observer` first,
-  // may be null), then the answers, the closes, the observer's events and
-  // the drained models' callbacks.
+  // may be null), then the answers, the closes, the log lines, the
+  // observer's events and the drained models' callbacks.
   void Carry(ServingObserver* observer);
 };
 

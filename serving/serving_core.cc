@@ -137,7 +137,7 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     }
     removed = models_.Remove(name);
     if (options_.log_lifecycle) {
-      SS_LOG(INFO) << "model " << name << " removed";
+      e.Log(LogLevel::kInfo, __FILE__, __LINE__, absl::StrCat("model ", name, " removed"));
     }
   }
   Apply(&e);
@@ -163,6 +163,10 @@ absl::Status ServingCore::CloseModel(const std::string& name, std::function<void
 
 void ServingCore::CollectDrained(Effects* e) {
   absl::MutexLock lock(&mu_);
+  if (!on_idle_.empty() && (shut_down_ || pending_.empty())) {
+    for (auto& on_idle : on_idle_) e->rare_effects().drained.push_back(std::move(on_idle));
+    on_idle_.clear();
+  }
   for (auto it = on_drained_.begin(); it != on_drained_.end();) {
     if (shut_down_ || ModelDrainedLocked(it->first)) {
       e->rare_effects().drained.push_back(std::move(it->second));
@@ -191,7 +195,8 @@ absl::Status ServingCore::AttachWorker(int32_t worker, const std::string& model)
     }
     m->scheduler.AddWorker(worker);
     if (options_.log_lifecycle) {
-      SS_LOG(INFO) << "worker " << *w->name << " loaded model " << model;
+      e.Log(LogLevel::kInfo, __FILE__, __LINE__,
+            absl::StrCat("worker ", *w->name, " loaded model ", model));
     }
     ScheduleLocked(m, clock_->Now(), &e);
   }
@@ -203,19 +208,6 @@ bool ServingCore::ModelDrainedLocked(const std::string& name) const {
   const ServedModel* m = models_.Find(name);
   if (m == nullptr) return true;
   return m->scheduler.queued() == 0 && workers_.AnsweringBatches(m->id) == 0;
-}
-
-bool ServingCore::AwaitModelDrained(const std::string& name, absl::Duration timeout) const {
-  struct Ask {
-    const ServingCore* core;
-    const std::string* name;
-  } ask{this, &name};
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(
-      absl::Condition(
-          +[](Ask* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->core->ModelDrainedLocked(*a->name); },
-          &ask),
-      timeout);
 }
 
 std::vector<ModelSummary> ServingCore::ListModels() const {
@@ -341,7 +333,9 @@ void ServingCore::ReportAnsweredLocked(PendingQueries::iterator it, const Served
   ++stats_.answered;
   // Whether the model is drained is seen once this locked section is over
   // (Apply): a dispatch may be between taking a batch and sending it.
-  if (m != nullptr && m->closed) e->rare_effects().drain_check = true;
+  if ((m != nullptr && m->closed) || (pending_.empty() && !on_idle_.empty())) {
+    e->rare_effects().drain_check = true;
+  }
 }
 
 void ServingCore::FailLocked(QueryId id, const absl::Status& status, QueryOutcome outcome,
@@ -459,7 +453,7 @@ void ServingCore::ScheduleOfferLocked(ServedModel* m, Nanos now, Effects* e, dou
   if (!r.invalid.empty()) {
     // A policy bug. Answer the queue instead of guessing a batch, so that
     // every query still gets exactly one answer.
-    SS_LOG(ERROR) << "model " << *m->name << ": " << r.invalid;
+    e->Log(LogLevel::kError, __FILE__, __LINE__, absl::StrCat("model ", *m->name, ": ", r.invalid));
     for (QueryId id : s.TakeAll()) {
       FailLocked(id, absl::InternalError(r.invalid), QueryOutcome::kError, now, e);
     }
@@ -512,7 +506,8 @@ void ServingCore::DispatchLocked(ServedModel* m, TakenBatch taken, Nanos now, Ef
   if (!residency_.empty() && residency_.Tracks(taken.worker) &&
       residency_.StateOf(taken.worker, m->id) != Residency::State::kResident) {
     // Cannot happen: a model's scheduler offers only the workers holding it.
-    SS_LOG(ERROR) << "model " << *m->name << " not resident on worker " << *w->name;
+    e->Log(LogLevel::kError, __FILE__, __LINE__,
+           absl::StrCat("model ", *m->name, " not resident on worker ", *w->name));
     for (QueryId id : plan.queries) {
       pending_.find(id)->second.on_worker = false;
       RequeueLocked(id, now, e);
@@ -586,9 +581,9 @@ absl::StatusOr<int32_t> ServingCore::RegisterWorker(const WorkerRegistration& wo
     }
     name = w.name;
     if (options_.log_lifecycle) {
-      SS_LOG(INFO) << "worker " << *w.name << " registered" << (worker.emulated ? " (emulated)" : "")
-                 << ", serving " << served << " of " << worker.models.size()
-                 << " declared models";
+      e.Log(LogLevel::kInfo, __FILE__, __LINE__,
+            absl::StrCat("worker ", *w.name, " registered", worker.emulated ? " (emulated)" : "",
+                         ", serving ", served, " of ", worker.models.size(), " declared models"));
     }
     NoteWorkersAliveLocked(&e);
     // Its silence is checked on time however idle the core is.
@@ -618,14 +613,17 @@ void ServingCore::OnHeartbeat(int32_t worker) {
 void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
   Effects e;
   {
-    absl::MutexLock lock(&mu_);
+    absl::ReleasableMutexLock lock(&mu_);
     const Nanos now = clock_->Now();
     WorkerRecord* w = workers_.GetAlive(worker);
     if (w == nullptr) return;  // a dead worker's late result: its queries were handled
     workers_.Heard(worker, now);
     std::optional<InflightBatch> b = workers_.TakeInflight(worker, outcome.batch_id);
-    if (!b) {
-      SS_LOG(WARNING) << "worker " << *w->name << " answered unknown batch " << outcome.batch_id;
+    if (!b) {  // a misbehaving worker's, at will: logged after the lock
+      e.Log(LogLevel::kWarning, __FILE__, __LINE__,
+            absl::StrCat("worker ", *w->name, " answered unknown batch ", outcome.batch_id));
+      lock.Release();
+      Apply(&e);
       return;
     }
     workers_.AddBusy(worker, outcome.exec);
@@ -681,10 +679,10 @@ void ServingCore::OnBatchResult(int32_t worker, BatchOutcome outcome) {
           ReportAnsweredLocked(pit, m, a, QueryOutcome::kOk, now, &e);
         }
         if (match.foreign() > 0 || match.duplicate() > 0 || outcome.outputs.size() != n) {
-          SS_LOG(WARNING) << "worker " << *w->name << " batch " << b->id << ": "
-                          << outcome.outputs.size() << " results for " << n << " queries ("
-                          << match.foreign() << " foreign, " << match.duplicate()
-                          << " duplicate ids ignored)";
+          e.Log(LogLevel::kWarning, __FILE__, __LINE__,
+                absl::StrCat("worker ", *w->name, " batch ", b->id, ": ", outcome.outputs.size(),
+                             " results for ", n, " queries (", match.foreign(), " foreign, ",
+                             match.duplicate(), " duplicate ids ignored)"));
         }
         for (size_t k = 0; k < n; ++k) {
           if (match.answered(k)) continue;
@@ -730,8 +728,9 @@ void ServingCore::WorkerGoneLocked(int32_t worker, const absl::Status& why, Nano
   if (w == nullptr) return;
   const std::shared_ptr<WorkerChannel> channel = w->channel;
   if (options_.log_lifecycle) {
-    SS_LOG(WARNING) << "worker " << *w->name << " gone (" << why.message() << "); "
-                    << w->inflight.size() << " batches in flight";
+    e->Log(LogLevel::kWarning, __FILE__, __LINE__,
+           absl::StrCat("worker ", *w->name, " gone (", why.message(), "); ", w->inflight.size(),
+                        " batches in flight"));
   }
   std::vector<InflightBatch> lost = workers_.MarkDead(worker);
   e->rare_effects().closes.emplace_back(
@@ -881,20 +880,16 @@ Nanos ServingCore::Tick() {
 
 // ---------------------------------------------------------------- shutdown
 
-void ServingCore::Drain() {
-  absl::MutexLock lock(&mu_);
-  draining_ = true;
-}
-
-bool ServingCore::AwaitIdle(absl::Duration timeout) const {
-  absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithTimeout(
-      absl::Condition(
-          +[](const ServingCore* core) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return core->pending_.empty();
-          },
-          this),
-      timeout);
+void ServingCore::Drain(std::function<void()> on_idle) {
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+    if (on_idle == nullptr) return;
+    on_idle_.push_back(std::move(on_idle));
+    e.rare_effects().drain_check = true;  // idle already?
+  }
+  Apply(&e);
 }
 
 void ServingCore::Shutdown() {
@@ -916,7 +911,9 @@ void ServingCore::Shutdown() {
       e.rare_effects().closes.emplace_back(channel, absl::UnavailableError("shutting down"));
     }
     NoteWorkersAliveLocked(&e);
-    if (!on_drained_.empty()) e.rare_effects().drain_check = true;  // nothing will be served
+    if (!on_drained_.empty() || !on_idle_.empty()) {
+      e.rare_effects().drain_check = true;  // nothing will be served
+    }
   }
   Apply(&e);
 }

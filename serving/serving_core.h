@@ -183,14 +183,6 @@ class ServingCore {
   // already), or is removed, or the core shuts down.
   absl::Status CloseModel(const std::string& name, std::function<void()> on_drained = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Blocks the calling thread until the model has nothing queued and no
-  // batch with queries on a worker (or is gone), or `timeout` of real time
-  // passed; returns whether it drained. Woken by the core's own changes (the
-  // condition is checked whenever the lock is released), not by polling.
-  // For the owner's threads (the router's admin calls); never on a thread
-  // that holds the lock or runs the core's callbacks.
-  bool AwaitModelDrained(const std::string& name, absl::Duration timeout) const
-      ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<ModelSummary> ListModels() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // --- queries. Always answers through `handle`, now or later. `check` runs
@@ -238,11 +230,11 @@ class ServingCore {
 
   // Stops accepting queries (new ones are answered UNAVAILABLE, "draining");
   // what is queued or on a worker is served as usual. Idempotent; Shutdown
-  // ends it.
-  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
-  // Blocks until no query is pending or `timeout` of real time passed;
-  // returns whether none is (as AwaitModelDrained, for the whole core).
-  bool AwaitIdle(absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
+  // ends it. `on_idle` (optional) is the event of the drain's end, as
+  // CloseModel's on_drained for one model: it runs once, after the lock is
+  // released, when no accepted query is left (at once if none is), or the
+  // core shuts down.
+  void Drain(std::function<void()> on_idle = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   // Answers everything pending UNAVAILABLE and closes every worker channel.
   // Later calls are refused (UNAVAILABLE).
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
@@ -251,6 +243,7 @@ class ServingCore {
   const Clock* clock() const { return clock_; }
 
  private:
+  friend class ServingCoreTestPeer;  // tests: whether mu_ is free at a call-out
   // Work decided under mu_ and carried out after it is released.
   using Effects = CoreEffects;
 
@@ -397,6 +390,8 @@ class ServingCore {
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   // CloseModel's on_drained, by model name, until the model drains.
   absl::flat_hash_map<std::string, std::function<void()>> on_drained_ ABSL_GUARDED_BY(mu_);
+  // Drain's on_idle callbacks, run once no query is pending.
+  std::vector<std::function<void()>> on_idle_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace superserve

@@ -167,8 +167,9 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
           on.erase(it);
         }
       }
-      SS_LOG(WARNING) << "worker " << *w->name << " failed to load model " << model << ": "
-                      << status.message();
+      e.Log(LogLevel::kWarning, __FILE__, __LINE__,
+            absl::StrCat("worker ", *w->name, " failed to load model ", model, ": ",
+                         status.message()));
       if (m->scheduler.workers().empty() && residency_.PendingReady(m->id) < 0 &&
           !m->scheduler.empty()) {
         // Another worker, if one can take it (now, or once room frees);
@@ -189,8 +190,9 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
       if (!residency_.FinishLoad(worker, m->id)) return;
       if (measured_bytes > 0 && measured_bytes != residency_.Footprint(m->id)) {
         if (options_.log_lifecycle) {
-          SS_LOG(INFO) << "model " << model << ": worker " << *w->name << " measured "
-                       << measured_bytes << " bytes (was " << residency_.Footprint(m->id) << ")";
+          e.Log(LogLevel::kInfo, __FILE__, __LINE__,
+                absl::StrCat("model ", model, ": worker ", *w->name, " measured ", measured_bytes,
+                             " bytes (was ", residency_.Footprint(m->id), ")"));
         }
         residency_.SetFootprint(m->id, measured_bytes);
       }

@@ -12,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/logging.h"
 #include "gtest/gtest.h"
 #include "policies/policy_factory.h"
 #include "tests/baselines_registered.h"
@@ -248,34 +249,32 @@ TEST_F(ServingCoreTest, DrainRefusesNewQueriesAndServesQueuedOnes) {
   EXPECT_EQ(core_->Stats().pending, 0);
 }
 
-// Draining is a state the core reports, not one the owner polls for: a
-// thread waiting on AwaitModelDrained / AwaitIdle wakes when the last
-// result comes in (it would wait its whole 60 s otherwise), and one whose
-// model cannot drain gives up at its timeout.
-TEST_F(ServingCoreTest, AwaitingADrainWakesOnTheLastResultAndTimesOutOtherwise) {
+// The router-wide drain as an event (Drain's on_idle), as the model drain:
+// run once, after the last accepted query's answer is delivered, with no
+// thread waiting; at once for a core with nothing left.
+TEST_F(ServingCoreTest, ADrainReportsIdleOnceAfterTheLastAnswer) {
   auto c = std::make_shared<FakeChannel>();
   const int32_t w = AddWorker(c);
-  Submit(Millis(100));
-  Submit(Millis(100));
-  ASSERT_TRUE(core_->CloseModel("hand").ok());
-  EXPECT_FALSE(core_->AwaitModelDrained("hand", absl::Milliseconds(20)))
-      << "one query queued, one batch on the worker";
-  EXPECT_FALSE(core_->AwaitIdle(absl::ZeroDuration()));
-  std::atomic<bool> model_drained{false}, idle{false};
-  std::thread model_waiter(
-      [&] { model_drained = core_->AwaitModelDrained("hand", absl::Seconds(60)); });
-  std::thread idle_waiter([&] { idle = core_->AwaitIdle(absl::Seconds(60)); });
-  ASSERT_EQ(c->sent.size(), 1u);
+  FakeHandle& running = Submit(Millis(100));
+  FakeHandle& queued = Submit(Millis(100));
+  std::vector<std::string> events;
+  core_->Drain([&] {
+    events.push_back(absl::StrCat("idle after ", running.answers + queued.answers, " answers"));
+  });
+  EXPECT_TRUE(events.empty()) << "one query queued, one batch on the worker";
+  FakeHandle& late = Submit(Millis(100));
+  EXPECT_EQ(late.status.code(), absl::StatusCode::kUnavailable) << "refused: not waited for";
   core_->OnBatchResult(w, OkOutcome(c->sent.front()));
-  ASSERT_EQ(c->sent.size(), 2u) << "a closed model's queued query is still served";
+  EXPECT_TRUE(events.empty()) << "the queued query is on the worker now";
+  ASSERT_EQ(c->sent.size(), 2u);
   core_->OnBatchResult(w, OkOutcome(c->sent.back()));
-  const absl::Time joined_by = absl::Now() + absl::Seconds(30);
-  model_waiter.join();
-  idle_waiter.join();
-  EXPECT_LT(absl::Now(), joined_by) << "the waiters slept through the last result";
-  EXPECT_TRUE(model_drained);
-  EXPECT_TRUE(idle);
-  EXPECT_TRUE(core_->AwaitModelDrained("no-such-model", absl::ZeroDuration()));
+  EXPECT_EQ(events, std::vector<std::string>{"idle after 2 answers"});
+  core_->Tick();
+  core_->Drain();
+  EXPECT_EQ(events.size(), 1u) << "once";
+  core_->Drain([&] { events.push_back("idle at once"); });
+  EXPECT_EQ(events.back(), "idle at once") << "nothing left: at once";
+  EXPECT_EQ(events.size(), 2u);
 }
 
 // The drain as an event (CloseModel's on_drained): reported once, after the
@@ -320,6 +319,60 @@ TEST_F(ServingCoreTest, AClosedModelReportsDrainedOnceAfterItsLastAnswer) {
   EXPECT_EQ(events.back(), "busy drained") << "removed: nothing left to drain";
   EXPECT_EQ(handles_.back()->answers, 1);
   EXPECT_EQ(events.size(), 3u);
+}
+
+}  // namespace
+
+// Whether the core's lock is free (TryLock fails on a mutex the caller holds).
+class ServingCoreTestPeer {
+ public:
+  static bool LockFree(ServingCore& core) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (!core.mu_.TryLock()) return false;
+    core.mu_.Unlock();
+    return true;
+  }
+};
+
+namespace {
+
+// Records each line and whether the core's lock was free when it was written.
+class LockProbingSink final : public LogSink {
+ public:
+  explicit LockProbingSink(ServingCore* core) : core_(core) { SetLogSink(this); }
+  ~LockProbingSink() override { SetLogSink(nullptr); }
+  void Write(LogLevel, const std::string& line) override {
+    lines.push_back(line);
+    if (!ServingCoreTestPeer::LockFree(*core_)) under_lock.push_back(line);
+  }
+  std::vector<std::string> lines, under_lock;
+
+ private:
+  ServingCore* core_;
+};
+
+// A worker can make the core log at will (an unknown batch id, a result
+// count that does not match, reconnecting): those lines are written after
+// the core's lock is released, never on stderr while every query waits.
+TEST_F(ServingCoreTest, LinesAWorkerTriggersAreLoggedOutsideTheLock) {
+  LockProbingSink sink(core_.get());
+  auto c = std::make_shared<FakeChannel>();
+  const int32_t w = AddWorker(c);
+  FakeHandle& q = Submit(Millis(100));
+  ASSERT_EQ(c->sent.size(), 1u);
+  BatchOutcome unknown = OkOutcome(c->sent.front());
+  unknown.batch_id += 1000;
+  core_->OnBatchResult(w, unknown);
+  BatchOutcome extra = OkOutcome(c->sent.front());
+  extra.outputs.emplace_back(QueryId{987654}, nullptr);  // a foreign id
+  core_->OnBatchResult(w, extra);
+  EXPECT_TRUE(q.status.ok()) << q.status;
+  core_->OnWorkerGone(w, absl::UnavailableError("stream ended"));
+  std::string all;
+  for (const std::string& l : sink.lines) all += l;
+  for (const char* expected : {"registered", "answered unknown batch", "1 foreign", "gone"}) {
+    EXPECT_NE(all.find(expected), std::string::npos) << expected << " not logged in:\n" << all;
+  }
+  EXPECT_TRUE(sink.under_lock.empty()) << "logged under the lock: " << sink.under_lock.front();
 }
 
 // Answers every question with a wake-up at `*wake` (a deferring policy, as
