@@ -2,8 +2,8 @@
 // registers with a memory budget is sent LoadModel (from its repository) and
 // UnloadModel, gets a model's batches only once it reported the model
 // loaded, and its ModelLoaded reports are input: one nobody asked for, or
-// one with an impossible footprint, or a stored package's, changes nothing
-// it should not.
+// one with an impossible footprint, or a stored package's (its footprint
+// aside), changes nothing it should not.
 #include <gtest/gtest.h>
 
 #include "router/dispatcher.h"
@@ -153,6 +153,23 @@ TEST_F(PlacementDispatchTest, AStoredPackagesReportDoesNotCompleteAPendingLoad) 
   Answer();
   EXPECT_EQ(q.answers, 1);
   EXPECT_TRUE(q.status.ok()) << q.status;
+}
+
+// The trial load that stored a hot package measured its footprint: it
+// counts from the report on (the hostile-input rules of a load's report),
+// so that the first placement load is planned with it.
+TEST_F(PlacementDispatchTest, AStoredPackagesFootprintCountsBeforeItsFirstLoad) {
+  for (int64_t bytes : {int64_t{30}, int64_t{1} << 62, int64_t{-5}}) {  // only 30 counts
+    v1::ModelLoaded stored;
+    stored.set_model("a");
+    stored.set_stored(true);
+    stored.set_memory_bytes(bytes);
+    d_->OnModelLoaded(worker_, stored);
+  }
+  EXPECT_EQ(Sent(), std::vector<std::string>{});
+  ServeAWith(0);  // the load measured nothing: the stored 30 stands
+  Submit("b");
+  EXPECT_EQ(Sent(), std::vector<std::string>{"load b"}) << "30 + 60 fit the 100-byte budget";
 }
 
 TEST_F(PlacementDispatchTest, TheMeasuredFootprintDecidesWhatFitsBesideIt) {
