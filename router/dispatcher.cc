@@ -255,7 +255,7 @@ absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hel
     lifecycle_.OnWorkerRegistered(
         *id, hello.worker_id().empty() ? absl::StrCat("worker-", *id)
                                        : absl::StrCat(hello.worker_id(), "#", *id),
-        reg.models, std::move(connection));
+        reg.models, std::move(connection), /*stores_packages=*/reg.memory_bytes > 0);
   }
   return id;
 }

@@ -198,6 +198,30 @@ TEST_F(PlacementDispatchTest, AFailedLoadAnswersItsQueriesWithTheWorkersReason) 
       << q.status;
 }
 
+// A budgeted worker away while a model was unregistered declares its stored
+// package on return: the router has it deleted (UnloadModel without
+// keep_package), and leaves what it serves alone. A worker without a budget
+// keeps what it declares.
+TEST_F(PlacementDispatchTest, AReturningWorkerIsToldToDeleteAPackageNoLongerServed) {
+  for (int64_t budget : {100, 0}) {
+    auto conn = std::make_shared<FakeConnection>();
+    v1::RegisterWorker hello;
+    hello.set_worker_id("back");
+    hello.add_models("a");
+    hello.add_models("gone");
+    hello.set_memory_budget_bytes(budget);
+    ASSERT_TRUE(d_->RegisterWorker(hello, conn).ok());
+    std::vector<std::string> unloads;
+    for (const auto& m : conn->sent) {
+      if (!m->has_unload_model()) continue;
+      EXPECT_FALSE(m->unload_model().keep_package());
+      unloads.push_back(m->unload_model().model());
+    }
+    EXPECT_EQ(unloads, budget > 0 ? std::vector<std::string>{"gone"} : std::vector<std::string>{})
+        << "budget " << budget;
+  }
+}
+
 TEST(PlacementRegistrationTest, ANegativeBudgetIsRefused) {
   SimulatedClock clock{Seconds(1)};
   DispatcherOptions o;
