@@ -258,26 +258,31 @@ absl::StatusOr<int32_t> Dispatcher::RegisterWorker(const v1::RegisterWorker& hel
     lifecycle_.OnWorkerRegistered(
         *id, hello.worker_id().empty() ? absl::StrCat("worker-", *id)
                                        : absl::StrCat(hello.worker_id(), "#", *id),
-        reg.models, std::move(connection));
+        reg.models, std::move(connection), /*stores_packages=*/reg.memory_bytes > 0);
   }
   return id;
 }
 
 void Dispatcher::OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded) {
   lifecycle_.OnModelLoaded(worker, loaded);
-  // A package stored, not loaded: were a placement load of the model
-  // pending on this worker (a query that came as it turned visible), this
-  // must not complete it.
-  if (loaded.stored()) return;
-  // Placement's loads (ServingCore::OnModelLoaded ignores a report of a load
-  // it did not ask for). A footprint outside [0, kMaxFootprintBytes] is the
-  // worker's error: the profile's figure stands.
+  // A footprint outside [0, kMaxFootprintBytes] is the worker's error: the
+  // profile's figure stands.
   int64_t bytes = loaded.memory_bytes();
   if (bytes < 0 || bytes > kMaxFootprintBytes) {
     SS_LOG(WARNING) << "worker " << worker << " reports model " << loaded.model()
                     << " taking " << bytes << " bytes; ignored (the profile's figure stands)";
     bytes = 0;
   }
+  // A package stored, not loaded: its trial load's footprint counts from
+  // now on (the model was added above, if this made it visible), but were
+  // a placement load of the model pending on this worker (a query that came
+  // as it turned visible), this must not complete it.
+  if (loaded.stored()) {
+    if (loaded.error().empty()) core_.OnFootprintMeasured(worker, loaded.model(), bytes);
+    return;
+  }
+  // Placement's loads (ServingCore::OnModelLoaded ignores a report of a load
+  // it did not ask for).
   core_.OnModelLoaded(worker, loaded.model(),
                       loaded.error().empty() ? absl::OkStatus()
                                              : absl::UnavailableError(loaded.error()),

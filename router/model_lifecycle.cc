@@ -245,8 +245,24 @@ void ModelLifecycle::OnDrained(const std::string& internal, bool timed_out) {
 
 void ModelLifecycle::OnWorkerRegistered(int32_t worker, std::string name,
                                         const std::vector<std::string>& declared,
-                                        std::shared_ptr<WorkerConnection> connection) {
-  hot_.OnWorkerRegistered(worker, std::move(name), declared, std::move(connection));
+                                        std::shared_ptr<WorkerConnection> connection,
+                                        bool stores_packages) {
+  hot_.OnWorkerRegistered(worker, name, declared, connection);
+  if (!stores_packages) return;
+  // Checked once the worker is among HotModels' live ones, and sent under
+  // the lock: an unregistration racing this one either reaches the worker
+  // there or leaves its version unloading or gone here; a registration of
+  // the name sets kLoading under this lock before its LoadModel goes out.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& model : declared) {
+    auto it = states_.find(model);
+    if (it != states_.end() && it->second != State::kUnloading) continue;
+    SS_LOG(INFO) << "worker " << name << " declares model " << model
+                 << ", not served here: it is told to free it";
+    auto msg = std::make_unique<v1::RouterMessage>();
+    msg->mutable_unload_model()->set_model(model);
+    connection->Send(std::move(msg));
+  }
 }
 
 void ModelLifecycle::OnWorkerGone(int32_t worker) { hot_.OnWorkerGone(worker); }

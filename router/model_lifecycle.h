@@ -82,9 +82,14 @@ class ModelLifecycle {
   absl::Status Unregister(const std::string& name, uint32_t version, Nanos timeout);
 
   // --- events from the workers' streams (forwarded to HotModels)
+  // A worker with a memory budget (`stores_packages`) declares the hot
+  // packages it stored: one no longer served here (unregistered while the
+  // worker was away) is deleted there (UnloadModel without keep_package, as
+  // unregistration does; a repository model's is a no-op there).
   void OnWorkerRegistered(int32_t worker, std::string name,
                           const std::vector<std::string>& declared,
-                          std::shared_ptr<WorkerConnection> connection);
+                          std::shared_ptr<WorkerConnection> connection,
+                          bool stores_packages = false);
   void OnWorkerGone(int32_t worker);
   void OnModelLoaded(int32_t worker, const v1::ModelLoaded& loaded);
   // Wakes every Register wait with UNAVAILABLE (the router shuts down).

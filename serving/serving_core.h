@@ -213,6 +213,12 @@ class ServingCore {
   // figure (not a matter of memory) is not asked of that worker again.
   void OnModelLoaded(int32_t worker, const std::string& model, const absl::Status& status,
                      int64_t measured_bytes = 0) ABSL_LOCKS_EXCLUDED(mu_);
+  // The worker measured `model`'s footprint without keeping it loaded (a
+  // stored package's trial load): `bytes` > 0 replaces the profile's figure
+  // at once, so that placement plans the first load with it. Ignored for a
+  // model or worker unknown here.
+  void OnFootprintMeasured(int32_t worker, const std::string& model, int64_t bytes)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The worker's in-flight queries are re-queued if they can still make
   // their deadline, else answered DEADLINE_EXCEEDED. The owner's last call
   // for `worker` (its stream ended): the id may then name a later worker

@@ -210,4 +210,23 @@ void ServingCore::OnModelLoaded(int32_t worker, const std::string& model,
   Apply(&e);
 }
 
+void ServingCore::OnFootprintMeasured(int32_t worker, const std::string& model, int64_t bytes) {
+  if (bytes <= 0) return;
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    ServedModel* m = models_.Find(model);
+    const WorkerRecord* w = workers_.GetAlive(worker);
+    if (m == nullptr || w == nullptr || bytes == residency_.Footprint(m->id)) return;
+    if (options_.log_lifecycle) {
+      SS_LOG(INFO) << "model " << model << ": worker " << *w->name << " measured " << bytes
+                   << " bytes storing it (was " << residency_.Footprint(m->id) << ")";
+    }
+    residency_.SetFootprint(m->id, bytes);
+    // A smaller figure may make room for a model waiting for it.
+    RetryAwaitingRoomLocked(clock_->Now(), &e);
+  }
+  Apply(&e);
+}
+
 }  // namespace superserve

@@ -2,8 +2,8 @@
 // registers with a memory budget is sent LoadModel (from its repository) and
 // UnloadModel, gets a model's batches only once it reported the model
 // loaded, and its ModelLoaded reports are input: one nobody asked for, or
-// one with an impossible footprint, or a stored package's, changes nothing
-// it should not.
+// one with an impossible footprint, or a stored package's (its footprint
+// aside), changes nothing it should not.
 #include <gtest/gtest.h>
 
 #include "router/dispatcher.h"
@@ -155,6 +155,23 @@ TEST_F(PlacementDispatchTest, AStoredPackagesReportDoesNotCompleteAPendingLoad) 
   EXPECT_TRUE(q.status.ok()) << q.status;
 }
 
+// The trial load that stored a hot package measured its footprint: it
+// counts from the report on (the hostile-input rules of a load's report),
+// so that the first placement load is planned with it.
+TEST_F(PlacementDispatchTest, AStoredPackagesFootprintCountsBeforeItsFirstLoad) {
+  for (int64_t bytes : {int64_t{30}, int64_t{1} << 62, int64_t{-5}}) {  // only 30 counts
+    v1::ModelLoaded stored;
+    stored.set_model("a");
+    stored.set_stored(true);
+    stored.set_memory_bytes(bytes);
+    d_->OnModelLoaded(worker_, stored);
+  }
+  EXPECT_EQ(Sent(), std::vector<std::string>{});
+  ServeAWith(0);  // the load measured nothing: the stored 30 stands
+  Submit("b");
+  EXPECT_EQ(Sent(), std::vector<std::string>{"load b"}) << "30 + 60 fit the 100-byte budget";
+}
+
 TEST_F(PlacementDispatchTest, TheMeasuredFootprintDecidesWhatFitsBesideIt) {
   ServeAWith(30);  // 30 + 60 fit the 100-byte budget: b loads beside a
   Submit("b");
@@ -179,6 +196,30 @@ TEST_F(PlacementDispatchTest, AFailedLoadAnswersItsQueriesWithTheWorkersReason) 
   EXPECT_EQ(q.status.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(q.status.message().find("not in this worker's repository"), std::string::npos)
       << q.status;
+}
+
+// A budgeted worker away while a model was unregistered declares its stored
+// package on return: the router has it deleted (UnloadModel without
+// keep_package), and leaves what it serves alone. A worker without a budget
+// keeps what it declares.
+TEST_F(PlacementDispatchTest, AReturningWorkerIsToldToDeleteAPackageNoLongerServed) {
+  for (int64_t budget : {100, 0}) {
+    auto conn = std::make_shared<FakeConnection>();
+    v1::RegisterWorker hello;
+    hello.set_worker_id("back");
+    hello.add_models("a");
+    hello.add_models("gone");
+    hello.set_memory_budget_bytes(budget);
+    ASSERT_TRUE(d_->RegisterWorker(hello, conn).ok());
+    std::vector<std::string> unloads;
+    for (const auto& m : conn->sent) {
+      if (!m->has_unload_model()) continue;
+      EXPECT_FALSE(m->unload_model().keep_package());
+      unloads.push_back(m->unload_model().model());
+    }
+    EXPECT_EQ(unloads, budget > 0 ? std::vector<std::string>{"gone"} : std::vector<std::string>{})
+        << "budget " << budget;
+  }
 }
 
 TEST(PlacementRegistrationTest, ANegativeBudgetIsRefused) {
