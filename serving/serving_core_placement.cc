@@ -219,8 +219,9 @@ void ServingCore::OnFootprintMeasured(int32_t worker, const std::string& model, 
     const WorkerRecord* w = workers_.GetAlive(worker);
     if (m == nullptr || w == nullptr || bytes == residency_.Footprint(m->id)) return;
     if (options_.log_lifecycle) {
-      SS_LOG(INFO) << "model " << model << ": worker " << *w->name << " measured " << bytes
-                   << " bytes storing it (was " << residency_.Footprint(m->id) << ")";
+      e.Log(LogLevel::kInfo, __FILE__, __LINE__,
+            absl::StrCat("model ", model, ": worker ", *w->name, " measured ", bytes,
+                         " bytes storing it (was ", residency_.Footprint(m->id), ")"));
     }
     residency_.SetFootprint(m->id, bytes);
     // A smaller figure may make room for a model waiting for it.
