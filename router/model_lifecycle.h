@@ -43,7 +43,8 @@ class ModelLifecycle {
   static const char* StateName(State s);
 
   // What the lifecycle asks of the serving side (the Dispatcher and its
-  // ServingCore; a recorder in tests). None is called under the lock.
+  // ServingCore; a recorder in tests). None is called under the lock but
+  // `add` for a worker's load: a version serves only if still loading.
   struct Serving {
     // Serves `profile` under profile.model (policy, core, digests).
     std::function<absl::Status(const ModelProfile& profile, const ModelDigest* digest)> add;
@@ -75,10 +76,10 @@ class ModelLifecycle {
   HotModels::Outcome Register(const std::string& path, const std::string& expected_name,
                               Nanos timeout);
   // superserve-admin unregister, the poller: every version (`version` 0) or
-  // one. Each is drained: new queries are refused, queued and in-flight
-  // ones are served, for at most `timeout` (what is left then is answered
-  // UNAVAILABLE); then it is removed and the workers free it. Returns once
-  // that is done.
+  // one. Each served one is drained: new queries are refused, queued and
+  // in-flight ones are served, for at most `timeout` (what is left then is
+  // answered UNAVAILABLE); then it is removed and the workers free it. One
+  // still loading is unloaded, never served. Returns once that is done.
   absl::Status Unregister(const std::string& name, uint32_t version, Nanos timeout);
 
   // --- events from the workers' streams (forwarded to HotModels)
@@ -105,8 +106,9 @@ class ModelLifecycle {
   // The events of the drain: `internal` drained (the core's event) or its
   // drain ran out of time; the first one removes and unloads it.
   void OnDrained(const std::string& internal, bool timed_out);
-  // Closes `internal`, waits for the drain's event (at most `timeout`).
-  absl::Status Drain(const std::string& internal, Nanos timeout);
+  // Closes `internal` (if `close`: the caller set it draining), then waits
+  // until it is gone: the drain's event, or `timeout` and then removal.
+  void Drain(const std::string& internal, bool close, Nanos timeout);
   // Under mu_: sets the state, or forgets the version (nullopt).
   void SetLocked(const std::string& internal, std::optional<State> state);
 
@@ -116,7 +118,12 @@ class ModelLifecycle {
 
   mutable std::mutex mu_;
   std::condition_variable changed_;      // a state changed
-  std::map<std::string, State> states_;  // by internal name
+  struct Entry {
+    State state;
+    std::string name;  // the package's model
+    uint32_t version = 0;
+  };
+  std::map<std::string, Entry> states_;  // by internal name
 };
 
 }  // namespace superserve

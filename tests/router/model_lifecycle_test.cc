@@ -28,6 +28,8 @@ namespace fs = std::filesystem;
 using LifecycleState = ModelLifecycle::State;
 using testing::RecordingConnection;
 using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 
 ModelProfile NamedProfile(const std::string& name) {
   ModelProfile p;
@@ -46,9 +48,14 @@ class ModelLifecycleTest : public ::testing::Test {
           return absl::OkStatus();
         },
         [this](const std::string& model, std::function<void()> on_drained) {
+          bool served;
           {
             std::lock_guard<std::mutex> lock(mu_);
-            if (served_.count(model) == 0) return absl::NotFoundError(model);
+            served = served_.count(model) > 0;
+          }
+          if (!served) {
+            if (on_close_unserved_) on_close_unserved_();
+            return absl::NotFoundError(model);
           }
           Record(absl::StrCat("close ", model));
           if (drained_at_close_) {
@@ -77,6 +84,10 @@ class ModelLifecycleTest : public ::testing::Test {
   std::vector<std::string> Calls() {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
+  }
+  std::set<std::string> Served() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return served_;
   }
   // The emulated package as `version` of emu, in a folder of its own.
   std::string EmuPackage(int version) {
@@ -114,6 +125,7 @@ class ModelLifecycleTest : public ::testing::Test {
   std::vector<std::string> calls_;
   std::set<std::string> served_;  // by the core
   bool drained_at_close_ = false;
+  std::function<void()> on_close_unserved_;  // an event that comes as close says NOT_FOUND
   std::function<void()> on_drained_;
   absl::Notification closed_;
 };
@@ -190,24 +202,57 @@ TEST_F(ModelLifecycleTest, ATimedOutDrainRemovesOnceAndAnIdleModelDrainsAtItsClo
   EXPECT_THAT(Calls(), ElementsAre("add a", "add b", "close a", "remove a", "close b", "remove b"));
 }
 
-// A version switch keeps the current version until the others go (the
-// model's versions are ModelVersions' rule); unregistering a version that
-// is still loading on the workers unloads it without a drain.
+// Unregistering a version that is still loading on the workers unloads it
+// without a drain; the served one is left alone.
 TEST_F(ModelLifecycleTest, AVersionStillLoadingIsUnloadedWithoutADrain) {
   ASSERT_TRUE(lifecycle_->AddServing(NamedProfile("emu"), nullptr, 1).ok());
   auto worker = std::make_shared<RecordingConnection>();
   lifecycle_->OnWorkerRegistered(0, "w#0", {"emu"}, worker);
   ASSERT_TRUE(lifecycle_->Register(EmuPackage(3), "emu", 0).status.ok());
   EXPECT_EQ(lifecycle_->StateOf("emu@3"), LifecycleState::kLoading);
-  EXPECT_EQ(lifecycle_->Unregister("emu", 3, Seconds(60)).code(), absl::StatusCode::kNotFound)
-      << "not served yet: no version 3 recorded";
-  drained_at_close_ = true;
-  EXPECT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok());
-  EXPECT_EQ(lifecycle_->StateOf("emu"), std::nullopt);
-  EXPECT_EQ(lifecycle_->StateOf("emu@3"), LifecycleState::kLoading) << "its own name: not a version yet";
-  EXPECT_TRUE(lifecycle_->Unregister("emu@3", 0, Seconds(60)).ok());
+  EXPECT_TRUE(lifecycle_->Unregister("emu", 3, Seconds(60)).ok());
   EXPECT_EQ(lifecycle_->StateOf("emu@3"), std::nullopt);
-  EXPECT_THAT(Kinds(worker.get()), ElementsAre("load emu as emu@3", "unload emu", "unload emu@3"));
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kServing);
+  EXPECT_THAT(Calls(), ElementsAre("add emu")) << "nothing closed";
+  EXPECT_THAT(Kinds(worker.get()), ElementsAre("load emu as emu@3", "unload emu@3"));
+}
+
+// A model's unregister decides the fate of every version under one lock: a
+// version still loading when it starts is never served, whichever worker
+// event comes during the drain (here: the worker loads emu@2 while emu v1
+// drains); before, emu@2 became served and current, so "emu" was visible
+// again once its unregister returned.
+TEST_F(ModelLifecycleTest, AVersionThatLoadsDuringItsModelsUnregisterIsNotServed) {
+  auto worker = std::make_shared<RecordingConnection>();
+  lifecycle_->OnWorkerRegistered(0, "w#0", {"emu"}, worker);
+  ASSERT_TRUE(lifecycle_->AddServing(NamedProfile("emu"), nullptr, 1).ok());
+  ASSERT_TRUE(lifecycle_->Register(EmuPackage(2), "emu", 0).status.ok());
+  EXPECT_EQ(lifecycle_->StateOf("emu@2"), LifecycleState::kLoading);
+  absl::Status unregistered = absl::UnknownError("not returned");
+  std::thread t([&] { unregistered = lifecycle_->Unregister("emu", 0, Seconds(60)); });
+  closed_.WaitForNotification();
+  lifecycle_->OnModelLoaded(0, Loaded("emu@2"));  // the worker's answer, during the drain
+  on_drained_();
+  t.join();
+  EXPECT_TRUE(unregistered.ok()) << unregistered;
+  EXPECT_THAT(Served(), IsEmpty());
+  EXPECT_EQ(lifecycle_->StateOf("emu@2"), std::nullopt);
+  EXPECT_EQ(lifecycle_->versions().Current("emu"), 0u);
+  EXPECT_THAT(Kinds(worker.get()), UnorderedElementsAre("load emu as emu@2", "unload emu@2",
+                                                        "unload emu"));
+}
+
+// The same for a first version still loading under the model's own name:
+// its load, reported as the unregister looks at it, is not served.
+TEST_F(ModelLifecycleTest, AFirstVersionThatLoadsAsItIsUnregisteredIsNotServed) {
+  auto worker = std::make_shared<RecordingConnection>();
+  lifecycle_->OnWorkerRegistered(7, "w#7", {}, worker);
+  ASSERT_TRUE(lifecycle_->Register(EmuPackage(1), "emu", 0).status.ok());
+  on_close_unserved_ = [&] { lifecycle_->OnModelLoaded(7, Loaded("emu")); };
+  EXPECT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok());
+  EXPECT_THAT(Served(), IsEmpty());
+  EXPECT_EQ(lifecycle_->StateOf("emu"), std::nullopt);
+  EXPECT_EQ(lifecycle_->versions().Current("emu"), 0u);
 }
 
 }  // namespace
