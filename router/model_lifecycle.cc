@@ -136,36 +136,24 @@ HotModels::Outcome ModelLifecycle::Register(const std::string& path,
     return out;
   }
   const uint32_t version = entry->manifest.has_value() ? entry->manifest->version : 1;
-  const uint32_t current = versions_.Current(entry->name);
-  if (current > 0 && version <= current) {
-    out.status = absl::AlreadyExistsError(absl::StrCat(
-        "model ", entry->name, " version ", current, " is served; a package with a higher "
-        "manifest version (this one has ", version, ") replaces it, or unregister it first"));
-    return out;
-  }
-  if (current == 0) {
-    // Served (or draining) under its name; one still loading is HotModels'
-    // to refuse.
-    const std::optional<State> state = StateOf(entry->name);
-    if (state.has_value() && *state != State::kLoading) {
-      out.status = absl::AlreadyExistsError(
-          absl::StrCat("model ", entry->name, " is already served (unregister it first)"));
-      return out;
-    }
-  }
   auto digest = DigestModelDirectory(entry->directory);
   if (!digest.ok()) {
     out.status = digest.status();
     return out;
   }
-  // Load on the workers; serve once one has it (the visible hook).
-  const std::string internal = ModelVersions::InternalName(entry->name, version, current == 0);
+  // Decide; then load on the workers and serve once one has it (the add
+  // hook).
+  std::string internal;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (states_.count(internal) == 0) {
-      states_[internal] = {State::kLoading, entry->name, version};
-      changed_.notify_all();
+    auto decided = DecideVersionLocked(entry->name, version);
+    if (!decided.ok()) {
+      out.status = decided.status();
+      return out;
     }
+    internal = *decided;
+    states_[internal] = {State::kLoading, entry->name, version};
+    changed_.notify_all();
   }
   out = hot_.Register(*entry, *digest, internal, version, timeout);
   if (!hot_.Registered(internal)) {  // refused, undone or unregistered meanwhile
@@ -176,6 +164,32 @@ HotModels::Outcome ModelLifecycle::Register(const std::string& path,
     }
   }
   return out;
+}
+
+absl::StatusOr<std::string> ModelLifecycle::DecideVersion(const std::string& name,
+                                                          uint32_t version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return DecideVersionLocked(name, version);
+}
+
+absl::StatusOr<std::string> ModelLifecycle::DecideVersionLocked(const std::string& name,
+                                                                uint32_t version) const {
+  const Entry* newest = nullptr;  // a version recorded as 0 is 1 (no manifest)
+  for (const auto& [internal, e] : states_) {
+    if (e.name == name &&
+        (newest == nullptr || std::max(e.version, 1u) > std::max(newest->version, 1u))) {
+      newest = &e;
+    }
+  }
+  if (newest == nullptr) return ModelVersions::InternalName(name, version, /*first=*/true);
+  const uint32_t held = std::max(newest->version, 1u);
+  if (version <= held) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "model ", name, " version ", held, " is ", StateName(newest->state),
+        "; a package with a higher manifest version (this one has ", version,
+        ") replaces it, or unregister it first"));
+  }
+  return ModelVersions::InternalName(name, version, /*first=*/false);
 }
 
 absl::Status ModelLifecycle::Unregister(const std::string& name, uint32_t version,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/model_digest.h"
 #include "common/model_profile.h"
 #include "common/model_repository.h"
@@ -75,6 +76,12 @@ class ModelLifecycle {
   // accepted finish on the old version, later unpinned ones go to the new.
   HotModels::Outcome Register(const std::string& path, const std::string& expected_name,
                               Nanos timeout);
+  // The version decision of every source: `version` of `name` may load
+  // when it is newer than each version of the name held here (serving,
+  // loading, draining, unloading), else ALREADY_EXISTS. Returns the
+  // internal name it is served under (ModelVersions::InternalName: its own
+  // when no other version is held).
+  absl::StatusOr<std::string> DecideVersion(const std::string& name, uint32_t version) const;
   // superserve-admin unregister, the poller: every version (`version` 0) or
   // one. Each served one is drained: new queries are refused, queued and
   // in-flight ones are served, for at most `timeout` (what is left then is
@@ -109,6 +116,8 @@ class ModelLifecycle {
   // Closes `internal` (if `close`: the caller set it draining), then waits
   // until it is gone: the drain's event, or `timeout` and then removal.
   void Drain(const std::string& internal, bool close, Nanos timeout);
+  absl::StatusOr<std::string> DecideVersionLocked(const std::string& name,
+                                                  uint32_t version) const;
   // Under mu_: sets the state, or forgets the version (nullopt).
   void SetLocked(const std::string& internal, std::optional<State> state);
 

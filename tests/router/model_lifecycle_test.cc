@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/notification.h"
+#include "router/repository_poller.h"
 #include "tests/router/engine_test_util.h"
 #include "tests/test_util/router_fakes.h"
 
@@ -28,6 +29,7 @@ namespace fs = std::filesystem;
 using LifecycleState = ModelLifecycle::State;
 using testing::RecordingConnection;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
@@ -253,6 +255,52 @@ TEST_F(ModelLifecycleTest, AFirstVersionThatLoadsAsItIsUnregisteredIsNotServed) 
   EXPECT_THAT(Served(), IsEmpty());
   EXPECT_EQ(lifecycle_->StateOf("emu"), std::nullopt);
   EXPECT_EQ(lifecycle_->versions().Current("emu"), 0u);
+}
+
+// The poller reports what it sees on disk; whether a version may load is
+// the lifecycle's decision, the one an admin register gets. Before, the
+// poller kept its own: once the admin had unregistered emu, its changed
+// files at the same version were refused as "still version 5".
+TEST_F(ModelLifecycleTest, ThePollerAndAnAdminRegisterTakeOneVersionDecision) {
+  const fs::path dir = EmuPackage(5);
+  RepositoryPoller poller(dir.parent_path().string(),
+                          RepositoryPoller::Actions{
+                              [&](const std::string& d, const std::string& name) {
+                                return lifecycle_->Register(d, name, 0).status;
+                              },
+                              [&](const std::string& name) {
+                                return lifecycle_->Unregister(name, 0, Seconds(60));
+                              }});
+  EXPECT_THAT(poller.PollOnce(), ElementsAre(HasSubstr("registered emu")));
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kLoading);
+  const absl::Status admin = lifecycle_->Register(dir.string(), "emu", 0).status;
+  EXPECT_EQ(admin.code(), absl::StatusCode::kAlreadyExists);
+  std::ofstream(dir / "notes.txt") << "retrained";
+  EXPECT_THAT(poller.PollOnce(), ElementsAre(HasSubstr(admin.message())));
+  ASSERT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok());
+  std::ofstream(dir / "notes.txt") << "retrained again";
+  EXPECT_THAT(poller.PollOnce(), ElementsAre(HasSubstr("registered emu")));
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kLoading);
+}
+
+// The decision itself: a version loads when it is newer than every version
+// of the name held here, serving, loading or draining; the first one is
+// served under the model's own name, later ones beside it.
+TEST_F(ModelLifecycleTest, AVersionLoadsOnlyWhenNewerThanEveryVersionHeld) {
+  EXPECT_EQ(*lifecycle_->DecideVersion("emu", 1), "emu");
+  ASSERT_TRUE(lifecycle_->AddServing(NamedProfile("emu"), nullptr, 1).ok());
+  EXPECT_EQ(lifecycle_->DecideVersion("emu", 1).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(*lifecycle_->DecideVersion("emu", 2), "emu@2");
+  ASSERT_TRUE(lifecycle_->Register(EmuPackage(2), "emu", 0).status.ok());
+  EXPECT_EQ(lifecycle_->DecideVersion("emu", 2).status().code(), absl::StatusCode::kAlreadyExists)
+      << "loading";
+  EXPECT_EQ(*lifecycle_->DecideVersion("emu", 3), "emu@3");
+  std::thread t([&] { EXPECT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok()); });
+  closed_.WaitForNotification();
+  EXPECT_THAT(lifecycle_->DecideVersion("emu", 1).status().message(), HasSubstr("draining"));
+  on_drained_();
+  t.join();
+  EXPECT_EQ(*lifecycle_->DecideVersion("emu", 1), "emu") << "gone";
 }
 
 }  // namespace
