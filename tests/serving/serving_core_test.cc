@@ -351,10 +351,14 @@ class LockProbingSink final : public LogSink {
 };
 
 // A worker can make the core log at will (an unknown batch id, a result
-// count that does not match, reconnecting): those lines are written after
-// the core's lock is released, never on stderr while every query waits.
+// count that does not match, reconnecting), and a registration adds a
+// model: those lines are written after the core's lock is released, never
+// on stderr while every query waits.
 TEST_F(ServingCoreTest, LinesAWorkerTriggersAreLoggedOutsideTheLock) {
   LockProbingSink sink(core_.get());
+  ModelProfile added = profile_;
+  added.model = "added";
+  ASSERT_TRUE(core_->AddModel(added, Clipper(added)).ok());
   auto c = std::make_shared<FakeChannel>();
   const int32_t w = AddWorker(c);
   FakeHandle& q = Submit(Millis(100));
@@ -369,7 +373,8 @@ TEST_F(ServingCoreTest, LinesAWorkerTriggersAreLoggedOutsideTheLock) {
   core_->OnWorkerGone(w, absl::UnavailableError("stream ended"));
   std::string all;
   for (const std::string& l : sink.lines) all += l;
-  for (const char* expected : {"registered", "answered unknown batch", "1 foreign", "gone"}) {
+  for (const char* expected :
+       {"serving model added", "registered", "answered unknown batch", "1 foreign", "gone"}) {
     EXPECT_NE(all.find(expected), std::string::npos) << expected << " not logged in:\n" << all;
   }
   EXPECT_TRUE(sink.under_lock.empty()) << "logged under the lock: " << sink.under_lock.front();
