@@ -127,6 +127,12 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     for (QueryId id : workers_.TakeQueriesOf(m->id)) {
       FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
     }
+    // Its workers are told to free it (ModelLifecycle): added again, it
+    // serves on those that report it loaded anew (AttachWorker).
+    for (WorkerRecord& w : workers_.records()) {
+      auto& d = w.declared_models;
+      d.erase(std::remove(d.begin(), d.end(), name), d.end());
+    }
     active_.Remove(m);
     wakes_.Erase(m);
     for (int32_t held : residency_.RemoveModel(m->id)) {

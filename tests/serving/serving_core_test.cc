@@ -321,6 +321,19 @@ TEST_F(ServingCoreTest, AClosedModelReportsDrainedOnceAfterItsLastAnswer) {
   EXPECT_EQ(events.size(), 3u);
 }
 
+// A removed model is freed on its workers (the lifecycle unloads it there):
+// added again (registered anew), it serves on a worker only once that
+// worker reports it loaded, not on the worker's earlier declaration.
+TEST_F(ServingCoreTest, AModelAddedAgainServesOnlyOnWorkersThatLoadItAgain) {
+  const int32_t w = AddWorker(std::make_shared<FakeChannel>());
+  ASSERT_EQ(core_->ListModels().at(0).workers, 1);
+  ASSERT_TRUE(core_->RemoveModel("hand").ok());
+  ASSERT_TRUE(core_->AddModel(profile_, Clipper(profile_)).ok());
+  EXPECT_EQ(core_->ListModels().at(0).workers, 0) << "worker " << w << " freed it";
+  ASSERT_TRUE(core_->AttachWorker(w, "hand").ok());
+  EXPECT_EQ(core_->ListModels().at(0).workers, 1);
+}
+
 }  // namespace
 
 // Whether the core's lock is free (TryLock fails on a mutex the caller holds).
