@@ -235,42 +235,43 @@ absl::Status ModelLifecycle::Unregister(const std::string& name, uint32_t versio
 }
 
 void ModelLifecycle::Drain(const std::string& internal, bool close, Nanos timeout) {
-  if (close &&
-      !serving_.close(internal, [this, internal] { OnDrained(internal, /*timed_out=*/false); })
-           .ok()) {
-    OnDrained(internal, /*timed_out=*/true);  // not in the core: nothing to drain
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (!close) {  // another unregister's: it removes it
+    lock.lock();
+    changed_.wait(lock, [&] { return states_.count(internal) == 0; });
+    return;
   }
+  const bool served =
+      serving_.close(internal, [this, internal] { OnDrained(internal); }).ok();
   // Wait for the drained event, at most `timeout`.
-  std::unique_lock<std::mutex> lock(mu_);
-  auto draining = [&] {
-    auto it = states_.find(internal);
-    return it != states_.end() && it->second.state == State::kDraining;
-  };
-  if (!changed_.wait_for(lock, std::chrono::nanoseconds(std::max<Nanos>(0, timeout)),
-                         [&] { return !draining(); })) {
-    lock.unlock();
+  lock.lock();
+  const bool drained = !served || changed_.wait_for(
+      lock, std::chrono::nanoseconds(std::max<Nanos>(0, timeout)), [&] {
+        auto it = states_.find(internal);
+        return it == states_.end() || it->second.state != State::kDraining;
+      });
+  SetLocked(internal, State::kUnloading);
+  lock.unlock();
+  if (!drained) {
     SS_LOG(WARNING) << "model " << internal << " not drained within " << ToSeconds(timeout)
                     << " s; what is left is answered UNAVAILABLE";
-    OnDrained(internal, /*timed_out=*/true);
-    lock.lock();
   }
-  // Removed and unloaded by whichever event came first.
-  changed_.wait(lock, [&] { return states_.count(internal) == 0; });
-}
-
-void ModelLifecycle::OnDrained(const std::string& internal, bool timed_out) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(internal);
-    if (it == states_.end() || it->second.state != State::kDraining) return;  // the other event's
-    SetLocked(internal, State::kUnloading);
-  }
-  if (auto s = serving_.remove(internal); !s.ok() && !timed_out) {
+  if (auto s = serving_.remove(internal); !s.ok() && served) {
     SS_LOG(WARNING) << "model " << internal << " drained, but removing it: " << s;
   }
   hot_.Unload(internal);
-  std::lock_guard<std::mutex> lock(mu_);
+  lock.lock();
   SetLocked(internal, std::nullopt);
+}
+
+void ModelLifecycle::OnDrained(const std::string& internal) {
+  // Decides only: the core may report from within any call into it, under
+  // HotModels' lock too (a worker's attach); Drain's thread acts.
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(internal);
+  if (it != states_.end() && it->second.state == State::kDraining) {
+    SetLocked(internal, State::kUnloading);
+  }
 }
 
 void ModelLifecycle::OnWorkerRegistered(int32_t worker, std::string name,

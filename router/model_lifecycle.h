@@ -35,8 +35,10 @@ namespace superserve {
 // a version on: a worker loaded it or failed (HotModels), the serving core
 // reports it drained (ServingCore::CloseModel's on_drained) or its drain
 // timed out, it was removed and unloaded. Each transition is decided under
-// the lock and acted on after it, by the thread whose event it is; a caller
-// that waits for an outcome (Register, Unregister) waits for an event, never
+// the lock and acted on after it: a worker's load by the thread reporting
+// it, a drain by the unregister waiting for it (the core's event may come
+// from within any call into the core, so it only decides); a caller that
+// waits for an outcome (Register, Unregister) waits for an event, never
 // polls. Thread-safe.
 class ModelLifecycle {
  public:
@@ -110,11 +112,11 @@ class ModelLifecycle {
   const ModelVersions& versions() const { return versions_; }
 
  private:
-  // The events of the drain: `internal` drained (the core's event) or its
-  // drain ran out of time; the first one removes and unloads it.
-  void OnDrained(const std::string& internal, bool timed_out);
-  // Closes `internal` (if `close`: the caller set it draining), then waits
-  // until it is gone: the drain's event, or `timeout` and then removal.
+  // The core's event: `internal` drained (it is marked unloading).
+  void OnDrained(const std::string& internal);
+  // If `close` (the caller set it draining): closes `internal`, waits for
+  // the drained event (at most `timeout`), removes and unloads it. Else
+  // waits until the unregister that closed it has.
   void Drain(const std::string& internal, bool close, Nanos timeout);
   absl::StatusOr<std::string> DecideVersionLocked(const std::string& name,
                                                   uint32_t version) const;

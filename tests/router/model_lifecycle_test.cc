@@ -76,6 +76,7 @@ class ModelLifecycleTest : public ::testing::Test {
         },
         [this](int32_t worker, const std::string& model) {
           Record(absl::StrCat("attach ", worker, " ", model));
+          if (drain_at_attach_) on_drained_();  // the attach answered the last query
           return absl::OkStatus();
         }});
   }
@@ -127,6 +128,7 @@ class ModelLifecycleTest : public ::testing::Test {
   std::vector<std::string> calls_;
   std::set<std::string> served_;  // by the core
   bool drained_at_close_ = false;
+  bool drain_at_attach_ = false;
   std::function<void()> on_close_unserved_;  // an event that comes as close says NOT_FOUND
   std::function<void()> on_drained_;
   absl::Notification closed_;
@@ -166,8 +168,8 @@ TEST_F(ModelLifecycleTest, ARegistrationServesOnTheFirstReadyWorkerAndAHigherVer
 }
 
 // Serve -> drain -> unload, on the core's drained event: the unregister
-// waits (with a 60 s timeout) until the event comes, and the event's thread
-// removes the model and has every worker free it.
+// waits (with a 60 s timeout) until the event comes, then removes the model
+// and has every worker free it.
 TEST_F(ModelLifecycleTest, UnregisterWaitsForTheDrainedEventThenRemovesAndUnloads) {
   auto worker = std::make_shared<RecordingConnection>();
   lifecycle_->OnWorkerRegistered(0, "w#0", {"emu"}, worker);
@@ -301,6 +303,31 @@ TEST_F(ModelLifecycleTest, AVersionLoadsOnlyWhenNewerThanEveryVersionHeld) {
   on_drained_();
   t.join();
   EXPECT_EQ(*lifecycle_->DecideVersion("emu", 1), "emu") << "gone";
+}
+
+// The core may report a drain from within any call into it, here the
+// attach of a worker that loaded the model late (HotModels calls it under
+// its lock): the event only decides, and the unregister's thread removes and
+// unloads. Before, the event's thread did, taking HotModels' lock again (a
+// deadlock).
+TEST_F(ModelLifecycleTest, ADrainReportedFromWithinAWorkersAttachIsActedOnByTheUnregister) {
+  auto w0 = std::make_shared<RecordingConnection>();
+  lifecycle_->OnWorkerRegistered(0, "w#0", {}, w0);
+  ASSERT_TRUE(lifecycle_->Register(EmuPackage(1), "emu", 0).status.ok());
+  lifecycle_->OnModelLoaded(0, Loaded("emu"));
+  ASSERT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kServing);
+  absl::Status unregistered = absl::UnknownError("not returned");
+  std::thread t([&] { unregistered = lifecycle_->Unregister("emu", 0, Seconds(60)); });
+  closed_.WaitForNotification();
+  drain_at_attach_ = true;
+  auto w1 = std::make_shared<RecordingConnection>();
+  lifecycle_->OnWorkerRegistered(1, "w#1", {}, w1);  // sent the package: still registered
+  lifecycle_->OnModelLoaded(1, Loaded("emu"));
+  t.join();
+  EXPECT_TRUE(unregistered.ok()) << unregistered;
+  EXPECT_THAT(Served(), IsEmpty());
+  EXPECT_EQ(lifecycle_->StateOf("emu"), std::nullopt);
+  EXPECT_THAT(Kinds(w1.get()), ElementsAre("load emu as ", "unload emu"));
 }
 
 }  // namespace
