@@ -153,9 +153,21 @@ absl::Status Dispatcher::CheckModelVersions(const v1::RegisterWorker& hello) {
   return absl::OkStatus();
 }
 
+std::vector<ModelSummary> Dispatcher::ModelSummaries() const {
+  std::vector<ModelSummary> models = core_.ListModels();
+  models.erase(std::remove_if(models.begin(), models.end(),
+                              [this](const ModelSummary& m) {
+                                auto state = lifecycle_.StateOf(m.name);
+                                return state.has_value() &&
+                                       *state != ModelLifecycle::State::kServing;
+                              }),
+               models.end());
+  return models;
+}
+
 absl::StatusOr<ModelSummary> Dispatcher::FindModel(const std::string& name,
                                                    uint32_t version) const {
-  std::vector<ModelSummary> models = core_.ListModels();
+  std::vector<ModelSummary> models = ModelSummaries();
   const bool versioned = lifecycle_.versions().Current(name) > 0;
   std::string internal = name;
   if (versioned) {
@@ -181,7 +193,7 @@ absl::StatusOr<ModelSummary> Dispatcher::FindModel(const std::string& name,
 
 std::vector<v1::ModelInfo> Dispatcher::ListModels() const {
   std::vector<v1::ModelInfo> out;
-  for (const ModelSummary& m : core_.ListModels()) {
+  for (const ModelSummary& m : ModelSummaries()) {
     v1::ModelInfo info;
     info.set_name(m.name);
     info.set_family(m.family);

@@ -86,10 +86,12 @@ class Dispatcher {
   // The policy a model gets: its --model_policy override, else the dynamic
   // policy for a dynamic model, else the default policy.
   std::string PolicyNameFor(const ModelProfile& profile) const;
+  // The models served: one loading, draining or unloading
+  // (ModelLifecycle) is not listed.
   std::vector<v1::ModelInfo> ListModels() const;
   // The same with the input shape and classes (the Open Inference Protocol's
   // metadata).
-  std::vector<ModelSummary> ModelSummaries() const { return core_.ListModels(); }
+  std::vector<ModelSummary> ModelSummaries() const;
   // A served model as a client addresses it: by its name and manifest
   // version (0 = the current one), resolved as queries are (a later version
   // is served under an internal name, "emu@2"). The summary carries the

@@ -28,7 +28,15 @@ namespace superserve {
 // budget stores the package instead of loading it and reports it ready
 // (ModelLoaded.stored): placement loads it there on demand. Thread-safe. The hooks
 // run under its lock, so that "visible" and "who serves" change together;
-// they take only the serving core's locks, never this one.
+// they take the lifecycle's and the serving core's locks, never this one.
+//
+// The "load on workers" step of ModelLifecycle, which owns each version's
+// state and decides whether a load serves (its add hook refuses a version no
+// longer loading). What stays here is the step's own bookkeeping, per
+// worker and per package: the LoadModel sent to workers that join later,
+// who was asked, who is ready or failed and why (Register's outcome, which
+// superserve-admin prints), and the wait for it. None of it outlives the
+// version's state there (Unload forgets it).
 class HotModels {
  public:
   struct Hooks {

@@ -30,12 +30,18 @@ ModelLifecycle::ModelLifecycle(Serving serving)
     : serving_(std::move(serving)),
       hot_(HotModels::Hooks{
           // Runs under HotModels' lock (visible and who serves change
-          // together); takes the core's locks, the versions' and this one's.
+          // together); takes this one, then the core's and the versions'.
+          // Only a version still loading is served: one its unregister has
+          // taken (unloading, gone) is not.
           [this](const ModelProfile& p, const ModelDigest& d, const std::string& name,
                  uint32_t version) {
+            std::lock_guard<std::mutex> lock(mu_);
+            auto it = states_.find(p.model);
+            if (it == states_.end() || it->second.state != State::kLoading) {
+              return absl::AbortedError(absl::StrCat("model ", p.model, " was unregistered"));
+            }
             if (auto s = serving_.add(p, &d); !s.ok()) return s;
             versions_.Add(name, version, p.model);  // the switch, if newer
-            std::lock_guard<std::mutex> lock(mu_);
             SetLocked(p.model, State::kServing);
             return absl::OkStatus();
           },
@@ -45,7 +51,7 @@ ModelLifecycle::ModelLifecycle(Serving serving)
 
 void ModelLifecycle::SetLocked(const std::string& internal, std::optional<State> state) {
   if (state.has_value()) {
-    states_[internal] = *state;
+    states_[internal].state = *state;
   } else {
     states_.erase(internal);
   }
@@ -56,7 +62,7 @@ std::optional<ModelLifecycle::State> ModelLifecycle::StateOf(const std::string& 
   std::lock_guard<std::mutex> lock(mu_);
   auto it = states_.find(internal);
   if (it == states_.end()) return std::nullopt;
-  return it->second;
+  return it->second.state;
 }
 
 absl::Status ModelLifecycle::AddServing(const ModelProfile& profile, const ModelDigest* digest,
@@ -64,7 +70,8 @@ absl::Status ModelLifecycle::AddServing(const ModelProfile& profile, const Model
   if (auto s = serving_.add(profile, digest); !s.ok()) return s;
   if (version > 0) versions_.Add(profile.model, version, profile.model);
   std::lock_guard<std::mutex> lock(mu_);
-  SetLocked(profile.model, State::kServing);
+  states_[profile.model] = {State::kServing, profile.model, version};
+  changed_.notify_all();
   return absl::OkStatus();
 }
 
@@ -129,118 +136,142 @@ HotModels::Outcome ModelLifecycle::Register(const std::string& path,
     return out;
   }
   const uint32_t version = entry->manifest.has_value() ? entry->manifest->version : 1;
-  const uint32_t current = versions_.Current(entry->name);
-  if (current > 0 && version <= current) {
-    out.status = absl::AlreadyExistsError(absl::StrCat(
-        "model ", entry->name, " version ", current, " is served; a package with a higher "
-        "manifest version (this one has ", version, ") replaces it, or unregister it first"));
-    return out;
-  }
-  if (current == 0) {
-    // Served (or draining) under its name; one still loading is HotModels'
-    // to refuse.
-    const std::optional<State> state = StateOf(entry->name);
-    if (state.has_value() && *state != State::kLoading) {
-      out.status = absl::AlreadyExistsError(
-          absl::StrCat("model ", entry->name, " is already served (unregister it first)"));
-      return out;
-    }
-  }
   auto digest = DigestModelDirectory(entry->directory);
   if (!digest.ok()) {
     out.status = digest.status();
     return out;
   }
-  // Load on the workers; serve once one has it (the visible hook).
-  const std::string internal = ModelVersions::InternalName(entry->name, version, current == 0);
+  // Decide; then load on the workers and serve once one has it (the add
+  // hook).
+  std::string internal;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (states_.count(internal) == 0) SetLocked(internal, State::kLoading);
+    auto decided = DecideVersionLocked(entry->name, version);
+    if (!decided.ok()) {
+      out.status = decided.status();
+      return out;
+    }
+    internal = *decided;
+    states_[internal] = {State::kLoading, entry->name, version};
+    changed_.notify_all();
   }
   out = hot_.Register(*entry, *digest, internal, version, timeout);
   if (!hot_.Registered(internal)) {  // refused, undone or unregistered meanwhile
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = states_.find(internal); it != states_.end() && it->second == State::kLoading) {
+    if (auto it = states_.find(internal);
+        it != states_.end() && it->second.state == State::kLoading) {
       SetLocked(internal, std::nullopt);
     }
   }
   return out;
 }
 
+absl::StatusOr<std::string> ModelLifecycle::DecideVersion(const std::string& name,
+                                                          uint32_t version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return DecideVersionLocked(name, version);
+}
+
+absl::StatusOr<std::string> ModelLifecycle::DecideVersionLocked(const std::string& name,
+                                                                uint32_t version) const {
+  const Entry* newest = nullptr;  // a version recorded as 0 is 1 (no manifest)
+  for (const auto& [internal, e] : states_) {
+    if (e.name == name &&
+        (newest == nullptr || std::max(e.version, 1u) > std::max(newest->version, 1u))) {
+      newest = &e;
+    }
+  }
+  if (newest == nullptr) return ModelVersions::InternalName(name, version, /*first=*/true);
+  const uint32_t held = std::max(newest->version, 1u);
+  if (version <= held) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "model ", name, " version ", held, " is ", StateName(newest->state),
+        "; a package with a higher manifest version (this one has ", version,
+        ") replaces it, or unregister it first"));
+  }
+  return ModelVersions::InternalName(name, version, /*first=*/false);
+}
+
 absl::Status ModelLifecycle::Unregister(const std::string& name, uint32_t version,
                                         Nanos timeout) {
-  std::vector<std::string> internals;
-  if (auto removed = versions_.Remove(name, version); removed.ok()) {
-    internals = *std::move(removed);
-  } else if (removed.status().code() == absl::StatusCode::kNotFound && version == 0) {
-    internals = {name};  // no versions recorded: served (or loading) under its name
-  } else {
-    return removed.status();
+  // Decided under the lock, for every version at once: the served ones
+  // drain, those still loading unload. A worker's load reported later finds
+  // its version no longer loading and is not served (the add hook).
+  std::vector<std::string> drain, unload;
+  std::vector<bool> started;  // per drain: this call closes it
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto removed = versions_.Remove(name, version);
+    if (removed.ok()) {
+      drain = *std::move(removed);
+    } else if (removed.status().code() != absl::StatusCode::kNotFound) {
+      return removed.status();
+    } else if (auto it = states_.find(name);
+               version == 0 && it != states_.end() && it->second.state != State::kLoading) {
+      drain = {name};  // no versions recorded: served (or draining) under its name
+    }
+    for (auto& [internal, e] : states_) {
+      if (e.name == name && (version == 0 || e.version == version) &&
+          e.state == State::kLoading) {
+        e.state = State::kUnloading;
+        unload.push_back(internal);
+      }
+    }
+    if (drain.empty() && unload.empty()) return removed.status();  // NOT_FOUND
+    for (const std::string& internal : drain) {
+      auto it = states_.find(internal);
+      started.push_back(it != states_.end() && it->second.state == State::kServing);
+      if (started.back()) SetLocked(internal, State::kDraining);
+    }
+    changed_.notify_all();
   }
-  for (const std::string& internal : internals) {
-    if (auto s = Drain(internal, timeout); !s.ok()) return s;
+  for (const std::string& internal : unload) {
+    hot_.Unload(internal);
+    std::lock_guard<std::mutex> lock(mu_);
+    SetLocked(internal, std::nullopt);
   }
+  for (size_t i = 0; i < drain.size(); ++i) Drain(drain[i], started[i], timeout);
   return absl::OkStatus();
 }
 
-absl::Status ModelLifecycle::Drain(const std::string& internal, Nanos timeout) {
-  std::optional<State> before;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(internal);
-    if (it != states_.end()) before = it->second;
-    // Set before the close: the core may report the drain from within it.
-    if (before != State::kDraining && before != State::kUnloading) {
-      SetLocked(internal, State::kDraining);
-    }
+void ModelLifecycle::Drain(const std::string& internal, bool close, Nanos timeout) {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (!close) {  // another unregister's: it removes it
+    lock.lock();
+    changed_.wait(lock, [&] { return states_.count(internal) == 0; });
+    return;
   }
-  if (before != State::kDraining && before != State::kUnloading) {
-    absl::Status closed =
-        serving_.close(internal, [this, internal] { OnDrained(internal, /*timed_out=*/false); });
-    if (!closed.ok()) {  // not served: loading on the workers, or unknown
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        SetLocked(internal, before);
-      }
-      if (!hot_.Registered(internal)) return closed;
-      hot_.Unload(internal);
-      std::lock_guard<std::mutex> lock(mu_);
-      SetLocked(internal, std::nullopt);
-      return absl::OkStatus();
-    }
-  }
+  const bool served =
+      serving_.close(internal, [this, internal] { OnDrained(internal); }).ok();
   // Wait for the drained event, at most `timeout`.
-  std::unique_lock<std::mutex> lock(mu_);
-  auto draining = [&] {
-    auto it = states_.find(internal);
-    return it != states_.end() && it->second == State::kDraining;
-  };
-  if (!changed_.wait_for(lock, std::chrono::nanoseconds(std::max<Nanos>(0, timeout)),
-                         [&] { return !draining(); })) {
-    lock.unlock();
+  lock.lock();
+  const bool drained = !served || changed_.wait_for(
+      lock, std::chrono::nanoseconds(std::max<Nanos>(0, timeout)), [&] {
+        auto it = states_.find(internal);
+        return it == states_.end() || it->second.state != State::kDraining;
+      });
+  SetLocked(internal, State::kUnloading);
+  lock.unlock();
+  if (!drained) {
     SS_LOG(WARNING) << "model " << internal << " not drained within " << ToSeconds(timeout)
                     << " s; what is left is answered UNAVAILABLE";
-    OnDrained(internal, /*timed_out=*/true);
-    lock.lock();
   }
-  // Removed and unloaded by whichever event came first.
-  changed_.wait(lock, [&] { return states_.count(internal) == 0; });
-  return absl::OkStatus();
-}
-
-void ModelLifecycle::OnDrained(const std::string& internal, bool timed_out) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = states_.find(internal);
-    if (it == states_.end() || it->second != State::kDraining) return;  // the other event's
-    SetLocked(internal, State::kUnloading);
-  }
-  if (auto s = serving_.remove(internal); !s.ok() && !timed_out) {
+  if (auto s = serving_.remove(internal); !s.ok() && served) {
     SS_LOG(WARNING) << "model " << internal << " drained, but removing it: " << s;
   }
   hot_.Unload(internal);
-  std::lock_guard<std::mutex> lock(mu_);
+  lock.lock();
   SetLocked(internal, std::nullopt);
+}
+
+void ModelLifecycle::OnDrained(const std::string& internal) {
+  // Decides only: the core may report from within any call into it, under
+  // HotModels' lock too (a worker's attach); Drain's thread acts.
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = states_.find(internal);
+  if (it != states_.end() && it->second.state == State::kDraining) {
+    SetLocked(internal, State::kUnloading);
+  }
 }
 
 void ModelLifecycle::OnWorkerRegistered(int32_t worker, std::string name,
@@ -256,7 +287,7 @@ void ModelLifecycle::OnWorkerRegistered(int32_t worker, std::string name,
   std::lock_guard<std::mutex> lock(mu_);
   for (const std::string& model : declared) {
     auto it = states_.find(model);
-    if (it != states_.end() && it->second != State::kUnloading) continue;
+    if (it != states_.end() && it->second.state != State::kUnloading) continue;
     SS_LOG(INFO) << "worker " << name << " declares model " << model
                  << ", not served here: it is told to free it";
     auto msg = std::make_unique<v1::RouterMessage>();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/model_digest.h"
 #include "common/model_profile.h"
 #include "common/model_repository.h"
@@ -34,8 +35,10 @@ namespace superserve {
 // a version on: a worker loaded it or failed (HotModels), the serving core
 // reports it drained (ServingCore::CloseModel's on_drained) or its drain
 // timed out, it was removed and unloaded. Each transition is decided under
-// the lock and acted on after it, by the thread whose event it is; a caller
-// that waits for an outcome (Register, Unregister) waits for an event, never
+// the lock and acted on after it: a worker's load by the thread reporting
+// it, a drain by the unregister waiting for it (the core's event may come
+// from within any call into the core, so it only decides); a caller that
+// waits for an outcome (Register, Unregister) waits for an event, never
 // polls. Thread-safe.
 class ModelLifecycle {
  public:
@@ -43,7 +46,8 @@ class ModelLifecycle {
   static const char* StateName(State s);
 
   // What the lifecycle asks of the serving side (the Dispatcher and its
-  // ServingCore; a recorder in tests). None is called under the lock.
+  // ServingCore; a recorder in tests). None is called under the lock but
+  // `add` for a worker's load: a version serves only if still loading.
   struct Serving {
     // Serves `profile` under profile.model (policy, core, digests).
     std::function<absl::Status(const ModelProfile& profile, const ModelDigest* digest)> add;
@@ -74,11 +78,17 @@ class ModelLifecycle {
   // accepted finish on the old version, later unpinned ones go to the new.
   HotModels::Outcome Register(const std::string& path, const std::string& expected_name,
                               Nanos timeout);
+  // The version decision of every source: `version` of `name` may load
+  // when it is newer than each version of the name held here (serving,
+  // loading, draining, unloading), else ALREADY_EXISTS. Returns the
+  // internal name it is served under (ModelVersions::InternalName: its own
+  // when no other version is held).
+  absl::StatusOr<std::string> DecideVersion(const std::string& name, uint32_t version) const;
   // superserve-admin unregister, the poller: every version (`version` 0) or
-  // one. Each is drained: new queries are refused, queued and in-flight
-  // ones are served, for at most `timeout` (what is left then is answered
-  // UNAVAILABLE); then it is removed and the workers free it. Returns once
-  // that is done.
+  // one. Each served one is drained: new queries are refused, queued and
+  // in-flight ones are served, for at most `timeout` (what is left then is
+  // answered UNAVAILABLE); then it is removed and the workers free it. One
+  // still loading is unloaded, never served. Returns once that is done.
   absl::Status Unregister(const std::string& name, uint32_t version, Nanos timeout);
 
   // --- events from the workers' streams (forwarded to HotModels)
@@ -102,11 +112,14 @@ class ModelLifecycle {
   const ModelVersions& versions() const { return versions_; }
 
  private:
-  // The events of the drain: `internal` drained (the core's event) or its
-  // drain ran out of time; the first one removes and unloads it.
-  void OnDrained(const std::string& internal, bool timed_out);
-  // Closes `internal`, waits for the drain's event (at most `timeout`).
-  absl::Status Drain(const std::string& internal, Nanos timeout);
+  // The core's event: `internal` drained (it is marked unloading).
+  void OnDrained(const std::string& internal);
+  // If `close` (the caller set it draining): closes `internal`, waits for
+  // the drained event (at most `timeout`), removes and unloads it. Else
+  // waits until the unregister that closed it has.
+  void Drain(const std::string& internal, bool close, Nanos timeout);
+  absl::StatusOr<std::string> DecideVersionLocked(const std::string& name,
+                                                  uint32_t version) const;
   // Under mu_: sets the state, or forgets the version (nullopt).
   void SetLocked(const std::string& internal, std::optional<State> state);
 
@@ -116,7 +129,12 @@ class ModelLifecycle {
 
   mutable std::mutex mu_;
   std::condition_variable changed_;      // a state changed
-  std::map<std::string, State> states_;  // by internal name
+  struct Entry {
+    State state;
+    std::string name;  // the package's model
+    uint32_t version = 0;
+  };
+  std::map<std::string, Entry> states_;  // by internal name
 };
 
 }  // namespace superserve

@@ -48,7 +48,6 @@ std::string RepositoryPoller::Fingerprint(const std::string& directory) {
 void RepositoryPoller::Adopt(const std::vector<ModelEntry>& served) {
   for (const ModelEntry& m : served) {
     Known k;
-    k.version = m.manifest.has_value() ? m.manifest->version : 1;
     k.fingerprint = Fingerprint(m.directory);
     k.registered = true;
     known_[fs::path(m.directory).filename().string()] = k;
@@ -80,28 +79,15 @@ std::vector<std::string> RepositoryPoller::PollOnce() {
     const std::string fingerprint = Fingerprint(dir.string());
     auto it = known_.find(name);
     if (it != known_.end() && it->second.fingerprint == fingerprint) continue;
-    auto entry = LoadModelDirectory(dir.string());
+    // Whether the package is valid and newer than what is held is the
+    // lifecycle's to decide (ModelLifecycle::DecideVersion), as for
+    // superserve-admin.
     Known next = it != known_.end() ? it->second : Known{};
     next.fingerprint = fingerprint;
-    if (!entry.ok()) {
-      report.push_back(absl::StrCat(name, ": ", entry.status().message(), " (not registered)"));
-      if (it == known_.end()) next.registered = false;
-      known_[name] = next;
-      continue;
-    }
-    const uint32_t version = entry->manifest.has_value() ? entry->manifest->version : 1;
-    if (it != known_.end() && it->second.registered && version <= it->second.version) {
-      report.push_back(absl::StrCat(name, ": files changed but the manifest version is still ",
-                                    version, " (served: ", it->second.version,
-                                    "); raise it to replace the served model"));
-      known_[name] = next;
-      continue;
-    }
     absl::Status s = actions_.register_package(dir.string(), name);
     if (s.ok()) {
-      next.version = version;
       next.registered = true;
-      report.push_back(absl::StrCat("registered ", name, " (version ", version, ")"));
+      report.push_back(absl::StrCat("registered ", name));
     } else {
       report.push_back(absl::StrCat(name, ": ", s.message(), " (not registered)"));
     }

@@ -16,17 +16,15 @@
 namespace superserve {
 
 // Triton's "poll" model-control mode, off by default (router flag
-// --repository_poll_s): the model repository is re-scanned, and what changed
-// goes through the registration path superserve-admin uses (one code path):
-//   - a new package folder is registered;
-//   - a package whose files changed and whose manifest version is higher is
-//     registered as the new version (the served one keeps serving until it
-//     loads; docs/packages.md, "Versions");
-//   - a package whose files changed without a higher version is left alone
-//     (logged once): replacing a model in place would break pinned queries;
+// --repository_poll_s): the model repository is re-scanned, and what
+// changed goes to the lifecycle as superserve-admin's calls would (one code
+// path; it validates and decides whether a version may load):
+//   - a new or changed package folder is registered (a changed one is
+//     loaded when its manifest version is higher than what is held;
+//     docs/packages.md, "Versions");
 //   - a folder that disappeared is unregistered (drained);
-//   - a broken package, or one every worker failed to load, is logged once
-//     and tried again only after its files change.
+//   - a refused package (broken, not newer, every worker failed to load
+//     it) is logged once and tried again only after its files change.
 // Changes are noticed by the names, sizes and modification times of each
 // package's files, and the content of those up to 1 MiB (manifest, profile):
 // checkpoints are not read on every scan.
@@ -50,7 +48,7 @@ class RepositoryPoller {
   void Adopt(const std::vector<ModelEntry>& served);
 
   // One scan. Returns one line per action or problem, e.g.
-  // "registered emu2 (version 1)", "unregistered emu", "emu: ... (not registered)".
+  // "registered emu2", "unregistered emu", "emu: ... (not registered)".
   std::vector<std::string> PollOnce();
 
   // Calls PollOnce every `interval` on a thread of its own until Stop().
@@ -59,7 +57,6 @@ class RepositoryPoller {
 
  private:
   struct Known {
-    uint32_t version = 0;
     std::string fingerprint;
     bool registered = false;  // false: a failure at this fingerprint, not retried
   };

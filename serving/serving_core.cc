@@ -77,33 +77,38 @@ absl::Status ServingCore::AddModel(const ModelProfile& profile, std::unique_ptr<
   if (policy == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("model \"", profile.model, "\": no policy"));
   }
-  absl::MutexLock lock(&mu_);
-  if (shut_down_) return absl::UnavailableError("shutting down");
-  auto added = models_.Add(profile, std::move(policy));
-  if (!added.ok()) return added.status();
-  ServedModel* m = *added;
-  applications_.ForEach(
-      [&](int32_t id, const std::string& tag) { m->scheduler.NameApplication(id, tag); });
-  m->scheduler.set_overload(options_.overload);
-  residency_.AddModel(m->id, profile.memory_bytes, profile.load_time);
-  int32_t attached = 0;
-  for (const WorkerRecord& w : workers_.records()) {
-    if (!w.alive) continue;
-    const auto& d = w.declared_models;
-    if (std::find(d.begin(), d.end(), profile.model) != d.end()) {
-      if (residency_.Tracks(w.id)) {
-        m->loadable_on.push_back(w.id);  // loaded when demand asks
-        continue;
+  Effects e;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return absl::UnavailableError("shutting down");
+    auto added = models_.Add(profile, std::move(policy));
+    if (!added.ok()) return added.status();
+    ServedModel* m = *added;
+    applications_.ForEach(
+        [&](int32_t id, const std::string& tag) { m->scheduler.NameApplication(id, tag); });
+    m->scheduler.set_overload(options_.overload);
+    residency_.AddModel(m->id, profile.memory_bytes, profile.load_time);
+    int32_t attached = 0;
+    for (const WorkerRecord& w : workers_.records()) {
+      if (!w.alive) continue;
+      const auto& d = w.declared_models;
+      if (std::find(d.begin(), d.end(), profile.model) != d.end()) {
+        if (residency_.Tracks(w.id)) {
+          m->loadable_on.push_back(w.id);  // loaded when demand asks
+          continue;
+        }
+        m->scheduler.AddWorker(w.id);
+        ++attached;
       }
-      m->scheduler.AddWorker(w.id);
-      ++attached;
+    }
+    if (options_.log_lifecycle) {
+      e.Log(LogLevel::kInfo, __FILE__, __LINE__,
+            absl::StrCat("serving model ", profile.model, " v", m->version, " (",
+                         profile.subnets.size(), " subnets, policy ",
+                         std::string(m->scheduler.policy().name()), ", ", attached, " workers)"));
     }
   }
-  if (options_.log_lifecycle) {
-    SS_LOG(INFO) << "serving model " << profile.model << " v" << m->version << " ("
-                 << profile.subnets.size() << " subnets, policy " << m->scheduler.policy().name()
-                 << ", " << attached << " workers)";
-  }
+  Apply(&e);
   return absl::OkStatus();
 }
 
@@ -121,6 +126,12 @@ absl::Status ServingCore::RemoveModel(const std::string& name) {
     // busy with them), but their queries are answered now.
     for (QueryId id : workers_.TakeQueriesOf(m->id)) {
       FailLocked(id, gone, QueryOutcome::kUnavailable, now, &e);
+    }
+    // Its workers are told to free it (ModelLifecycle): added again, it
+    // serves on those that report it loaded anew (AttachWorker).
+    for (WorkerRecord& w : workers_.records()) {
+      auto& d = w.declared_models;
+      d.erase(std::remove(d.begin(), d.end(), name), d.end());
     }
     active_.Remove(m);
     wakes_.Erase(m);

@@ -172,8 +172,9 @@ class ServingCore {
   absl::Status AddModel(const ModelProfile& profile, std::unique_ptr<Policy> policy)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Stops serving: queued and in-flight queries are answered UNAVAILABLE, and
-  // the model's queue, policy and profile are freed. A removed model's late
-  // batch results are ignored.
+  // the model's queue, policy and profile are freed, and the workers'
+  // declarations of it forgotten. A removed model's late batch results are
+  // ignored.
   absl::Status RemoveModel(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
   // Unregistering with a drain: new queries for the model are refused
   // (INVALID_ARGUMENT, "being unregistered"), queued and in-flight ones are

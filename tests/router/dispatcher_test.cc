@@ -265,7 +265,7 @@ TEST_F(DispatcherTest, RemovingAModelRemovesItsSeries) {
 }
 
 // An unregister drains on the core's event (ServingCore::CloseModel's
-// on_drained): the query on the worker is served, and the result that
+// on_drained), unlisted meanwhile: the query on the worker is served, and the result that
 // drains the model removes it and frees it on the worker, with the
 // unregister's 60 s timeout far off.
 TEST_F(DispatcherTest, UnregisterRemovesTheModelOnTheDrainedEvent) {
@@ -278,6 +278,12 @@ TEST_F(DispatcherTest, UnregisterRemovesTheModelOnTheDrainedEvent) {
   ASSERT_NE(batch, nullptr);
   absl::Status unregistered = absl::UnknownError("not returned");
   std::thread t([&] { unregistered = d_->lifecycle().Unregister("m", 0, Seconds(60)); });
+  while (d_->lifecycle().StateOf("m") != ModelLifecycle::State::kDraining) {
+    std::this_thread::yield();
+  }
+  // Draining: no longer listed or found as served (it takes no new query).
+  EXPECT_TRUE(d_->ListModels().empty());
+  EXPECT_EQ(d_->FindModel("m", 0).status().code(), absl::StatusCode::kNotFound);
   // Before or after the close: either way the model drains on this result.
   Result(w, OkResult(batch->batch()));
   t.join();

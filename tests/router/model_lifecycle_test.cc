@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/notification.h"
+#include "router/repository_poller.h"
 #include "tests/router/engine_test_util.h"
 #include "tests/test_util/router_fakes.h"
 
@@ -28,6 +29,9 @@ namespace fs = std::filesystem;
 using LifecycleState = ModelLifecycle::State;
 using testing::RecordingConnection;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 
 ModelProfile NamedProfile(const std::string& name) {
   ModelProfile p;
@@ -46,9 +50,14 @@ class ModelLifecycleTest : public ::testing::Test {
           return absl::OkStatus();
         },
         [this](const std::string& model, std::function<void()> on_drained) {
+          bool served;
           {
             std::lock_guard<std::mutex> lock(mu_);
-            if (served_.count(model) == 0) return absl::NotFoundError(model);
+            served = served_.count(model) > 0;
+          }
+          if (!served) {
+            if (on_close_unserved_) on_close_unserved_();
+            return absl::NotFoundError(model);
           }
           Record(absl::StrCat("close ", model));
           if (drained_at_close_) {
@@ -67,6 +76,7 @@ class ModelLifecycleTest : public ::testing::Test {
         },
         [this](int32_t worker, const std::string& model) {
           Record(absl::StrCat("attach ", worker, " ", model));
+          if (drain_at_attach_) on_drained_();  // the attach answered the last query
           return absl::OkStatus();
         }});
   }
@@ -77,6 +87,10 @@ class ModelLifecycleTest : public ::testing::Test {
   std::vector<std::string> Calls() {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;
+  }
+  std::set<std::string> Served() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return served_;
   }
   // The emulated package as `version` of emu, in a folder of its own.
   std::string EmuPackage(int version) {
@@ -114,6 +128,8 @@ class ModelLifecycleTest : public ::testing::Test {
   std::vector<std::string> calls_;
   std::set<std::string> served_;  // by the core
   bool drained_at_close_ = false;
+  bool drain_at_attach_ = false;
+  std::function<void()> on_close_unserved_;  // an event that comes as close says NOT_FOUND
   std::function<void()> on_drained_;
   absl::Notification closed_;
 };
@@ -152,8 +168,8 @@ TEST_F(ModelLifecycleTest, ARegistrationServesOnTheFirstReadyWorkerAndAHigherVer
 }
 
 // Serve -> drain -> unload, on the core's drained event: the unregister
-// waits (with a 60 s timeout) until the event comes, and the event's thread
-// removes the model and has every worker free it.
+// waits (with a 60 s timeout) until the event comes, then removes the model
+// and has every worker free it.
 TEST_F(ModelLifecycleTest, UnregisterWaitsForTheDrainedEventThenRemovesAndUnloads) {
   auto worker = std::make_shared<RecordingConnection>();
   lifecycle_->OnWorkerRegistered(0, "w#0", {"emu"}, worker);
@@ -190,24 +206,128 @@ TEST_F(ModelLifecycleTest, ATimedOutDrainRemovesOnceAndAnIdleModelDrainsAtItsClo
   EXPECT_THAT(Calls(), ElementsAre("add a", "add b", "close a", "remove a", "close b", "remove b"));
 }
 
-// A version switch keeps the current version until the others go (the
-// model's versions are ModelVersions' rule); unregistering a version that
-// is still loading on the workers unloads it without a drain.
+// Unregistering a version that is still loading on the workers unloads it
+// without a drain; the served one is left alone.
 TEST_F(ModelLifecycleTest, AVersionStillLoadingIsUnloadedWithoutADrain) {
   ASSERT_TRUE(lifecycle_->AddServing(NamedProfile("emu"), nullptr, 1).ok());
   auto worker = std::make_shared<RecordingConnection>();
   lifecycle_->OnWorkerRegistered(0, "w#0", {"emu"}, worker);
   ASSERT_TRUE(lifecycle_->Register(EmuPackage(3), "emu", 0).status.ok());
   EXPECT_EQ(lifecycle_->StateOf("emu@3"), LifecycleState::kLoading);
-  EXPECT_EQ(lifecycle_->Unregister("emu", 3, Seconds(60)).code(), absl::StatusCode::kNotFound)
-      << "not served yet: no version 3 recorded";
-  drained_at_close_ = true;
-  EXPECT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok());
-  EXPECT_EQ(lifecycle_->StateOf("emu"), std::nullopt);
-  EXPECT_EQ(lifecycle_->StateOf("emu@3"), LifecycleState::kLoading) << "its own name: not a version yet";
-  EXPECT_TRUE(lifecycle_->Unregister("emu@3", 0, Seconds(60)).ok());
+  EXPECT_TRUE(lifecycle_->Unregister("emu", 3, Seconds(60)).ok());
   EXPECT_EQ(lifecycle_->StateOf("emu@3"), std::nullopt);
-  EXPECT_THAT(Kinds(worker.get()), ElementsAre("load emu as emu@3", "unload emu", "unload emu@3"));
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kServing);
+  EXPECT_THAT(Calls(), ElementsAre("add emu")) << "nothing closed";
+  EXPECT_THAT(Kinds(worker.get()), ElementsAre("load emu as emu@3", "unload emu@3"));
+}
+
+// A model's unregister decides the fate of every version under one lock: a
+// version still loading when it starts is never served, whichever worker
+// event comes during the drain (here: the worker loads emu@2 while emu v1
+// drains); before, emu@2 became served and current, so "emu" was visible
+// again once its unregister returned.
+TEST_F(ModelLifecycleTest, AVersionThatLoadsDuringItsModelsUnregisterIsNotServed) {
+  auto worker = std::make_shared<RecordingConnection>();
+  lifecycle_->OnWorkerRegistered(0, "w#0", {"emu"}, worker);
+  ASSERT_TRUE(lifecycle_->AddServing(NamedProfile("emu"), nullptr, 1).ok());
+  ASSERT_TRUE(lifecycle_->Register(EmuPackage(2), "emu", 0).status.ok());
+  EXPECT_EQ(lifecycle_->StateOf("emu@2"), LifecycleState::kLoading);
+  absl::Status unregistered = absl::UnknownError("not returned");
+  std::thread t([&] { unregistered = lifecycle_->Unregister("emu", 0, Seconds(60)); });
+  closed_.WaitForNotification();
+  lifecycle_->OnModelLoaded(0, Loaded("emu@2"));  // the worker's answer, during the drain
+  on_drained_();
+  t.join();
+  EXPECT_TRUE(unregistered.ok()) << unregistered;
+  EXPECT_THAT(Served(), IsEmpty());
+  EXPECT_EQ(lifecycle_->StateOf("emu@2"), std::nullopt);
+  EXPECT_EQ(lifecycle_->versions().Current("emu"), 0u);
+  EXPECT_THAT(Kinds(worker.get()), UnorderedElementsAre("load emu as emu@2", "unload emu@2",
+                                                        "unload emu"));
+}
+
+// The same for a first version still loading under the model's own name:
+// its load, reported as the unregister looks at it, is not served.
+TEST_F(ModelLifecycleTest, AFirstVersionThatLoadsAsItIsUnregisteredIsNotServed) {
+  auto worker = std::make_shared<RecordingConnection>();
+  lifecycle_->OnWorkerRegistered(7, "w#7", {}, worker);
+  ASSERT_TRUE(lifecycle_->Register(EmuPackage(1), "emu", 0).status.ok());
+  on_close_unserved_ = [&] { lifecycle_->OnModelLoaded(7, Loaded("emu")); };
+  EXPECT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok());
+  EXPECT_THAT(Served(), IsEmpty());
+  EXPECT_EQ(lifecycle_->StateOf("emu"), std::nullopt);
+  EXPECT_EQ(lifecycle_->versions().Current("emu"), 0u);
+}
+
+// The poller reports what it sees on disk; whether a version may load is
+// the lifecycle's decision, the one an admin register gets. Before, the
+// poller kept its own: once the admin had unregistered emu, its changed
+// files at the same version were refused as "still version 5".
+TEST_F(ModelLifecycleTest, ThePollerAndAnAdminRegisterTakeOneVersionDecision) {
+  const fs::path dir = EmuPackage(5);
+  RepositoryPoller poller(dir.parent_path().string(),
+                          RepositoryPoller::Actions{
+                              [&](const std::string& d, const std::string& name) {
+                                return lifecycle_->Register(d, name, 0).status;
+                              },
+                              [&](const std::string& name) {
+                                return lifecycle_->Unregister(name, 0, Seconds(60));
+                              }});
+  EXPECT_THAT(poller.PollOnce(), ElementsAre(HasSubstr("registered emu")));
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kLoading);
+  const absl::Status admin = lifecycle_->Register(dir.string(), "emu", 0).status;
+  EXPECT_EQ(admin.code(), absl::StatusCode::kAlreadyExists);
+  std::ofstream(dir / "notes.txt") << "retrained";
+  EXPECT_THAT(poller.PollOnce(), ElementsAre(HasSubstr(admin.message())));
+  ASSERT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok());
+  std::ofstream(dir / "notes.txt") << "retrained again";
+  EXPECT_THAT(poller.PollOnce(), ElementsAre(HasSubstr("registered emu")));
+  EXPECT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kLoading);
+}
+
+// The decision itself: a version loads when it is newer than every version
+// of the name held here, serving, loading or draining; the first one is
+// served under the model's own name, later ones beside it.
+TEST_F(ModelLifecycleTest, AVersionLoadsOnlyWhenNewerThanEveryVersionHeld) {
+  EXPECT_EQ(*lifecycle_->DecideVersion("emu", 1), "emu");
+  ASSERT_TRUE(lifecycle_->AddServing(NamedProfile("emu"), nullptr, 1).ok());
+  EXPECT_EQ(lifecycle_->DecideVersion("emu", 1).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(*lifecycle_->DecideVersion("emu", 2), "emu@2");
+  ASSERT_TRUE(lifecycle_->Register(EmuPackage(2), "emu", 0).status.ok());
+  EXPECT_EQ(lifecycle_->DecideVersion("emu", 2).status().code(), absl::StatusCode::kAlreadyExists)
+      << "loading";
+  EXPECT_EQ(*lifecycle_->DecideVersion("emu", 3), "emu@3");
+  std::thread t([&] { EXPECT_TRUE(lifecycle_->Unregister("emu", 0, Seconds(60)).ok()); });
+  closed_.WaitForNotification();
+  EXPECT_THAT(lifecycle_->DecideVersion("emu", 1).status().message(), HasSubstr("draining"));
+  on_drained_();
+  t.join();
+  EXPECT_EQ(*lifecycle_->DecideVersion("emu", 1), "emu") << "gone";
+}
+
+// The core may report a drain from within any call into it, here the
+// attach of a worker that loaded the model late (HotModels calls it under
+// its lock): the event only decides, and the unregister's thread removes and
+// unloads. Before, the event's thread did, taking HotModels' lock again (a
+// deadlock).
+TEST_F(ModelLifecycleTest, ADrainReportedFromWithinAWorkersAttachIsActedOnByTheUnregister) {
+  auto w0 = std::make_shared<RecordingConnection>();
+  lifecycle_->OnWorkerRegistered(0, "w#0", {}, w0);
+  ASSERT_TRUE(lifecycle_->Register(EmuPackage(1), "emu", 0).status.ok());
+  lifecycle_->OnModelLoaded(0, Loaded("emu"));
+  ASSERT_EQ(lifecycle_->StateOf("emu"), LifecycleState::kServing);
+  absl::Status unregistered = absl::UnknownError("not returned");
+  std::thread t([&] { unregistered = lifecycle_->Unregister("emu", 0, Seconds(60)); });
+  closed_.WaitForNotification();
+  drain_at_attach_ = true;
+  auto w1 = std::make_shared<RecordingConnection>();
+  lifecycle_->OnWorkerRegistered(1, "w#1", {}, w1);  // sent the package: still registered
+  lifecycle_->OnModelLoaded(1, Loaded("emu"));
+  t.join();
+  EXPECT_TRUE(unregistered.ok()) << unregistered;
+  EXPECT_THAT(Served(), IsEmpty());
+  EXPECT_EQ(lifecycle_->StateOf("emu"), std::nullopt);
+  EXPECT_THAT(Kinds(w1.get()), ElementsAre("load emu as ", "unload emu"));
 }
 
 }  // namespace

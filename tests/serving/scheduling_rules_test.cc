@@ -387,9 +387,11 @@ TEST_F(SchedulingRulesTest, RemovingAModelAnswersQueuedAndInflightUnavailableAnd
   EXPECT_TRUE(core_->ListModels().empty());
   EXPECT_EQ(core_->Stats().pending, 0);
   EXPECT_EQ(core_->RemoveModel("m").code(), absl::StatusCode::kNotFound);
-  // Served again: the worker that declared it attaches, but it is still busy
-  // with the orphaned batch until that returns (its result is ignored).
+  // Served again: the worker attaches once it reports it loaded anew, but it
+  // is still busy with the orphaned batch until that returns (its result is
+  // ignored).
   AddModel("fixed-subnet");
+  ASSERT_TRUE(core_->AttachWorker(w, "m").ok());
   FakeHandle& again = Q();
   Submit(&again, clock_.Now() + Seconds(1));
   EXPECT_FALSE(NextBatch(c).has_value());

@@ -321,6 +321,19 @@ TEST_F(ServingCoreTest, AClosedModelReportsDrainedOnceAfterItsLastAnswer) {
   EXPECT_EQ(events.size(), 3u);
 }
 
+// A removed model is freed on its workers (the lifecycle unloads it there):
+// added again (registered anew), it serves on a worker only once that
+// worker reports it loaded, not on the worker's earlier declaration.
+TEST_F(ServingCoreTest, AModelAddedAgainServesOnlyOnWorkersThatLoadItAgain) {
+  const int32_t w = AddWorker(std::make_shared<FakeChannel>());
+  ASSERT_EQ(core_->ListModels().at(0).workers, 1);
+  ASSERT_TRUE(core_->RemoveModel("hand").ok());
+  ASSERT_TRUE(core_->AddModel(profile_, Clipper(profile_)).ok());
+  EXPECT_EQ(core_->ListModels().at(0).workers, 0) << "worker " << w << " freed it";
+  ASSERT_TRUE(core_->AttachWorker(w, "hand").ok());
+  EXPECT_EQ(core_->ListModels().at(0).workers, 1);
+}
+
 }  // namespace
 
 // Whether the core's lock is free (TryLock fails on a mutex the caller holds).
@@ -351,10 +364,14 @@ class LockProbingSink final : public LogSink {
 };
 
 // A worker can make the core log at will (an unknown batch id, a result
-// count that does not match, reconnecting): those lines are written after
-// the core's lock is released, never on stderr while every query waits.
+// count that does not match, reconnecting), and a registration adds a
+// model: those lines are written after the core's lock is released, never
+// on stderr while every query waits.
 TEST_F(ServingCoreTest, LinesAWorkerTriggersAreLoggedOutsideTheLock) {
   LockProbingSink sink(core_.get());
+  ModelProfile added = profile_;
+  added.model = "added";
+  ASSERT_TRUE(core_->AddModel(added, Clipper(added)).ok());
   auto c = std::make_shared<FakeChannel>();
   const int32_t w = AddWorker(c);
   FakeHandle& q = Submit(Millis(100));
@@ -369,7 +386,8 @@ TEST_F(ServingCoreTest, LinesAWorkerTriggersAreLoggedOutsideTheLock) {
   core_->OnWorkerGone(w, absl::UnavailableError("stream ended"));
   std::string all;
   for (const std::string& l : sink.lines) all += l;
-  for (const char* expected : {"registered", "answered unknown batch", "1 foreign", "gone"}) {
+  for (const char* expected :
+       {"serving model added", "registered", "answered unknown batch", "1 foreign", "gone"}) {
     EXPECT_NE(all.find(expected), std::string::npos) << expected << " not logged in:\n" << all;
   }
   EXPECT_TRUE(sink.under_lock.empty()) << "logged under the lock: " << sink.under_lock.front();
