@@ -61,7 +61,8 @@ ABSL_FLAG(double, orloj_viable_quantile, superserve::OrlojScoreTable::Params().v
           "orloj: a request stays in a batch size's queue while its time left is at least this "
           "quantile of that batch's time (Algorithm 1, EstimateBatchLatency), in (0, 1].");
 ABSL_FLAG(double, orloj_b_per_ms, superserve::OrlojScoreTable::Params().b_per_us * 1000,
-          "orloj: b, the rate of the anticipated delay (finite, > 0).");
+          "orloj: b, the rate of the anticipated delay (finite, >= 0; 0: one third of each "
+          "batch's expected time).");
 ABSL_FLAG(int32_t, orloj_bins, superserve::OrlojScoreTable::Params().grid_bins,
           "orloj: bins of each batch-latency histogram, in [1, 1024]: a decision looks at every "
           "(batch size, application, bin) group, so its cost grows with the bins (a 971-query "
@@ -142,8 +143,8 @@ int main(int argc, char** argv) {
     return FlagError("orloj_viable_quantile", viable_quantile, "in (0, 1]");
   }
   const double b_per_ms = absl::GetFlag(FLAGS_orloj_b_per_ms);
-  if (!(b_per_ms > 0) || !std::isfinite(b_per_ms)) {
-    return FlagError("orloj_b_per_ms", b_per_ms, "finite and > 0");
+  if (!(b_per_ms >= 0) || !std::isfinite(b_per_ms)) {
+    return FlagError("orloj_b_per_ms", b_per_ms, "finite and >= 0");
   }
   const int32_t orloj_bins = absl::GetFlag(FLAGS_orloj_bins);
   if (orloj_bins < 1 || orloj_bins > OrlojScoreTable::kMaxGridBins) {

@@ -37,17 +37,22 @@ void OrlojPolicy::OnDistributionsChanged() {
   double best_per_request = std::numeric_limits<double>::max();
   for (size_t b = 0; b < sizes_.size(); ++b) {
     const int32_t k = sizes_[b];
-    // E[L_B] depends on the batch size only (§4.3): k draws from the mix.
+    // The batch size's own cost: k draws from the mix (§4.3).
     const double mean = model_.Latency(k, ExpectedMax(mix, k));
     // A batch of k runs as the profiled size >= k but for k requests.
     const double per_request = mean / k;
     efficient_[b] = b == 0 || per_request < best_per_request;
     best_per_request = std::min(best_per_request, per_request);
     for (const EmpiricalDistribution& own : d) {
-      tables_[b].push_back(OrlojScoreTable::Build(own, mix, k, model_, mean, options_.score));
+      tables_[b].push_back(
+          OrlojScoreTable::Build(own, mix, k, model_, /*mean_batch_us=*/0, options_.score));
     }
   }
   groups_per_dist_ = tables_.front().front().groups();
+  max_b_ = 0;
+  for (const auto& per_size : tables_) {
+    for (const OrlojScoreTable& t : per_size) max_b_ = std::max(max_b_, t.b());
+  }
   shift_ = overhead_estimate();
   floors_.assign(sizes_.size(), std::vector<Nanos>(d.size() * groups_per_dist_));
   for (size_t b = 0; b < sizes_.size(); ++b) {
@@ -221,7 +226,7 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
   const Nanos now = ctx.now;
   // Relative timestamps (§4.4): nothing stored depends on the base (alpha is
   // formed from the deadline when a score is read), so a reset costs nothing.
-  if (!based_ || tables_[0][0].b() * RelUs(now) > options_.max_exponent) {
+  if (!based_ || max_b_ * RelUs(now) > options_.max_exponent) {
     base_ = now;
     based_ = true;
   }

@@ -130,6 +130,7 @@ class OrlojPolicy final : public DynamicModelPolicy {
   // x = D - t - shift_, since its answer arrives that much after the batch.
   Nanos shift_ = 0;
   Nanos base_ = 0;
+  double max_b_ = 0;  // the largest b of any table (re-basing)
   bool based_ = false;
   bool regroup_ = false;  // tables changed: regroup every tracked request
   int32_t groups_per_dist_ = 0;

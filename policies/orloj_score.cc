@@ -10,7 +10,6 @@ OrlojScoreTable OrlojScoreTable::Build(const EmpiricalDistribution& own,
                                        const BatchTimeModel& model, double mean_batch_us,
                                        const Params& params) {
   OrlojScoreTable t;
-  t.b_ = params.b_per_us;
   const int32_t n = std::max(1, params.grid_bins);
   // The max of the batch lies in [own.min, max(own.max, mix.max)] and is at
   // least the largest of the minima.
@@ -39,7 +38,13 @@ OrlojScoreTable OrlojScoreTable::Build(const EmpiricalDistribution& own,
     }
     cum += t.prob_[i];
   }
-  const double K = params.cost / (std::max(1e-9, mean_batch_us) * t.b_);
+  if (!(mean_batch_us > 0)) {  // the expectation of the histogram built above
+    mean_batch_us = 0;
+    for (int32_t i = 0; i < n; ++i) mean_batch_us += t.prob_[i] * (t.edges_[i] + t.edges_[i + 1]) / 2;
+  }
+  mean_batch_us = std::max(1e-9, mean_batch_us);
+  t.b_ = params.b_per_us > 0 ? params.b_per_us : 1 / (kDelayBatches * mean_batch_us);
+  const double K = params.cost / (mean_batch_us * t.b_);
   t.a_.assign(n + 1, 0.0);
   t.beta_.assign(n + 1, 0.0);
   double s = 0;  // sum over the bins entirely feasible

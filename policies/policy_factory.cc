@@ -56,9 +56,9 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeOrloj(const ModelProfile& profile,
     return absl::InvalidArgumentError(
         absl::StrCat("orloj: viable_quantile must be in (0, 1]; got ", p.viable_quantile));
   }
-  if (!(p.b_per_us > 0) || !std::isfinite(p.b_per_us)) {
+  if (!(p.b_per_us >= 0) || !std::isfinite(p.b_per_us)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("orloj: b_per_us must be finite and > 0; got ", p.b_per_us));
+        absl::StrCat("orloj: b_per_us must be finite and >= 0; got ", p.b_per_us));
   }
   return std::make_unique<OrlojPolicy>(profile, config.orloj);
 }

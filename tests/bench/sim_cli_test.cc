@@ -73,8 +73,8 @@ TEST(SimCliTest, FlagsOutOfRangeNameTheFlagTheValueAndTheRange) {
       {"--orloj_bins=0", "--orloj_bins must be in [1, 1024]"},
       {"--orloj_viable_quantile=2", "--orloj_viable_quantile must be in (0, 1]; got 2"},
       {"--orloj_viable_quantile=nan", "--orloj_viable_quantile must be in (0, 1]; got nan"},
-      {"--orloj_b_per_ms=inf", "--orloj_b_per_ms must be finite and > 0; got inf"},
-      {"--orloj_b_per_ms=-1", "--orloj_b_per_ms must be finite and > 0; got -1"},
+      {"--orloj_b_per_ms=inf", "--orloj_b_per_ms must be finite and >= 0; got inf"},
+      {"--orloj_b_per_ms=-1", "--orloj_b_per_ms must be finite and >= 0; got -1"},
       {"--ratefit_window_ms=nan", "--ratefit_window_ms must be in"},
   };
   for (const auto& c : cases) {

@@ -144,6 +144,30 @@ TEST(OrlojScoreTest, BatchTimeUsesTheProductCdfAndViability) {
   EXPECT_GE(t.Group(t.viable_from()), 0);
 }
 
+TEST(OrlojScoreTest, DefaultsToTheRequestsOwnMeanAndADelayOfThreeBatches) {
+  // b = 0: E[L_B] is the histogram's own (Eq. 1 and 5) and b = 1 / (3 E[L_B]),
+  // so a request sure to finish (x beyond the histogram) scores
+  // E[e^{-b (x - L)}] / E[L] = e^{-bx} (e^{b(a+w)} - e^{ba}) / (b w E[L]), L on [a, a+w).
+  OrlojScoreTable::Params params;
+  params.viable_quantile = 0;
+  const BatchTimeModel model{0, 1};
+  struct Case {
+    double a, w, x, want;
+  };
+  for (const Case& c : {Case{1000, 100, 4000, 3.7334359806e-4},
+                       Case{5000, 100, 20000, 7.3815605891e-5}}) {
+    EmpiricalDistribution own = Uniform(c.a, c.a + c.w);
+    OrlojScoreTable t = OrlojScoreTable::Build(own, own, 1, model, 0, params);
+    EXPECT_NEAR(t.b(), 1 / (3 * (c.a + c.w / 2)), 1e-12);
+    EXPECT_NEAR(t.Score(t.Group(c.x), c.x, 0), c.want, 1e-6 * c.want) << "a=" << c.a;
+  }
+  // Batched with the mix: E[L_B] = 2 E[max(own, mix)] with own on [1000, 2000)
+  // and mix on [1000, 3000): 1000 + (1000 - 1000/6) + (1000 - 750) = 2083.3.
+  OrlojScoreTable t2 = OrlojScoreTable::Build(Uniform(1000, 2000), Uniform(1000, 3000), 2, model,
+                                              0, params);
+  EXPECT_NEAR(1 / (3 * t2.b()), 2 * 2083.333, 2);
+}
+
 // --- Orloj decisions
 
 TEST(OrlojPolicyTest, PicksTheLargestFullBatchSizeAsThePseudocodeWrites) {

@@ -63,7 +63,7 @@ TEST(PolicyFactoryTest, RejectsOrlojParametersOutOfRange) {
       {[](auto& s) { s.viable_quantile = std::nan(""); }, "viable_quantile"},
       {[](auto& s) { s.viable_quantile = 0; }, "viable_quantile"},
       {[](auto& s) { s.b_per_us = std::numeric_limits<double>::infinity(); },
-       "b_per_us must be finite and > 0; got inf"},
+       "b_per_us must be finite and >= 0; got inf"},
       {[](auto& s) { s.b_per_us = -1; }, "b_per_us"},
       {[](auto& s) { s.b_per_us = std::nan(""); }, "b_per_us"},
   };
