@@ -271,8 +271,14 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
     return tables[gi / groups_per_dist_].Score(gi % groups_per_dist_, RelUs(k.first - shift_),
                                                t_rel);
   };
+  auto end_deadline = [&](int32_t gi, bool back) {
+    const Group& g = groups[gi];
+    return back ? g.rbegin()->first : g.begin()->first;
+  };
   auto better = [](const Top& a, const Top& b) {  // heap order: worst on top
-    return a.score < b.score || (a.score == b.score && a.group_index > b.group_index);
+    if (a.score != b.score) return a.score < b.score;
+    if (a.deadline != b.deadline) return a.deadline > b.deadline;
+    return a.group_index > b.group_index;
   };
   tops_.clear();
   for (int32_t gi = 0; gi < static_cast<int32_t>(groups.size()); ++gi) {
@@ -282,7 +288,7 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
     const bool back = tables[gi / groups_per_dist_].LatestScoresHighest(gi % groups_per_dist_);
     PurgeEnd(static_cast<size_t>(cand), static_cast<size_t>(gi), back);
     if (groups[gi].empty()) continue;
-    tops_.push_back(Top{end_score(gi, back), gi, back});
+    tops_.push_back(Top{end_score(gi, back), gi, back, end_deadline(gi, back)});
   }
   std::make_heap(tops_.begin(), tops_.end(), better);
   Decision d;
@@ -309,6 +315,7 @@ Decision OrlojPolicy::Decide(const SchedulingContext& ctx) {
     PurgeEnd(static_cast<size_t>(cand), static_cast<size_t>(top.group_index), top.from_back);
     if (!g.empty()) {
       top.score = end_score(top.group_index, top.from_back);
+      top.deadline = end_deadline(top.group_index, top.from_back);
       tops_.push_back(top);
       std::push_heap(tops_.begin(), tops_.end(), better);
     }

@@ -154,6 +154,10 @@ class OrlojPolicy final : public DynamicModelPolicy {
     double score;
     int32_t group_index;
     bool from_back;
+    // Of the end member. Breaks equal scores: far from their deadlines
+    // (thousands of batch times) scores underflow to 0, and then the
+    // earliest deadline goes first, not the lowest application index.
+    Nanos deadline;
   };
   std::vector<Top> tops_;
   std::vector<int32_t> taken_dists_;  // distribution index of each taken request

@@ -431,6 +431,28 @@ TEST(OrlojPolicyTest, PopsTheTopScoredRequestNotTheEdfHead) {
   EXPECT_EQ(d.take_ids, std::vector<QueryId>{3});
 }
 
+TEST(OrlojPolicyTest, FarFromTheirDeadlinesTheEarliestGoesFirst) {
+  // Two applications of ~1 ms each, batch size 1. Ten and twenty seconds
+  // left are thousands of batch times: both scores underflow to 0.
+  ModelProfile p = DynamicProfile(0, 1, {1}, {{"a", 1000, 1100}, {"b", 1000, 1100}});
+  OrlojPolicy orloj(p, OrlojOptions());
+  orloj.OnApplicationNamed(0, "a");
+  orloj.OnApplicationNamed(1, "b");
+  EdfQueue q;
+  const Query later = Q(1, 0, 0, Seconds(20));   // application 0
+  const Query sooner = Q(2, 1, 0, Seconds(10));  // application 1
+  for (const Query& x : {later, sooner}) {
+    q.Push(x);
+    orloj.OnArrival(x, 0);
+  }
+  ASSERT_EQ(orloj.ScoreOf(1, 0, 0), 0);
+  ASSERT_EQ(orloj.ScoreOf(2, 0, 0), 0);
+  const int32_t free[] = {0};
+  Decision d = orloj.Decide({q, 0, free, 1});
+  ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
+  EXPECT_EQ(d.take_ids, std::vector<QueryId>{2});
+}
+
 TEST(OrlojPolicyTest, TheBatchIsTheTopScoredOfItsQueueByBruteForce) {
   ModelProfile p =
       DynamicProfile(3000, 0.4, {1, 2, 4, 8}, {{"s", 1000, 3000}, {"l", 5000, 12000}});
