@@ -185,29 +185,31 @@ bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free
          static_cast<double>(slack);
 }
 
-int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate, int64_t workers) const {
+int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate, int64_t workers,
+                                    int64_t limit) const {
   const Nanos overhead = overhead_estimate();
   const int nb = table_.num_batches();
   const int efficient = best_upto_[static_cast<size_t>(fastest_) * nb + nb - 1];
-  auto latency = [&](int bi) {
-    return static_cast<double>(table_.latency(fastest_, bi) + overhead);
+  auto latency = [&](int64_t queries) {
+    return static_cast<double>(table_.latency(fastest_, table_.BatchIndexFor(queries)) + overhead);
   };
   const double near_best =
-      kNearBestThroughput * table_.batch_size(efficient) / latency(efficient);
+      kNearBestThroughput * table_.batch_size(efficient) / latency(table_.batch_size(efficient));
+  // b counts queries: b queries run as the smallest profiled size >= b.
   int64_t target = 1;
-  for (int bi = 1; bi <= efficient; ++bi) {
-    if (table_.batch_size(bi - 1) / latency(bi - 1) >= near_best) break;
+  for (int64_t b = 2; b <= std::min<int64_t>(limit, table_.batch_size(efficient)); ++b) {
+    if (static_cast<double>(b - 1) / latency(b - 1) >= near_best) break;
     // The workers already carry the load with the smaller batch: a head it
     // can serve costs the queries behind it nothing.
-    if (static_cast<double>(workers) * table_.batch_size(bi - 1) * kNanosPerSecond /
-            latency(bi - 1) >=
+    if (static_cast<double>(workers) * static_cast<double>(b - 1) * kNanosPerSecond /
+            latency(b - 1) >=
         rate) {
       break;
     }
-    const double l = latency(bi);
-    const double n = rate * l / kNanosPerSecond / table_.batch_size(bi);  // workers needed
+    const double l = latency(b);
+    const double n = rate * l / kNanosPerSecond / static_cast<double>(b);  // workers needed
     if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
-    target = table_.batch_size(bi);
+    target = b;
   }
   return target;
 }
@@ -282,12 +284,11 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     const Query& head = ctx.queue.Head();
     const Nanos slo = head.deadline - head.arrival;
     RefreshCapacity(slo, FleetWorkers(ctx));
-    const int64_t target = TargetBatch(
+    const int64_t window = TargetBatch(
         slo,
         arrivals_.Rate(ctx.now,
                        static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo))),
-        FleetWorkers(ctx));
-    const int64_t window = std::min<int64_t>(target, static_cast<int64_t>(ctx.queue.size()));
+        FleetWorkers(ctx), static_cast<int64_t>(ctx.queue.size()));
     if (window > 1) {
       const Nanos slack = head.deadline - ctx.now - overhead_estimate();
       if (slack < FitLatency(fastest_, table_.BatchIndexFor(window)) &&

@@ -100,11 +100,14 @@ class SloFirstPolicy : public ProfiledPolicy {
   // The batch the load needs at the fastest rank (Symphony's target: the
   // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs
   // at b), no larger than the smallest batch within kNearBestThroughput of
-  // the best throughput, and no larger than the smallest batch with which
-  // the `workers` carry the rate (Symphony's target alone ignores the
-  // fleet: with workers to spare it dropped heads a smaller batch served
-  // in time at no cost to the queries behind).
-  int64_t TargetBatch(Nanos slo, double rate, int64_t workers) const;
+  // the best throughput, than the smallest batch with which the `workers`
+  // carry the rate (Symphony's target alone ignores the fleet: with workers
+  // to spare it dropped heads a smaller batch served in time at no cost to
+  // the queries behind), or than `limit`. b counts queries, each run as
+  // the smallest profiled size >= b, as Symphony's does: with sizes 1 and
+  // 22, a load that fills 8 in time needs a window of 8, not 1 (each head
+  // served alone while the queue behind it expires).
+  int64_t TargetBatch(Nanos slo, double rate, int64_t workers, int64_t limit) const;
   // Whether dropping a head with `slack` left, `queued` queries queued, for
   // a batch of `window` at the fastest subnet pays even if the load ends
   // right after it: in the window batch's time it serves at least one query

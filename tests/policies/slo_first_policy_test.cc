@@ -285,19 +285,41 @@ TEST(SloFirstPolicyTest, NoHeadIsDroppedForABatchThatDoesNotMakeUpForIt) {
 }
 
 TEST(SloFirstPolicyTest, AHeadJustShortOfTheWindowBatchIsDroppedWhereThatBatchPays) {
-  // Flat: batch 1 takes 1 ms, batch 8 1.2 ms; 1500 q/s on one worker (1000
-  // q/s at batch 1): the target batch is 8 (n = 1500 x 1.2 ms / 8 = 0.225,
-  // 1.2 x (1 + 1/n) = 6.5 ms <= 40). 8 queued, the head 1.1 ms from its
-  // deadline: only batch 1 serves it, and in 1.2 ms batch 8 serves 8
+  // Flat: batch 1 takes 1 ms, batch 8 1.2 ms (2 to 7 queries run as 8);
+  // 3000 q/s on one worker: 1, 2, 3 queries a batch carry 1000, 1667, 2500
+  // q/s, 4 carry 3333, so the target is 4 (n = 3000 x 1.2 ms / 4 = 0.9,
+  // 1.2 x (1 + 1/n) = 2.5 ms <= 40). 8 queued, the head 1.1 ms from its
+  // deadline: only batch 1 serves it, and in 1.2 ms a batch of 4 serves 4
   // against batch 1's 1.2: dropped. (Before: kept, its slack above 0.9 x
   // 1.2 ms, and served alone.)
   SloFirstPolicy p(HandProfile({1, 8}, {70}, {{1, 1.2}}), NoOverhead());
-  Arrivals(&p, 1500);
+  Arrivals(&p, 3000);
   EdfQueue q;
   Fill(&q, 8, 1.1);
   const Decision d = DecideOn(&p, q);
   EXPECT_EQ(d.kind, Decision::Kind::kIdle);
   EXPECT_EQ(d.drop, 1);
+}
+
+TEST(SloFirstPolicyTest, TheWindowCountsQueriesBetweenSparseBatchSizes) {
+  // Batch 1 takes 20 ms, batch 8 30 ms (2 to 7 queries run as 8); 450 q/s
+  // on one worker. A window of b queries needs 30 ms + b / 450 q/s <= 40 ms
+  // (l(1 + 1/n), n = 450 x 30 ms / b): b <= 4, and 1, 2, 3 queries a batch
+  // carry only 50, 67, 100 q/s: the target is 4. The head 25 ms from its
+  // deadline fits batch 1 only; in 30 ms a batch of 4 serves 4 against
+  // batch 1's 1.5: dropped. (Before: by profiled sizes alone the target was
+  // 1 (batch 8: 30 x (1 + 1/1.69) = 47.8 ms > 40), and the head was served
+  // alone.) A head with 31 ms left goes in a batch of 8.
+  SloFirstPolicy p(HandProfile({1, 8}, {70}, {{20, 30}}), NoOverhead());
+  Arrivals(&p, 450);
+  EdfQueue tight;
+  Fill(&tight, 8, 25);
+  const Decision d = DecideOn(&p, tight);
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 1);
+  EdfQueue enough;
+  Fill(&enough, 8, 31);
+  ExpectDispatch(DecideOn(&p, enough), 0, 8, 8);
 }
 
 TEST(SloFirstPolicyTest, NoHeadIsDroppedWhereTheWorkersCarryTheLoadWithSmallerBatches) {
