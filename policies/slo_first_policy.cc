@@ -284,15 +284,14 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     const Query& head = ctx.queue.Head();
     const Nanos slo = head.deadline - head.arrival;
     RefreshCapacity(slo, FleetWorkers(ctx));
-    const int64_t window = TargetBatch(
-        slo,
-        arrivals_.Rate(ctx.now,
-                       static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo))),
-        FleetWorkers(ctx), static_cast<int64_t>(ctx.queue.size()));
+    const double rate = arrivals_.Rate(
+        ctx.now, static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo)));
+    const auto queued = static_cast<int64_t>(ctx.queue.size());
+    const int64_t window = TargetBatch(slo, rate, FleetWorkers(ctx), queued);
     if (window > 1) {
       const Nanos slack = head.deadline - ctx.now - overhead_estimate();
       if (slack < FitLatency(fastest_, table_.BatchIndexFor(window)) &&
-          WindowDropPays(window, slack, static_cast<int64_t>(ctx.queue.size()))) {
+          WindowDropPays(window, slack, queued, rate, FleetWorkers(ctx))) {
         return Decision::Idle(1);
       }
     }
@@ -311,11 +310,17 @@ double SloFirstPolicy::ExtraServed(int rank, int64_t full, int64_t part) const {
   return static_cast<double>(full) - static_cast<double>(part) * time(full) / time(part);
 }
 
-bool SloFirstPolicy::WindowDropPays(int64_t window, Nanos slack, int64_t queued) const {
+bool SloFirstPolicy::WindowDropPays(int64_t window, Nanos slack, int64_t queued, double rate,
+                                    int64_t workers) const {
   const int fit = EfficientBatch(fastest_, slack);
   if (fit < 0) return true;  // nothing serves the head at the fastest subnet
   const int64_t served = std::min<int64_t>(table_.batch_size(fit), queued);
-  return ExtraServed(fastest_, window, served) >= 1;  // 1: the dropped head
+  const double extra = ExtraServed(fastest_, window, served);
+  const double window_capacity =
+      static_cast<double>(workers) * static_cast<double>(window) * kNanosPerSecond /
+      static_cast<double>(FitLatency(fastest_, table_.BatchIndexFor(window)) + overhead_estimate());
+  if (rate > window_capacity && queued - 1 >= workers * window) return extra > 0;  // backlog
+  return extra >= 1;  // 1: the dropped head
 }
 
 Nanos SloFirstPolicy::FitLatency(int rank, int batch_index) const {

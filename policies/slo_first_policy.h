@@ -114,8 +114,13 @@ class SloFirstPolicy : public ProfiledPolicy {
   // (the dropped head) more than the batch that serves the head would at
   // that batch's rate. Else the head is served in the smaller batch (on a
   // CPU-shaped profile the window gained a few percent per batch and cost
-  // every head it dropped in a burst the workers caught up with).
-  bool WindowDropPays(int64_t window, Nanos slack, int64_t queued) const;
+  // every head it dropped in a burst the workers caught up with). In a
+  // backlog (the `rate` above what the `workers` serve with window batches,
+  // and a window batch queued behind the head for each of them) queries
+  // are lost whatever is done, and fewer the more each second serves: the
+  // drop pays where the window batch serves any more.
+  bool WindowDropPays(int64_t window, Nanos slack, int64_t queued, double rate,
+                      int64_t workers) const;
   // Queries a batch of `full` serves at `rank`, in its run time, beyond
   // what batches of `part` serve in the same time at their rate (FitLatency
   // plus overhead).

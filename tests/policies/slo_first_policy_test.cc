@@ -322,6 +322,31 @@ TEST(SloFirstPolicyTest, TheWindowCountsQueriesBetweenSparseBatchSizes) {
   ExpectDispatch(DecideOn(&p, enough), 0, 8, 8);
 }
 
+TEST(SloFirstPolicyTest, InABacklogAHeadIsDroppedForAnyGainInThroughput) {
+  // CPU-shaped: batch 1 takes 1 ms, batch 2 1.8 ms; one worker. Above 1000
+  // q/s (batch 1) the target is 2. 3 queued, the head 1.5 ms from its
+  // deadline (batch 1 only): in 1.8 ms batch 2 serves 2 against batch 1's
+  // 1.8, 0.2 of a query more. At 1500 q/s, above batch 2's 1111 q/s, with
+  // a batch of 2 queued behind the head, queries are lost whatever is done:
+  // dropped. (Before: kept, 0.2 < 1.)
+  const ModelProfile cpu = HandProfile({1, 2}, {70}, {{1, 1.8}});
+  EdfQueue three;
+  Fill(&three, 3, 1.5);
+  SloFirstPolicy past(cpu, NoOverhead());
+  Arrivals(&past, 1500);
+  const Decision d = DecideOn(&past, three);
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 1);
+  // Only one query behind the head: no backlog, kept.
+  EdfQueue two;
+  Fill(&two, 2, 1.5);
+  ExpectDispatch(DecideOn(&past, two), 0, 1, 1);
+  // 1050 q/s: batch 2 carries it, kept.
+  SloFirstPolicy below(cpu, NoOverhead());
+  Arrivals(&below, 1050);
+  ExpectDispatch(DecideOn(&below, three), 0, 1, 1);
+}
+
 TEST(SloFirstPolicyTest, NoHeadIsDroppedWhereTheWorkersCarryTheLoadWithSmallerBatches) {
   // 800 q/s: the one worker carries 1000 q/s at 70 %'s batch 1, so the
   // target batch is 1 and no head is dropped for a fuller batch. 8 queued,
