@@ -54,6 +54,12 @@ Decision DecideOn(Policy* p, const EdfQueue& q, bool assume_overload = false) {
   return p->Decide(ctx);
 }
 
+// The head is dropped (and the policy asked again).
+void ExpectHeadDropped(const Decision& d) {
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 1);
+}
+
 void ExpectDispatch(const Decision& d, int32_t subnet, int32_t batch, int32_t take) {
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(d.subnet_index, subnet);
@@ -162,9 +168,7 @@ TEST(SloFirstPolicyTest, DropsAHeadOnlyTheLoadsBatchCouldServeTooLate) {
   Arrivals(&p, 1700);
   EdfQueue tight;
   Fill(&tight, 8, 2);
-  const Decision d = DecideOn(&p, tight);
-  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
-  EXPECT_EQ(d.drop, 1);
+  ExpectHeadDropped(DecideOn(&p, tight));
   EdfQueue enough;
   Fill(&enough, 8, 4.5);
   ExpectDispatch(DecideOn(&p, enough), 0, 8, 8);
@@ -251,9 +255,7 @@ TEST(SloFirstPolicyTest, AHeadNoSubnetServesInTimeOnOneFootingIsDropped) {
   ASSERT_EQ(p.latencies().latency(1, 0), Millis(1));
   EdfQueue q;
   Fill(&q, 2, 1.05);
-  const Decision d = DecideOn(&p, q);
-  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
-  EXPECT_EQ(d.drop, 1);
+  ExpectHeadDropped(DecideOn(&p, q));
   q.Pop();
   ExpectDispatch(DecideOn(&p, q), 1, 1, 1);
 }
@@ -296,9 +298,7 @@ TEST(SloFirstPolicyTest, AHeadJustShortOfTheWindowBatchIsDroppedWhereThatBatchPa
   Arrivals(&p, 3000);
   EdfQueue q;
   Fill(&q, 8, 1.1);
-  const Decision d = DecideOn(&p, q);
-  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
-  EXPECT_EQ(d.drop, 1);
+  ExpectHeadDropped(DecideOn(&p, q));
 }
 
 TEST(SloFirstPolicyTest, TheWindowCountsQueriesBetweenSparseBatchSizes) {
@@ -314,9 +314,7 @@ TEST(SloFirstPolicyTest, TheWindowCountsQueriesBetweenSparseBatchSizes) {
   Arrivals(&p, 450);
   EdfQueue tight;
   Fill(&tight, 8, 25);
-  const Decision d = DecideOn(&p, tight);
-  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
-  EXPECT_EQ(d.drop, 1);
+  ExpectHeadDropped(DecideOn(&p, tight));
   EdfQueue enough;
   Fill(&enough, 8, 31);
   ExpectDispatch(DecideOn(&p, enough), 0, 8, 8);
@@ -334,9 +332,7 @@ TEST(SloFirstPolicyTest, InABacklogAHeadIsDroppedForAnyGainInThroughput) {
   Fill(&three, 3, 1.5);
   SloFirstPolicy past(cpu, NoOverhead());
   Arrivals(&past, 1500);
-  const Decision d = DecideOn(&past, three);
-  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
-  EXPECT_EQ(d.drop, 1);
+  ExpectHeadDropped(DecideOn(&past, three));
   // Only one query behind the head: no backlog, kept.
   EdfQueue two;
   Fill(&two, 2, 1.5);
