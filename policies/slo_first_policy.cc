@@ -229,7 +229,12 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
       ctx.now, static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo)));
   int pos = 0;  // position in frontier_
   if (!ctx.assume_overload) {
-    const int rank = RankForLoad(rate, slo, workers);
+    // What is queued arrived within one SLO: the load is at least that much
+    // per SLO, read at once where the rate window still averages a quiet
+    // spell in.
+    const double load = std::max(
+        rate, static_cast<double>(view.pending) * kNanosPerSecond / static_cast<double>(slo));
+    const int rank = RankForLoad(load, slo, workers);
     pos = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), rank) -
                            frontier_.begin());
     // SLO first: faster subnets until the queued queries are all served in time.

@@ -38,12 +38,13 @@ struct SloFirstOptions {
 //     the heads that only a batch smaller than the load needs could serve
 //     (Symphony's sliding window: serving them shrinks every batch behind
 //     them, EDF's overload spiral) where the larger batch makes up for the
-//     dropped head within its own run.
+//     dropped head within its own run, or, in a backlog, serves any more.
 //  2. Subnet: the most accurate one whose capacity (queries/s over all
 //     workers at its most efficient batch, at the utilisation where about
 //     one query in a thousand would wait past its deadline) covers
-//     headroom x the load measured over the rate window; none does: the
-//     fastest. Then step towards faster subnets until the queries
+//     headroom x the load measured over the rate window, or x the queued
+//     queries per SLO if more (they arrived within one SLO: a burst shows
+//     at once); none does: the fastest. Then step towards faster subnets until the queries
 //     already queued can all be served before the head's deadline.
 //  3. Batch: the queries that fit the head's deadline on that subnet, up to
 //     its most efficient batch; at once if the queue fills it or if batches

@@ -110,6 +110,17 @@ TEST(SloFirstPolicyTest, MeasuredLoadSetsTheSubnet) {
   EXPECT_EQ(DecideOn(&at600, q).subnet_index, 0);
 }
 
+TEST(SloFirstPolicyTest, TheQueueIsLoadTheRateWindowHasNotSeenYet) {
+  // No load measured. 8 queued, the head 35 ms from its deadline: 80 %
+  // clears them (batch 8, 18 ms), but they arrived within one SLO, a load
+  // of at least 8 / 40 ms = 200 q/s, above 80 %'s 154: 75 % (480), batch 8.
+  // (Before: 80 %, read as no load.)
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 8, 35);
+  ExpectDispatch(DecideOn(&p, q), 1, 8, 8);
+}
+
 TEST(SloFirstPolicyTest, AQueueTheSubnetCannotClearStepsToAFasterOne) {
   // No load measured: 80 % by the rate. 20 queued, the head 20 ms from its
   // deadline: 80 % runs batch 8 in 18 ms, 3 batches on one worker take
