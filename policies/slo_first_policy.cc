@@ -185,29 +185,31 @@ bool SloFirstPolicy::Clears(int rank, int64_t pending, Nanos slack, int64_t free
          static_cast<double>(slack);
 }
 
-int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate, int64_t workers) const {
+int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate, int64_t workers,
+                                    int64_t limit) const {
   const Nanos overhead = overhead_estimate();
   const int nb = table_.num_batches();
   const int efficient = best_upto_[static_cast<size_t>(fastest_) * nb + nb - 1];
-  auto latency = [&](int bi) {
-    return static_cast<double>(table_.latency(fastest_, bi) + overhead);
+  auto latency = [&](int64_t queries) {
+    return static_cast<double>(table_.latency(fastest_, table_.BatchIndexFor(queries)) + overhead);
   };
   const double near_best =
-      kNearBestThroughput * table_.batch_size(efficient) / latency(efficient);
+      kNearBestThroughput * table_.batch_size(efficient) / latency(table_.batch_size(efficient));
+  // b counts queries: b queries run as the smallest profiled size >= b.
   int64_t target = 1;
-  for (int bi = 1; bi <= efficient; ++bi) {
-    if (table_.batch_size(bi - 1) / latency(bi - 1) >= near_best) break;
+  for (int64_t b = 2; b <= std::min<int64_t>(limit, table_.batch_size(efficient)); ++b) {
+    if (static_cast<double>(b - 1) / latency(b - 1) >= near_best) break;
     // The workers already carry the load with the smaller batch: a head it
     // can serve costs the queries behind it nothing.
-    if (static_cast<double>(workers) * table_.batch_size(bi - 1) * kNanosPerSecond /
-            latency(bi - 1) >=
+    if (static_cast<double>(workers) * static_cast<double>(b - 1) * kNanosPerSecond /
+            latency(b - 1) >=
         rate) {
       break;
     }
-    const double l = latency(bi);
-    const double n = rate * l / kNanosPerSecond / table_.batch_size(bi);  // workers needed
+    const double l = latency(b);
+    const double n = rate * l / kNanosPerSecond / static_cast<double>(b);  // workers needed
     if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
-    target = table_.batch_size(bi);
+    target = b;
   }
   return target;
 }
@@ -227,7 +229,12 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
       ctx.now, static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo)));
   int pos = 0;  // position in frontier_
   if (!ctx.assume_overload) {
-    const int rank = RankForLoad(rate, slo, workers);
+    // What is queued arrived within one SLO: the load is at least that much
+    // per SLO, read at once where the rate window still averages a quiet
+    // spell in.
+    const double load = std::max(
+        rate, static_cast<double>(view.pending) * kNanosPerSecond / static_cast<double>(slo));
+    const int rank = RankForLoad(load, slo, workers);
     pos = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), rank) -
                            frontier_.begin());
     // SLO first: faster subnets until the queued queries are all served in time.
@@ -282,16 +289,14 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     const Query& head = ctx.queue.Head();
     const Nanos slo = head.deadline - head.arrival;
     RefreshCapacity(slo, FleetWorkers(ctx));
-    const int64_t target = TargetBatch(
-        slo,
-        arrivals_.Rate(ctx.now,
-                       static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo))),
-        FleetWorkers(ctx));
-    const int64_t window = std::min<int64_t>(target, static_cast<int64_t>(ctx.queue.size()));
+    const double rate = arrivals_.Rate(
+        ctx.now, static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo)));
+    const auto queued = static_cast<int64_t>(ctx.queue.size());
+    const int64_t window = TargetBatch(slo, rate, FleetWorkers(ctx), queued);
     if (window > 1) {
       const Nanos slack = head.deadline - ctx.now - overhead_estimate();
       if (slack < FitLatency(fastest_, table_.BatchIndexFor(window)) &&
-          WindowDropPays(window, slack, static_cast<int64_t>(ctx.queue.size()))) {
+          WindowDropPays(window, slack, queued, rate, FleetWorkers(ctx))) {
         return Decision::Idle(1);
       }
     }
@@ -310,11 +315,17 @@ double SloFirstPolicy::ExtraServed(int rank, int64_t full, int64_t part) const {
   return static_cast<double>(full) - static_cast<double>(part) * time(full) / time(part);
 }
 
-bool SloFirstPolicy::WindowDropPays(int64_t window, Nanos slack, int64_t queued) const {
+bool SloFirstPolicy::WindowDropPays(int64_t window, Nanos slack, int64_t queued, double rate,
+                                    int64_t workers) const {
   const int fit = EfficientBatch(fastest_, slack);
   if (fit < 0) return true;  // nothing serves the head at the fastest subnet
   const int64_t served = std::min<int64_t>(table_.batch_size(fit), queued);
-  return ExtraServed(fastest_, window, served) >= 1;  // 1: the dropped head
+  const double extra = ExtraServed(fastest_, window, served);
+  const double window_capacity =
+      static_cast<double>(workers) * static_cast<double>(window) * kNanosPerSecond /
+      static_cast<double>(FitLatency(fastest_, table_.BatchIndexFor(window)) + overhead_estimate());
+  if (rate > window_capacity && queued - 1 >= workers * window) return extra > 0;  // backlog
+  return extra >= 1;  // 1: the dropped head
 }
 
 Nanos SloFirstPolicy::FitLatency(int rank, int batch_index) const {

@@ -38,12 +38,13 @@ struct SloFirstOptions {
 //     the heads that only a batch smaller than the load needs could serve
 //     (Symphony's sliding window: serving them shrinks every batch behind
 //     them, EDF's overload spiral) where the larger batch makes up for the
-//     dropped head within its own run.
+//     dropped head within its own run, or, in a backlog, serves any more.
 //  2. Subnet: the most accurate one whose capacity (queries/s over all
 //     workers at its most efficient batch, at the utilisation where about
 //     one query in a thousand would wait past its deadline) covers
-//     headroom x the load measured over the rate window; none does: the
-//     fastest. Then step towards faster subnets until the queries
+//     headroom x the load measured over the rate window, or x the queued
+//     queries per SLO if more (they arrived within one SLO: a burst shows
+//     at once); none does: the fastest. Then step towards faster subnets until the queries
 //     already queued can all be served before the head's deadline.
 //  3. Batch: the queries that fit the head's deadline on that subnet, up to
 //     its most efficient batch; at once if the queue fills it or if batches
@@ -100,19 +101,27 @@ class SloFirstPolicy : public ProfiledPolicy {
   // The batch the load needs at the fastest rank (Symphony's target: the
   // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs
   // at b), no larger than the smallest batch within kNearBestThroughput of
-  // the best throughput, and no larger than the smallest batch with which
-  // the `workers` carry the rate (Symphony's target alone ignores the
-  // fleet: with workers to spare it dropped heads a smaller batch served
-  // in time at no cost to the queries behind).
-  int64_t TargetBatch(Nanos slo, double rate, int64_t workers) const;
+  // the best throughput, than the smallest batch with which the `workers`
+  // carry the rate (Symphony's target alone ignores the fleet: with workers
+  // to spare it dropped heads a smaller batch served in time at no cost to
+  // the queries behind), or than `limit`. b counts queries, each run as
+  // the smallest profiled size >= b, as Symphony's does: with sizes 1 and
+  // 22, a load that fills 8 in time needs a window of 8, not 1 (each head
+  // served alone while the queue behind it expires).
+  int64_t TargetBatch(Nanos slo, double rate, int64_t workers, int64_t limit) const;
   // Whether dropping a head with `slack` left, `queued` queries queued, for
   // a batch of `window` at the fastest subnet pays even if the load ends
   // right after it: in the window batch's time it serves at least one query
   // (the dropped head) more than the batch that serves the head would at
   // that batch's rate. Else the head is served in the smaller batch (on a
   // CPU-shaped profile the window gained a few percent per batch and cost
-  // every head it dropped in a burst the workers caught up with).
-  bool WindowDropPays(int64_t window, Nanos slack, int64_t queued) const;
+  // every head it dropped in a burst the workers caught up with). In a
+  // backlog (the `rate` above what the `workers` serve with window batches,
+  // and a window batch queued behind the head for each of them) queries
+  // are lost whatever is done, and fewer the more each second serves: the
+  // drop pays where the window batch serves any more.
+  bool WindowDropPays(int64_t window, Nanos slack, int64_t queued, double rate,
+                      int64_t workers) const;
   // Queries a batch of `full` serves at `rank`, in its run time, beyond
   // what batches of `part` serve in the same time at their rate (FitLatency
   // plus overhead).

@@ -54,6 +54,12 @@ Decision DecideOn(Policy* p, const EdfQueue& q, bool assume_overload = false) {
   return p->Decide(ctx);
 }
 
+// The head is dropped (and the policy asked again).
+void ExpectHeadDropped(const Decision& d) {
+  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
+  EXPECT_EQ(d.drop, 1);
+}
+
 void ExpectDispatch(const Decision& d, int32_t subnet, int32_t batch, int32_t take) {
   ASSERT_EQ(d.kind, Decision::Kind::kDispatch);
   EXPECT_EQ(d.subnet_index, subnet);
@@ -102,6 +108,17 @@ TEST(SloFirstPolicyTest, MeasuredLoadSetsTheSubnet) {
   SloFirstPolicy at600(ThreeSubnetProfile(), NoOverhead());
   Arrivals(&at600, 600);
   EXPECT_EQ(DecideOn(&at600, q).subnet_index, 0);
+}
+
+TEST(SloFirstPolicyTest, TheQueueIsLoadTheRateWindowHasNotSeenYet) {
+  // No load measured. 8 queued, the head 35 ms from its deadline: 80 %
+  // clears them (batch 8, 18 ms), but they arrived within one SLO, a load
+  // of at least 8 / 40 ms = 200 q/s, above 80 %'s 154: 75 % (480), batch 8.
+  // (Before: 80 %, read as no load.)
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  EdfQueue q;
+  Fill(&q, 8, 35);
+  ExpectDispatch(DecideOn(&p, q), 1, 8, 8);
 }
 
 TEST(SloFirstPolicyTest, AQueueTheSubnetCannotClearStepsToAFasterOne) {
@@ -162,9 +179,7 @@ TEST(SloFirstPolicyTest, DropsAHeadOnlyTheLoadsBatchCouldServeTooLate) {
   Arrivals(&p, 1700);
   EdfQueue tight;
   Fill(&tight, 8, 2);
-  const Decision d = DecideOn(&p, tight);
-  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
-  EXPECT_EQ(d.drop, 1);
+  ExpectHeadDropped(DecideOn(&p, tight));
   EdfQueue enough;
   Fill(&enough, 8, 4.5);
   ExpectDispatch(DecideOn(&p, enough), 0, 8, 8);
@@ -251,9 +266,7 @@ TEST(SloFirstPolicyTest, AHeadNoSubnetServesInTimeOnOneFootingIsDropped) {
   ASSERT_EQ(p.latencies().latency(1, 0), Millis(1));
   EdfQueue q;
   Fill(&q, 2, 1.05);
-  const Decision d = DecideOn(&p, q);
-  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
-  EXPECT_EQ(d.drop, 1);
+  ExpectHeadDropped(DecideOn(&p, q));
   q.Pop();
   ExpectDispatch(DecideOn(&p, q), 1, 1, 1);
 }
@@ -285,19 +298,60 @@ TEST(SloFirstPolicyTest, NoHeadIsDroppedForABatchThatDoesNotMakeUpForIt) {
 }
 
 TEST(SloFirstPolicyTest, AHeadJustShortOfTheWindowBatchIsDroppedWhereThatBatchPays) {
-  // Flat: batch 1 takes 1 ms, batch 8 1.2 ms; 1500 q/s on one worker (1000
-  // q/s at batch 1): the target batch is 8 (n = 1500 x 1.2 ms / 8 = 0.225,
-  // 1.2 x (1 + 1/n) = 6.5 ms <= 40). 8 queued, the head 1.1 ms from its
-  // deadline: only batch 1 serves it, and in 1.2 ms batch 8 serves 8
+  // Flat: batch 1 takes 1 ms, batch 8 1.2 ms (2 to 7 queries run as 8);
+  // 3000 q/s on one worker: 1, 2, 3 queries a batch carry 1000, 1667, 2500
+  // q/s, 4 carry 3333, so the target is 4 (n = 3000 x 1.2 ms / 4 = 0.9,
+  // 1.2 x (1 + 1/n) = 2.5 ms <= 40). 8 queued, the head 1.1 ms from its
+  // deadline: only batch 1 serves it, and in 1.2 ms a batch of 4 serves 4
   // against batch 1's 1.2: dropped. (Before: kept, its slack above 0.9 x
   // 1.2 ms, and served alone.)
   SloFirstPolicy p(HandProfile({1, 8}, {70}, {{1, 1.2}}), NoOverhead());
-  Arrivals(&p, 1500);
+  Arrivals(&p, 3000);
   EdfQueue q;
   Fill(&q, 8, 1.1);
-  const Decision d = DecideOn(&p, q);
-  EXPECT_EQ(d.kind, Decision::Kind::kIdle);
-  EXPECT_EQ(d.drop, 1);
+  ExpectHeadDropped(DecideOn(&p, q));
+}
+
+TEST(SloFirstPolicyTest, TheWindowCountsQueriesBetweenSparseBatchSizes) {
+  // Batch 1 takes 20 ms, batch 8 30 ms (2 to 7 queries run as 8); 450 q/s
+  // on one worker. A window of b queries needs 30 ms + b / 450 q/s <= 40 ms
+  // (l(1 + 1/n), n = 450 x 30 ms / b): b <= 4, and 1, 2, 3 queries a batch
+  // carry only 50, 67, 100 q/s: the target is 4. The head 25 ms from its
+  // deadline fits batch 1 only; in 30 ms a batch of 4 serves 4 against
+  // batch 1's 1.5: dropped. (Before: by profiled sizes alone the target was
+  // 1 (batch 8: 30 x (1 + 1/1.69) = 47.8 ms > 40), and the head was served
+  // alone.) A head with 31 ms left goes in a batch of 8.
+  SloFirstPolicy p(HandProfile({1, 8}, {70}, {{20, 30}}), NoOverhead());
+  Arrivals(&p, 450);
+  EdfQueue tight;
+  Fill(&tight, 8, 25);
+  ExpectHeadDropped(DecideOn(&p, tight));
+  EdfQueue enough;
+  Fill(&enough, 8, 31);
+  ExpectDispatch(DecideOn(&p, enough), 0, 8, 8);
+}
+
+TEST(SloFirstPolicyTest, InABacklogAHeadIsDroppedForAnyGainInThroughput) {
+  // CPU-shaped: batch 1 takes 1 ms, batch 2 1.8 ms; one worker. Above 1000
+  // q/s (batch 1) the target is 2. 3 queued, the head 1.5 ms from its
+  // deadline (batch 1 only): in 1.8 ms batch 2 serves 2 against batch 1's
+  // 1.8, 0.2 of a query more. At 1500 q/s, above batch 2's 1111 q/s, with
+  // a batch of 2 queued behind the head, queries are lost whatever is done:
+  // dropped. (Before: kept, 0.2 < 1.)
+  const ModelProfile cpu = HandProfile({1, 2}, {70}, {{1, 1.8}});
+  EdfQueue three;
+  Fill(&three, 3, 1.5);
+  SloFirstPolicy past(cpu, NoOverhead());
+  Arrivals(&past, 1500);
+  ExpectHeadDropped(DecideOn(&past, three));
+  // Only one query behind the head: no backlog, kept.
+  EdfQueue two;
+  Fill(&two, 2, 1.5);
+  ExpectDispatch(DecideOn(&past, two), 0, 1, 1);
+  // 1050 q/s: batch 2 carries it, kept.
+  SloFirstPolicy below(cpu, NoOverhead());
+  Arrivals(&below, 1050);
+  ExpectDispatch(DecideOn(&below, three), 0, 1, 1);
 }
 
 TEST(SloFirstPolicyTest, NoHeadIsDroppedWhereTheWorkersCarryTheLoadWithSmallerBatches) {
