@@ -190,26 +190,44 @@ int64_t SloFirstPolicy::TargetBatch(Nanos slo, double rate, int64_t workers,
   const Nanos overhead = overhead_estimate();
   const int nb = table_.num_batches();
   const int efficient = best_upto_[static_cast<size_t>(fastest_) * nb + nb - 1];
-  auto latency = [&](int64_t queries) {
-    return static_cast<double>(table_.latency(fastest_, table_.BatchIndexFor(queries)) + overhead);
-  };
-  const double near_best =
-      kNearBestThroughput * table_.batch_size(efficient) / latency(table_.batch_size(efficient));
-  // b counts queries: b queries run as the smallest profiled size >= b.
-  int64_t target = 1;
-  for (int64_t b = 2; b <= std::min<int64_t>(limit, table_.batch_size(efficient)); ++b) {
-    if (static_cast<double>(b - 1) / latency(b - 1) >= near_best) break;
-    // The workers already carry the load with the smaller batch: a head it
-    // can serve costs the queries behind it nothing.
-    if (static_cast<double>(workers) * static_cast<double>(b - 1) * kNanosPerSecond /
-            latency(b - 1) >=
+  const int64_t top = std::min<int64_t>(limit, table_.batch_size(efficient));
+  if (top < 2) return 1;
+  auto latency = [&](int bi) { return static_cast<double>(table_.latency(fastest_, bi) + overhead); };
+  const double near_best = kNearBestThroughput * table_.batch_size(efficient) / latency(efficient);
+  // Whether the window stops short of b queries, b - 1 of them run as batch
+  // index `prev`, b as `bi`: b - 1 already nears the best throughput, or
+  // the workers carry the load with it (a head it can serve costs the
+  // queries behind it nothing); or b breaks Symphony's staggered bound
+  // l(b)(1 + 1/n) <= SLO, n = the workers the rate needs at b.
+  auto stops = [&](int64_t b, int prev, int bi) {
+    const double l_prev = latency(prev);
+    if (static_cast<double>(b - 1) / l_prev >= near_best) return true;
+    if (static_cast<double>(workers) * static_cast<double>(b - 1) * kNanosPerSecond / l_prev >=
         rate) {
-      break;
+      return true;
     }
-    const double l = latency(b);
-    const double n = rate * l / kNanosPerSecond / static_cast<double>(b);  // workers needed
-    if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
-    target = b;
+    const double l = latency(bi);
+    const double n = rate * l / kNanosPerSecond / static_cast<double>(b);
+    return n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo);
+  };
+  // b counts queries, each run as the smallest profiled size >= b. Over
+  // the counts run as one size, every test above is monotone in b (the
+  // latency is fixed, b grows), so each stretch takes a binary search:
+  // O(B log(largest batch)) per call, not a step per query.
+  int64_t target = 1;
+  for (int bi = table_.BatchIndexFor(2); bi < nb; ++bi) {
+    const int64_t first = std::max<int64_t>(2, bi > 0 ? table_.batch_size(bi - 1) + 1 : 1);
+    const int64_t last = std::min<int64_t>(top, table_.batch_size(bi));
+    if (first > last) break;
+    // first - 1 may run as the size below.
+    if (stops(first, table_.BatchIndexFor(first - 1), bi)) return target;
+    int64_t lo = first, hi = last + 1;  // lo does not stop; the first that does is in (lo, hi]
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (stops(mid, bi, bi) ? hi : lo) = mid;
+    }
+    target = lo;
+    if (hi <= last) return target;
   }
   return target;
 }

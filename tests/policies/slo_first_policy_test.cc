@@ -1,5 +1,7 @@
 #include "policies/slo_first_policy.h"
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -364,6 +366,80 @@ TEST(SloFirstPolicyTest, NoHeadIsDroppedWhereTheWorkersCarryTheLoadWithSmallerBa
   EdfQueue q;
   Fill(&q, 8, 3);
   ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
+}
+
+// TargetBatch by its definition, one query count at a time (the walk the
+// policy replaced with a binary search per stretch of counts run as one
+// profiled size): one subnet (so it is the fastest), latency + overhead per
+// count, near_best from the most efficient size.
+int64_t WalkedTargetBatch(const ModelProfile& p, Nanos overhead, Nanos slo, double rate,
+                          int64_t workers, int64_t limit) {
+  const auto& sizes = p.batch_sizes;
+  auto index_for = [&](int64_t n) {
+    return static_cast<int>(std::lower_bound(sizes.begin(), sizes.end(), n) - sizes.begin());
+  };
+  auto latency = [&](int64_t n) {
+    return static_cast<double>(p.subnets[0].latency[index_for(std::max<int64_t>(n, 1))] + overhead);
+  };
+  int64_t efficient = sizes[0];  // the first size with the most queries per second
+  for (int32_t b : sizes) {
+    if (b / latency(b) > efficient / latency(efficient)) efficient = b;
+  }
+  const double near_best = 0.95 * static_cast<double>(efficient) / latency(efficient);
+  int64_t target = 1;
+  for (int64_t b = 2; b <= std::min(limit, efficient); ++b) {
+    if (static_cast<double>(b - 1) / latency(b - 1) >= near_best ||
+        static_cast<double>(workers) * static_cast<double>(b - 1) * 1e9 / latency(b - 1) >= rate) {
+      break;
+    }
+    const double l = latency(b);
+    const double n = rate * l / 1e9 / static_cast<double>(b);
+    if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
+    target = b;
+  }
+  return target;
+}
+
+TEST(SloFirstTargetBatchTest, MatchesTheWalkOverEveryQueryCount) {
+  std::mt19937_64 rng(46);
+  std::uniform_real_distribution<double> u(0, 1);
+  int above_one = 0, cut_by_limit = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    // Increasing batch sizes (every size, or a sparse set up to 1,024), a
+    // fixed cost and a per-query cost that may jump (saturation).
+    std::vector<int32_t> sizes;
+    const bool every = u(rng) < 0.3;
+    const int32_t max_batch = 1 + static_cast<int32_t>(u(rng) * (every ? 64 : 1024));
+    for (int32_t b = 1; b <= max_batch; ++b) {
+      if (every || b == max_batch || u(rng) < 0.05) sizes.push_back(b);
+    }
+    const double fixed_ms = 0.2 + 20 * u(rng), per_query_ms = 0.01 + 2 * u(rng) * u(rng);
+    const int32_t knee = 1 + static_cast<int32_t>(u(rng) * max_batch);
+    std::vector<double> latency_ms;
+    for (int32_t b : sizes) {
+      latency_ms.push_back(fixed_ms + per_query_ms * b + (b > knee ? 3 * per_query_ms * (b - knee) : 0));
+    }
+    const ModelProfile profile = HandProfile(sizes, {80}, {latency_ms});
+    SloFirstOptions o;
+    o.base.initial_overhead = static_cast<Nanos>(u(rng) * 1e6);
+    SloFirstPolicy p(profile, o);
+    const int64_t workers = 1 + static_cast<int64_t>(u(rng) * 16);
+    const Nanos slo = Millis(latency_ms.front() * (1.5 + 20 * u(rng)));
+    const double capacity = static_cast<double>(workers) * sizes.back() * 1e3 / latency_ms.back();
+    const double rate = capacity * 3 * u(rng);
+    const int64_t limit = 1 + static_cast<int64_t>(u(rng) * 1.2 * max_batch);
+    p.RankForLoad(rate, slo, workers);  // builds the capacities
+    const int64_t walked =
+        WalkedTargetBatch(profile, o.base.initial_overhead, slo, rate, workers, limit);
+    ASSERT_EQ(p.TargetBatch(slo, rate, workers, limit), walked)
+        << "trial " << trial << ": " << sizes.size() << " sizes up to " << max_batch << ", "
+        << workers << " workers, SLO " << slo << " ns, rate " << rate << ", limit " << limit;
+    above_one += walked > 1;
+    cut_by_limit += walked == limit && limit > 1;
+  }
+  // The walk stops for each reason somewhere in these trials.
+  EXPECT_GT(above_one, 300);
+  EXPECT_GT(cut_by_limit, 10);
 }
 
 }  // namespace
