@@ -155,9 +155,11 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
   // throughput, many workers with ample slack close to it.
   const double l =
       static_cast<double>(table_.ComparableLatency(rank, batch_index) + overhead_estimate());
-  const double wait = static_cast<double>(slo) - l;
+  const double n = static_cast<double>(workers);
+  const double wait = static_cast<double>(slo) - l * (1 + 1 / n);
   if (wait <= 0) return 0;
-  const double usable = 1 - kTailNats * l / (2 * static_cast<double>(workers) * wait);
+  const double usable =
+      1 - kTailNats * l / (2 * n * static_cast<double>(table_.batch_size(batch_index)) * wait);
   return usable > 0 ? table_.batch_size(batch_index) * 1e9 / l * usable : 0;
 }
 
