@@ -49,14 +49,18 @@ void SloFirstPolicy::OnArrival(const Query& q, Nanos now) {
       static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(q.deadline - q.arrival)));
   arrivals_.Widen(window);
   arrivals_.Add(now);
+  burstiness_.Add(now, q.deadline - q.arrival);
 }
 
 void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   const Nanos overhead = overhead_estimate();
+  const double variability = std::max(1.0, burstiness_.Dispersion());
   if (slo_ >= 0 && workers == workers_ && table_.version() == table_version_ &&
-      overhead == overhead_at_build_ && std::llabs(slo - slo_) * 100 <= slo_) {
+      overhead == overhead_at_build_ && std::llabs(slo - slo_) * 100 <= slo_ &&
+      std::abs(variability - variability_at_build_) <= 0.1 * variability_at_build_) {
     return;
   }
+  variability_at_build_ = variability;
   slo_ = slo;
   workers_ = workers;
   table_version_ = table_.version();
@@ -159,7 +163,8 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
   const double wait = static_cast<double>(slo) - l * (1 + 1 / n);
   if (wait <= 0) return 0;
   const double usable =
-      1 - kTailNats * l / (2 * n * static_cast<double>(table_.batch_size(batch_index)) * wait);
+      1 - kTailNats * l * variability_at_build_ /
+              (2 * n * static_cast<double>(table_.batch_size(batch_index)) * wait);
   return usable > 0 ? table_.batch_size(batch_index) * 1e9 / l * usable : 0;
 }
 

@@ -130,6 +130,9 @@ class SloFirstPolicy : public ProfiledPolicy {
 
   SloFirstOptions options_;
   ArrivalRateEstimator arrivals_;
+  // The arrivals' burstiness over SLO-long intervals (the capacity's ca^2).
+  CountDispersion burstiness_;
+  double variability_at_build_ = 1;
   // Capacities for (slo_, workers_, table version).
   Nanos slo_ = -1;
   int64_t workers_ = 0;
