@@ -160,7 +160,7 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
   const double l =
       static_cast<double>(table_.ComparableLatency(rank, batch_index) + overhead_estimate());
   const double n = static_cast<double>(workers);
-  const double wait = static_cast<double>(slo) - l * (1 + 1 / n);
+  const double wait = static_cast<double>(slo) - l;
   if (wait <= 0) return 0;
   const double usable =
       1 - kTailNats * l * variability_at_build_ /
