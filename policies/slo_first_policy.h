@@ -16,10 +16,10 @@ namespace superserve {
 struct SloFirstOptions {
   ProfiledPolicyOptions base;
   // A subnet serves only while its capacity (the load it carries with
-  // about one query in a thousand waiting past its deadline, for Poisson
-  // arrivals) is at least this multiple of the measured load. Above 1 keeps
-  // capacity spare for traffic burstier than Poisson (fewer late answers,
-  // less accuracy); below 1 trades deadlines for accuracy.
+  // about one query in a thousand waiting past its deadline, for arrivals
+  // as bursty as measured) is at least this multiple of the measured load.
+  // Above 1 keeps capacity spare (fewer late answers, less accuracy);
+  // below 1 trades deadlines for accuracy.
   double headroom = 1.0;
   // How far back the load is measured, in multiples of the SLO. Shorter
   // follows a burst sooner but reads noise as load.
@@ -41,7 +41,8 @@ struct SloFirstOptions {
 //     dropped head within its own run, or, in a backlog, serves any more.
 //  2. Subnet: the most accurate one whose capacity (queries/s over all
 //     workers at its most efficient batch, at the utilisation where about
-//     one query in a thousand would wait past its deadline) covers
+//     one query in a thousand would wait past its deadline, for arrivals
+//     as bursty as their counts per SLO have been) covers
 //     headroom x the load measured over the rate window, or x the queued
 //     queries per SLO if more (they arrived within one SLO: a burst shows
 //     at once); none does: the fastest. Then step towards faster subnets until the queries
@@ -55,7 +56,8 @@ struct SloFirstOptions {
 // tuple not run yet is not weighed against the measured p99 of one in use.
 // Deterministic; O(log S + B log b) per decision (b: the largest batch),
 // O(B) more per step of 2, once the capacities are built (O(S x B),
-// rebuilt when the SLO, the fleet or a latency estimate moves).
+// rebuilt when the SLO, the fleet, a latency estimate or the arrivals'
+// dispersion moves).
 class SloFirstPolicy : public ProfiledPolicy {
  public:
   SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options);
@@ -130,9 +132,9 @@ class SloFirstPolicy : public ProfiledPolicy {
 
   SloFirstOptions options_;
   ArrivalRateEstimator arrivals_;
-  // The arrivals' burstiness over SLO-long intervals (the capacity's ca^2).
+  // The arrivals' dispersion of counts per SLO (the capacity's v).
   CountDispersion burstiness_;
-  double variability_at_build_ = 1;
+  double dispersion_at_build_ = 1;
   // Capacities for (slo_, workers_, table version).
   Nanos slo_ = -1;
   int64_t workers_ = 0;

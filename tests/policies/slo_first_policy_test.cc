@@ -16,11 +16,11 @@ using testing::ThreeSubnetProfile;
 // ThreeSubnetProfile: 70 / 75 / 80 %, batches 1, 2, 4, 8; latencies (ms)
 // 1, 1.5, 2.5, 4.5 | 2, 3, 5, 9 | 4, 6, 10, 18. SLO 40 ms, no overhead, one
 // worker. Capacities (queries/s, the best batch's throughput times
-// 1 - 6.9 l / (2 n (SLO - l))):
-//   80 %: batch 1, 250 x (1 - 27.6/72) = 154; batch 2, 333 x 0.391 = 130;
-//         batches 4 and 8 leave no room to wait;
-//   75 %: batch 2, 667 x (1 - 20.7/74) = 480 (batch 1 409, batch 4 406);
-//   70 %: batch 4, 1600 x (1 - 17.25/75) = 1232.
+// 1 - 6.9 l v / (2 n b (SLO - l)), v = 1 until the arrivals say more):
+//   80 %: batch 8, 444.4 x (1 - 124.2/352) = 287.6 (batch 1 154, batch 2
+//         232, batch 4 285);
+//   75 %: batch 8, 888.9 x (1 - 62.1/496) = 777.6 (batch 4 701);
+//   70 %: batch 8, 1778 x (1 - 31.05/568) = 1681.
 // The fastest by throughput within the staggered bound (l <= 20 ms): 70 %
 // at batch 8, 1778 q/s.
 constexpr Nanos kNow = Seconds(10);
@@ -80,46 +80,76 @@ TEST(SloFirstPolicyTest, NoLoadServesTheMostAccurateSubnetAtOnce) {
 
 TEST(SloFirstPolicyTest, TheLoadPicksTheMostAccurateSubnetWhoseCapacityCoversIt) {
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
-  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 2);  // 154 >= 100
-  EXPECT_EQ(p.RankForLoad(154, kSlo, 1), 2);
-  EXPECT_EQ(p.RankForLoad(160, kSlo, 1), 1);  // 480 >= 160 > 154
-  EXPECT_EQ(p.RankForLoad(480, kSlo, 1), 1);
-  EXPECT_EQ(p.RankForLoad(500, kSlo, 1), 0);  // none: the fastest
+  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 2);  // 287.6 >= 100
+  EXPECT_EQ(p.RankForLoad(287, kSlo, 1), 2);
+  EXPECT_EQ(p.RankForLoad(290, kSlo, 1), 1);  // 777.6 >= 290 > 287.6
+  EXPECT_EQ(p.RankForLoad(777, kSlo, 1), 1);
+  EXPECT_EQ(p.RankForLoad(780, kSlo, 1), 0);  // none: the fastest
   EXPECT_EQ(p.RankForLoad(5000, kSlo, 1), 0);
-  // Two workers wait less: 75 % at batch 4 keeps 1 - 34.5/140 of 800 q/s
-  // on each, 2 x 603 = 1206 in all.
-  EXPECT_EQ(p.RankForLoad(1200, kSlo, 2), 1);
-  EXPECT_EQ(p.RankForLoad(1250, kSlo, 2), 0);
+  // Two workers wait less: 75 % at batch 8 keeps 1 - 62.1/992 of 888.9 q/s
+  // on each, 2 x 833.2 = 1666 in all.
+  EXPECT_EQ(p.RankForLoad(1660, kSlo, 2), 1);
+  EXPECT_EQ(p.RankForLoad(1680, kSlo, 2), 0);
 }
 
 TEST(SloFirstPolicyTest, HeadroomAsksForSpareCapacity) {
   SloFirstOptions o = NoOverhead();
   o.headroom = 2;
   SloFirstPolicy p(ThreeSubnetProfile(), o);
-  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 1);  // 2 x 100 > 154
-  EXPECT_EQ(p.RankForLoad(240, kSlo, 1), 1);  // 480
-  EXPECT_EQ(p.RankForLoad(250, kSlo, 1), 0);
+  EXPECT_EQ(p.RankForLoad(140, kSlo, 1), 2);  // 2 x 140 <= 287.6
+  EXPECT_EQ(p.RankForLoad(150, kSlo, 1), 1);  // 2 x 150 > 287.6
+  EXPECT_EQ(p.RankForLoad(388, kSlo, 1), 1);  // 2 x 388 <= 777.6
+  EXPECT_EQ(p.RankForLoad(390, kSlo, 1), 0);
 }
 
 TEST(SloFirstPolicyTest, MeasuredLoadSetsTheSubnet) {
+  // 8 queued (a full batch: nothing to defer for), the head 35 ms from its
+  // deadline. 300 q/s is above 80 %'s 287.6: 75 %; 900 above 75 %'s 777.6:
+  // 70 %.
   EdfQueue q;
-  Fill(&q, 1, 35);
+  Fill(&q, 8, 35);
   SloFirstPolicy at300(ThreeSubnetProfile(), NoOverhead());
   Arrivals(&at300, 300);
-  ExpectDispatch(DecideOn(&at300, q), 1, 1, 1);
-  SloFirstPolicy at600(ThreeSubnetProfile(), NoOverhead());
-  Arrivals(&at600, 600);
-  EXPECT_EQ(DecideOn(&at600, q).subnet_index, 0);
+  ExpectDispatch(DecideOn(&at300, q), 1, 8, 8);
+  SloFirstPolicy at900(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&at900, 900);
+  ExpectDispatch(DecideOn(&at900, q), 0, 8, 8);
+}
+
+// Arrivals in bursts: 4 queries in one SLO, none in the next, in turn
+// (counts 4 and 0: mean 2, neighbours' squared difference / 2 = 8,
+// dispersion 4). With v = 4: 80 % keeps nothing at any batch (batch 8:
+// 1 - 4 x 0.353 < 0); 75 % at batch 8 keeps 888.9 x (1 - 4 x 0.1252) =
+// 444 q/s. So 250 q/s, which 80 % carries when it comes evenly (287.6),
+// goes to 75 %, and 480 to the fastest.
+TEST(SloFirstPolicyTest, BurstyArrivalsLowerTheCapacity) {
+  SloFirstPolicy even(ThreeSubnetProfile(), NoOverhead());
+  SloFirstPolicy bursty(ThreeSubnetProfile(), NoOverhead());
+  for (int k = 0; k < 100; ++k) {
+    for (int i = 0; i < 2; ++i) {
+      const Nanos t = kSlo * k + kSlo * i / 2;
+      even.OnArrival(Query{static_cast<QueryId>(2 * k + i), 0, t, t + kSlo}, t);
+    }
+    if (k % 2 == 1) continue;
+    for (int i = 0; i < 4; ++i) {
+      const Nanos t = kSlo * k + i;
+      bursty.OnArrival(Query{static_cast<QueryId>(4 * k + i), 0, t, t + kSlo}, t);
+    }
+  }
+  EXPECT_EQ(even.RankForLoad(250, kSlo, 1), 2);
+  EXPECT_EQ(bursty.RankForLoad(250, kSlo, 1), 1);
+  EXPECT_EQ(bursty.RankForLoad(400, kSlo, 1), 1);
+  EXPECT_EQ(bursty.RankForLoad(480, kSlo, 1), 0);
 }
 
 TEST(SloFirstPolicyTest, TheQueueIsLoadTheRateWindowHasNotSeenYet) {
-  // No load measured. 8 queued, the head 35 ms from its deadline: 80 %
-  // clears them (batch 8, 18 ms), but they arrived within one SLO, a load
-  // of at least 8 / 40 ms = 200 q/s, above 80 %'s 154: 75 % (480), batch 8.
-  // (Before: 80 %, read as no load.)
+  // No load measured. 12 queued, the head 39 ms from its deadline: 80 %
+  // clears them (two batches of 8, 36 ms), but they arrived within one SLO,
+  // a load of at least 12 / 40 ms = 300 q/s, above 80 %'s 287.6: 75 %
+  // (777.6), batch 8. (Before: 80 %, read as no load.)
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
-  Fill(&q, 8, 35);
+  Fill(&q, 12, 39);
   ExpectDispatch(DecideOn(&p, q), 1, 8, 8);
 }
 
