@@ -2,7 +2,9 @@
 #define SUPERSERVE_POLICIES_ARRIVAL_RATE_H_
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "common/time.h"
@@ -74,6 +76,70 @@ class ArrivalRateEstimator {
   size_t head_ = 0;
   size_t count_ = 0;
   Nanos first_ = -1;
+};
+
+// How bursty arrivals are on one time scale: Var(N) / E(N), N the arrivals
+// in consecutive intervals of a given length, with the variance read from
+// neighbouring intervals' differences (E[(N_k - N_k-1)^2] / 2, Allan's), so
+// that a rate that changes slowly (a ramp, which the rate window follows)
+// does not read as burstiness; averaged over about the last
+// kDispersionIntervals intervals (exponentially). 1 for Poisson at any
+// length; for a renewal process it tends to ca^2, the interarrivals'
+// squared coefficient of variation, and unlike ca^2 it also counts bursts
+// that last longer than one gap (on/off traffic). O(1) per arrival; a
+// silent gap of any length costs O(1).
+class CountDispersion {
+ public:
+  // One arrival at `t` (non-decreasing), counted in intervals of `interval`;
+  // a different interval starts the count over.
+  void Add(Nanos t, Nanos interval) {
+    if (interval <= 0) return;
+    if (interval != interval_ || start_ < 0) {
+      *this = CountDispersion();
+      interval_ = interval;
+      start_ = t;
+    }
+    if (t >= start_ + interval_) {
+      const int64_t passed = (t - start_) / interval_;
+      Close(static_cast<double>(count_), 1);
+      Close(0, passed - 1);  // the empty intervals in between
+      start_ += passed * interval_;
+      count_ = 0;
+    }
+    ++count_;
+  }
+  // Var(N) / E(N) over the intervals closed so far; 1 (Poisson) until
+  // kMinIntervals have closed.
+  double Dispersion() const {
+    if (closed_ < kMinIntervals || m1_ <= 0) return 1;
+    return m2_ / m1_;
+  }
+
+ private:
+  static constexpr double kDispersionIntervals = 64;
+  static constexpr int64_t kMinIntervals = 8;
+  // `k` intervals of `c` arrivals each.
+  void Close(double c, int64_t k) {
+    if (k <= 0) return;
+    if (closed_ > 0) Weigh(c, (c - last_) * (c - last_) / 2, 1);
+    Weigh(c, 0, k - (closed_ > 0 ? 1 : 0));
+    last_ = c;
+    closed_ += k;
+  }
+  // `k` intervals of `c` arrivals, each with squared difference / 2 `d2`.
+  void Weigh(double c, double d2, int64_t k) {
+    if (k <= 0) return;
+    const double keep = std::pow(1 - 1 / kDispersionIntervals, static_cast<double>(k));
+    m1_ = keep * m1_ + (1 - keep) * c;
+    m2_ = keep * m2_ + (1 - keep) * d2;
+  }
+
+  Nanos interval_ = 0;
+  Nanos start_ = -1;
+  int64_t count_ = 0;
+  int64_t closed_ = 0;
+  double last_ = 0;  // the last closed interval's count
+  double m1_ = 0, m2_ = 0;  // weighted means of the counts, of d2
 };
 
 }  // namespace superserve

@@ -16,10 +16,10 @@ namespace superserve {
 struct SloFirstOptions {
   ProfiledPolicyOptions base;
   // A subnet serves only while its capacity (the load it carries with
-  // about one query in a thousand waiting past its deadline, for Poisson
-  // arrivals) is at least this multiple of the measured load. Above 1 keeps
-  // capacity spare for traffic burstier than Poisson (fewer late answers,
-  // less accuracy); below 1 trades deadlines for accuracy.
+  // about one query in a thousand waiting past its deadline, for arrivals
+  // as bursty as measured) is at least this multiple of the measured load.
+  // Above 1 keeps capacity spare (fewer late answers, less accuracy);
+  // below 1 trades deadlines for accuracy.
   double headroom = 1.0;
   // How far back the load is measured, in multiples of the SLO. Shorter
   // follows a burst sooner but reads noise as load.
@@ -41,7 +41,8 @@ struct SloFirstOptions {
 //     dropped head within its own run, or, in a backlog, serves any more.
 //  2. Subnet: the most accurate one whose capacity (queries/s over all
 //     workers at its most efficient batch, at the utilisation where about
-//     one query in a thousand would wait past its deadline) covers
+//     one query in a thousand would wait past its deadline, for arrivals
+//     as bursty as their counts per SLO have been) covers
 //     headroom x the load measured over the rate window, or x the queued
 //     queries per SLO if more (they arrived within one SLO: a burst shows
 //     at once); none does: the fastest. Then step towards faster subnets until the queries
@@ -53,9 +54,10 @@ struct SloFirstOptions {
 // Subnets are compared, and batches fitted to deadlines, on one footing
 // (LatencyTable::ComparableLatency; FitLatency): the profiled mean of a
 // tuple not run yet is not weighed against the measured p99 of one in use.
-// Deterministic; O(log S + B) per decision, O(B) more per step of 2, once
-// the capacities are built (O(S x B), rebuilt when the SLO, the fleet or a
-// latency estimate moves).
+// Deterministic; O(log S + B log b) per decision (b: the largest batch),
+// O(B) more per step of 2, once the capacities are built (O(S x B),
+// rebuilt when the SLO, the fleet, a latency estimate or the arrivals'
+// dispersion moves).
 class SloFirstPolicy : public ProfiledPolicy {
  public:
   SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options);
@@ -72,6 +74,18 @@ class SloFirstPolicy : public ProfiledPolicy {
   // The accuracy rank the load alone would pick for queries of this `slo`
   // served by `workers` (tests).
   int RankForLoad(double rate, Nanos slo, int64_t workers);
+  // The batch the load needs at the fastest rank (Symphony's target: the
+  // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs
+  // at b), no larger than the smallest batch within kNearBestThroughput of
+  // the best throughput, than the smallest batch with which the `workers`
+  // carry the rate (Symphony's target alone ignores the fleet: with workers
+  // to spare it dropped heads a smaller batch served in time at no cost to
+  // the queries behind), or than `limit`. b counts queries, each run as
+  // the smallest profiled size >= b, as Symphony's does: with sizes 1 and
+  // 22, a load that fills 8 in time needs a window of 8, not 1 (each head
+  // served alone while the queue behind it expires). Needs the capacities
+  // for (slo, workers) built: Decide builds them, RankForLoad too (tests).
+  int64_t TargetBatch(Nanos slo, double rate, int64_t workers, int64_t limit) const;
 
  protected:
   // The drop threshold: the fastest batch 1 by FitLatency.
@@ -98,17 +112,6 @@ class SloFirstPolicy : public ProfiledPolicy {
   // Whether `pending` queries, the head with `slack` left, are all served
   // in time at `rank` by `workers` workers, `free` of them free now.
   bool Clears(int rank, int64_t pending, Nanos slack, int64_t free, int64_t workers) const;
-  // The batch the load needs at the fastest rank (Symphony's target: the
-  // largest b with l(b) x (1 + 1/n) <= slo, n = the workers the rate needs
-  // at b), no larger than the smallest batch within kNearBestThroughput of
-  // the best throughput, than the smallest batch with which the `workers`
-  // carry the rate (Symphony's target alone ignores the fleet: with workers
-  // to spare it dropped heads a smaller batch served in time at no cost to
-  // the queries behind), or than `limit`. b counts queries, each run as
-  // the smallest profiled size >= b, as Symphony's does: with sizes 1 and
-  // 22, a load that fills 8 in time needs a window of 8, not 1 (each head
-  // served alone while the queue behind it expires).
-  int64_t TargetBatch(Nanos slo, double rate, int64_t workers, int64_t limit) const;
   // Whether dropping a head with `slack` left, `queued` queries queued, for
   // a batch of `window` at the fastest subnet pays even if the load ends
   // right after it: in the window batch's time it serves at least one query
@@ -129,6 +132,9 @@ class SloFirstPolicy : public ProfiledPolicy {
 
   SloFirstOptions options_;
   ArrivalRateEstimator arrivals_;
+  // The arrivals' dispersion of counts per SLO (the capacity's v).
+  CountDispersion burstiness_;
+  double dispersion_at_build_ = 1;
   // Capacities for (slo_, workers_, table version).
   Nanos slo_ = -1;
   int64_t workers_ = 0;

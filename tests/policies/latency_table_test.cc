@@ -323,5 +323,30 @@ TEST(LatencyTableTest, PadsToTheSmallestListedSizeForAnySizesAndManyOfThem) {
   EXPECT_EQ(u.ExactBatchIndex(6), -1);
 }
 
+// Var(N) / E(N) of the counts per interval, the variance from neighbours'
+// differences (E[(N_k - N_k-1)^2] / 2): counts 0 and 4 in turn, 16 / 2 = 8
+// over a mean of 2, so 4 (the exponential weights move it by < 1 %); the
+// same count every interval, 0; a ramp (counts 10, 11, 12, ...), 1/2 over a
+// mean near 80, so nearly 0 where Var / mean would read about 8; fewer
+// than 8 intervals, 1 (Poisson).
+TEST(CountDispersionTest, IndexOfDispersionOfCountsPerInterval) {
+  const Nanos interval = Millis(10);
+  CountDispersion alternating, steady, ramp;
+  for (int k = 0; k < 1000; ++k) {
+    for (int i = 0; i < 3; ++i) steady.Add(interval * k + i, interval);
+    if (k < 100) {
+      for (int i = 0; i < 10 + k; ++i) ramp.Add(interval * k + i, interval);
+    }
+    if (k % 2 == 1) continue;
+    for (int i = 0; i < 4; ++i) alternating.Add(interval * k + i, interval);
+  }
+  EXPECT_NEAR(alternating.Dispersion(), 4, 0.1);
+  EXPECT_NEAR(steady.Dispersion(), 0, 1e-9);
+  EXPECT_LT(ramp.Dispersion(), 0.01);
+  CountDispersion young;
+  for (int k = 0; k < 7; ++k) young.Add(interval * k, interval);
+  EXPECT_EQ(young.Dispersion(), 1);
+}
+
 }  // namespace
 }  // namespace superserve

@@ -1,5 +1,7 @@
 #include "policies/slo_first_policy.h"
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -14,11 +16,11 @@ using testing::ThreeSubnetProfile;
 // ThreeSubnetProfile: 70 / 75 / 80 %, batches 1, 2, 4, 8; latencies (ms)
 // 1, 1.5, 2.5, 4.5 | 2, 3, 5, 9 | 4, 6, 10, 18. SLO 40 ms, no overhead, one
 // worker. Capacities (queries/s, the best batch's throughput times
-// 1 - 6.9 l / (2 n (SLO - l))):
-//   80 %: batch 1, 250 x (1 - 27.6/72) = 154; batch 2, 333 x 0.391 = 130;
-//         batches 4 and 8 leave no room to wait;
-//   75 %: batch 2, 667 x (1 - 20.7/74) = 480 (batch 1 409, batch 4 406);
-//   70 %: batch 4, 1600 x (1 - 17.25/75) = 1232.
+// 1 - 6.9 l v / (2 n b (SLO - l)), v = 1 until the arrivals say more):
+//   80 %: batch 8, 444.4 x (1 - 124.2/352) = 287.6 (batch 1 154, batch 2
+//         232, batch 4 285);
+//   75 %: batch 8, 888.9 x (1 - 62.1/496) = 777.6 (batch 4 701);
+//   70 %: batch 8, 1778 x (1 - 31.05/568) = 1681.
 // The fastest by throughput within the staggered bound (l <= 20 ms): 70 %
 // at batch 8, 1778 q/s.
 constexpr Nanos kNow = Seconds(10);
@@ -78,46 +80,76 @@ TEST(SloFirstPolicyTest, NoLoadServesTheMostAccurateSubnetAtOnce) {
 
 TEST(SloFirstPolicyTest, TheLoadPicksTheMostAccurateSubnetWhoseCapacityCoversIt) {
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
-  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 2);  // 154 >= 100
-  EXPECT_EQ(p.RankForLoad(154, kSlo, 1), 2);
-  EXPECT_EQ(p.RankForLoad(160, kSlo, 1), 1);  // 480 >= 160 > 154
-  EXPECT_EQ(p.RankForLoad(480, kSlo, 1), 1);
-  EXPECT_EQ(p.RankForLoad(500, kSlo, 1), 0);  // none: the fastest
+  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 2);  // 287.6 >= 100
+  EXPECT_EQ(p.RankForLoad(287, kSlo, 1), 2);
+  EXPECT_EQ(p.RankForLoad(290, kSlo, 1), 1);  // 777.6 >= 290 > 287.6
+  EXPECT_EQ(p.RankForLoad(777, kSlo, 1), 1);
+  EXPECT_EQ(p.RankForLoad(780, kSlo, 1), 0);  // none: the fastest
   EXPECT_EQ(p.RankForLoad(5000, kSlo, 1), 0);
-  // Two workers wait less: 75 % at batch 4 keeps 1 - 34.5/140 of 800 q/s
-  // on each, 2 x 603 = 1206 in all.
-  EXPECT_EQ(p.RankForLoad(1200, kSlo, 2), 1);
-  EXPECT_EQ(p.RankForLoad(1250, kSlo, 2), 0);
+  // Two workers wait less: 75 % at batch 8 keeps 1 - 62.1/992 of 888.9 q/s
+  // on each, 2 x 833.2 = 1666 in all.
+  EXPECT_EQ(p.RankForLoad(1660, kSlo, 2), 1);
+  EXPECT_EQ(p.RankForLoad(1680, kSlo, 2), 0);
 }
 
 TEST(SloFirstPolicyTest, HeadroomAsksForSpareCapacity) {
   SloFirstOptions o = NoOverhead();
   o.headroom = 2;
   SloFirstPolicy p(ThreeSubnetProfile(), o);
-  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 1);  // 2 x 100 > 154
-  EXPECT_EQ(p.RankForLoad(240, kSlo, 1), 1);  // 480
-  EXPECT_EQ(p.RankForLoad(250, kSlo, 1), 0);
+  EXPECT_EQ(p.RankForLoad(140, kSlo, 1), 2);  // 2 x 140 <= 287.6
+  EXPECT_EQ(p.RankForLoad(150, kSlo, 1), 1);  // 2 x 150 > 287.6
+  EXPECT_EQ(p.RankForLoad(388, kSlo, 1), 1);  // 2 x 388 <= 777.6
+  EXPECT_EQ(p.RankForLoad(390, kSlo, 1), 0);
 }
 
 TEST(SloFirstPolicyTest, MeasuredLoadSetsTheSubnet) {
+  // 8 queued (a full batch: nothing to defer for), the head 35 ms from its
+  // deadline. 300 q/s is above 80 %'s 287.6: 75 %; 900 above 75 %'s 777.6:
+  // 70 %.
   EdfQueue q;
-  Fill(&q, 1, 35);
+  Fill(&q, 8, 35);
   SloFirstPolicy at300(ThreeSubnetProfile(), NoOverhead());
   Arrivals(&at300, 300);
-  ExpectDispatch(DecideOn(&at300, q), 1, 1, 1);
-  SloFirstPolicy at600(ThreeSubnetProfile(), NoOverhead());
-  Arrivals(&at600, 600);
-  EXPECT_EQ(DecideOn(&at600, q).subnet_index, 0);
+  ExpectDispatch(DecideOn(&at300, q), 1, 8, 8);
+  SloFirstPolicy at900(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&at900, 900);
+  ExpectDispatch(DecideOn(&at900, q), 0, 8, 8);
+}
+
+// Arrivals in bursts: 4 queries in one SLO, none in the next, in turn
+// (counts 4 and 0: mean 2, neighbours' squared difference / 2 = 8,
+// dispersion 4). With v = 4: 80 % keeps nothing at any batch (batch 8:
+// 1 - 4 x 0.353 < 0); 75 % at batch 8 keeps 888.9 x (1 - 4 x 0.1252) =
+// 444 q/s. So 250 q/s, which 80 % carries when it comes evenly (287.6),
+// goes to 75 %, and 480 to the fastest.
+TEST(SloFirstPolicyTest, BurstyArrivalsLowerTheCapacity) {
+  SloFirstPolicy even(ThreeSubnetProfile(), NoOverhead());
+  SloFirstPolicy bursty(ThreeSubnetProfile(), NoOverhead());
+  for (int k = 0; k < 100; ++k) {
+    for (int i = 0; i < 2; ++i) {
+      const Nanos t = kSlo * k + kSlo * i / 2;
+      even.OnArrival(Query{static_cast<QueryId>(2 * k + i), 0, t, t + kSlo}, t);
+    }
+    if (k % 2 == 1) continue;
+    for (int i = 0; i < 4; ++i) {
+      const Nanos t = kSlo * k + i;
+      bursty.OnArrival(Query{static_cast<QueryId>(4 * k + i), 0, t, t + kSlo}, t);
+    }
+  }
+  EXPECT_EQ(even.RankForLoad(250, kSlo, 1), 2);
+  EXPECT_EQ(bursty.RankForLoad(250, kSlo, 1), 1);
+  EXPECT_EQ(bursty.RankForLoad(400, kSlo, 1), 1);
+  EXPECT_EQ(bursty.RankForLoad(480, kSlo, 1), 0);
 }
 
 TEST(SloFirstPolicyTest, TheQueueIsLoadTheRateWindowHasNotSeenYet) {
-  // No load measured. 8 queued, the head 35 ms from its deadline: 80 %
-  // clears them (batch 8, 18 ms), but they arrived within one SLO, a load
-  // of at least 8 / 40 ms = 200 q/s, above 80 %'s 154: 75 % (480), batch 8.
-  // (Before: 80 %, read as no load.)
+  // No load measured. 12 queued, the head 39 ms from its deadline: 80 %
+  // clears them (two batches of 8, 36 ms), but they arrived within one SLO,
+  // a load of at least 12 / 40 ms = 300 q/s, above 80 %'s 287.6: 75 %
+  // (777.6), batch 8. (Before: 80 %, read as no load.)
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
-  Fill(&q, 8, 35);
+  Fill(&q, 12, 39);
   ExpectDispatch(DecideOn(&p, q), 1, 8, 8);
 }
 
@@ -364,6 +396,80 @@ TEST(SloFirstPolicyTest, NoHeadIsDroppedWhereTheWorkersCarryTheLoadWithSmallerBa
   EdfQueue q;
   Fill(&q, 8, 3);
   ExpectDispatch(DecideOn(&p, q), 0, 4, 4);
+}
+
+// TargetBatch by its definition, one query count at a time (the walk the
+// policy replaced with a binary search per stretch of counts run as one
+// profiled size): one subnet (so it is the fastest), latency + overhead per
+// count, near_best from the most efficient size.
+int64_t WalkedTargetBatch(const ModelProfile& p, Nanos overhead, Nanos slo, double rate,
+                          int64_t workers, int64_t limit) {
+  const auto& sizes = p.batch_sizes;
+  auto index_for = [&](int64_t n) {
+    return static_cast<int>(std::lower_bound(sizes.begin(), sizes.end(), n) - sizes.begin());
+  };
+  auto latency = [&](int64_t n) {
+    return static_cast<double>(p.subnets[0].latency[index_for(std::max<int64_t>(n, 1))] + overhead);
+  };
+  int64_t efficient = sizes[0];  // the first size with the most queries per second
+  for (int32_t b : sizes) {
+    if (b / latency(b) > efficient / latency(efficient)) efficient = b;
+  }
+  const double near_best = 0.95 * static_cast<double>(efficient) / latency(efficient);
+  int64_t target = 1;
+  for (int64_t b = 2; b <= std::min(limit, efficient); ++b) {
+    if (static_cast<double>(b - 1) / latency(b - 1) >= near_best ||
+        static_cast<double>(workers) * static_cast<double>(b - 1) * 1e9 / latency(b - 1) >= rate) {
+      break;
+    }
+    const double l = latency(b);
+    const double n = rate * l / 1e9 / static_cast<double>(b);
+    if (n <= 0 || l * (1 + 1 / n) > static_cast<double>(slo)) break;
+    target = b;
+  }
+  return target;
+}
+
+TEST(SloFirstTargetBatchTest, MatchesTheWalkOverEveryQueryCount) {
+  std::mt19937_64 rng(46);
+  std::uniform_real_distribution<double> u(0, 1);
+  int above_one = 0, cut_by_limit = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    // Increasing batch sizes (every size, or a sparse set up to 1,024), a
+    // fixed cost and a per-query cost that may jump (saturation).
+    std::vector<int32_t> sizes;
+    const bool every = u(rng) < 0.3;
+    const int32_t max_batch = 1 + static_cast<int32_t>(u(rng) * (every ? 64 : 1024));
+    for (int32_t b = 1; b <= max_batch; ++b) {
+      if (every || b == max_batch || u(rng) < 0.05) sizes.push_back(b);
+    }
+    const double fixed_ms = 0.2 + 20 * u(rng), per_query_ms = 0.01 + 2 * u(rng) * u(rng);
+    const int32_t knee = 1 + static_cast<int32_t>(u(rng) * max_batch);
+    std::vector<double> latency_ms;
+    for (int32_t b : sizes) {
+      latency_ms.push_back(fixed_ms + per_query_ms * b + (b > knee ? 3 * per_query_ms * (b - knee) : 0));
+    }
+    const ModelProfile profile = HandProfile(sizes, {80}, {latency_ms});
+    SloFirstOptions o;
+    o.base.initial_overhead = static_cast<Nanos>(u(rng) * 1e6);
+    SloFirstPolicy p(profile, o);
+    const int64_t workers = 1 + static_cast<int64_t>(u(rng) * 16);
+    const Nanos slo = Millis(latency_ms.front() * (1.5 + 20 * u(rng)));
+    const double capacity = static_cast<double>(workers) * sizes.back() * 1e3 / latency_ms.back();
+    const double rate = capacity * 3 * u(rng);
+    const int64_t limit = 1 + static_cast<int64_t>(u(rng) * 1.2 * max_batch);
+    p.RankForLoad(rate, slo, workers);  // builds the capacities
+    const int64_t walked =
+        WalkedTargetBatch(profile, o.base.initial_overhead, slo, rate, workers, limit);
+    ASSERT_EQ(p.TargetBatch(slo, rate, workers, limit), walked)
+        << "trial " << trial << ": " << sizes.size() << " sizes up to " << max_batch << ", "
+        << workers << " workers, SLO " << slo << " ns, rate " << rate << ", limit " << limit;
+    above_one += walked > 1;
+    cut_by_limit += walked == limit && limit > 1;
+  }
+  // The walk stops for each reason somewhere in these trials.
+  EXPECT_GT(above_one, 300);
+  EXPECT_GT(cut_by_limit, 10);
 }
 
 }  // namespace
