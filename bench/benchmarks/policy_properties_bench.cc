@@ -106,17 +106,32 @@ int Run(const BenchmarkArgs& args) {
   return 0;
 }
 
-// `policy-case SEED POLICY [SUBNET_ID]`: one generated case in detail (how a
-// failing case of policy-properties is looked into).
+// `policy-case SEED POLICY [SUBNET_ID] [poisson=X]`: one generated case in
+// detail (how a failing case of policy-properties is looked into);
+// poisson=X replaces its trace with the Poisson one the goodput promise
+// runs at X times the fastest subnet's capacity.
 int RunCase(const BenchmarkArgs& args) {
-  if (args.extra.size() < 2) {
-    std::fprintf(stderr, "policy-case: SEED POLICY [SUBNET_ID]\n");
+  std::vector<std::string> extra = args.extra;
+  double poisson = 0;
+  for (auto it = extra.begin(); it != extra.end(); ++it) {
+    if (it->rfind("poisson=", 0) == 0) {
+      poisson = std::atof(it->c_str() + 8);
+      extra.erase(it);
+      break;
+    }
+  }
+  if (extra.size() < 2 || poisson < 0) {
+    std::fprintf(stderr, "policy-case: SEED POLICY [SUBNET_ID] [poisson=X]\n");
     return 2;
   }
-  const SchedulingCase c = MakeSchedulingCase(std::strtoull(args.extra[0].c_str(), nullptr, 10));
+  SchedulingCase c = MakeSchedulingCase(std::strtoull(extra[0].c_str(), nullptr, 10));
+  if (poisson > 0) {
+    c.arrivals = GoodputTrace(c, poisson);
+    c.label += absl::StrFormat(" | Poisson at %.2fx capacity", poisson);
+  }
   PolicyConfig config;
-  if (args.extra.size() > 2) config.fixed_subnet_id = std::atoi(args.extra[2].c_str());
-  auto policy = MakePolicy(args.extra[1], c.profile, config);
+  if (extra.size() > 2) config.fixed_subnet_id = std::atoi(extra[2].c_str());
+  auto policy = MakePolicy(extra[1], c.profile, config);
   if (!policy.ok()) {
     std::fprintf(stderr, "policy-case: %s\n", std::string(policy.status().message()).c_str());
     return 2;
@@ -138,7 +153,7 @@ int RunCase(const BenchmarkArgs& args) {
   }
   std::printf("%s: attainment %.4f accuracy %.2f met %lld late %lld dropped %lld batches %lld "
               "mean batch %.2f\n",
-              args.extra[1].c_str(), r->slo_attainment(), r->mean_accuracy(),
+              extra[1].c_str(), r->slo_attainment(), r->mean_accuracy(),
               static_cast<long long>(r->met), static_cast<long long>(r->late),
               static_cast<long long>(r->dropped), static_cast<long long>(r->batches),
               r->mean_batch());
@@ -152,7 +167,7 @@ int RunCase(const BenchmarkArgs& args) {
   return 0;
 }
 
-RegisterBenchmark reg_case("policy-case", "one generated case in detail (SEED POLICY [SUBNET_ID])",
+RegisterBenchmark reg_case("policy-case", "one generated case in detail (SEED POLICY [SUBNET_ID] [poisson=X])",
                            RunCase);
 
 RegisterBenchmark reg("policy-properties",

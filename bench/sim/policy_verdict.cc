@@ -1,6 +1,7 @@
 #include "bench/sim/policy_verdict.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_format.h"
@@ -98,18 +99,27 @@ CaseVerdict JudgeCase(const SchedulingCase& c, const std::string& policy,
   return v;
 }
 
+std::vector<Nanos> GoodputTrace(const SchedulingCase& c, double load) {
+  const double rate =
+      load * FastestCapacity(c.profile, c.sim.workers, c.sim.slo, c.sim.dispatch_overhead);
+  if (rate <= 0) return {};
+  // About 6,000 queries, and 20 SLOs at least (at most 30,000 queries).
+  const Nanos duration =
+      std::max(Seconds(6000 / rate), std::min<Nanos>(20 * c.sim.slo, Seconds(30000 / rate)));
+  // The seed of the goodput step at this load, as JudgeGoodput runs it.
+  const auto step = static_cast<uint64_t>(std::llround((load - 0.3) / 0.02));
+  return PoissonArrivals(rate, duration, c.seed + step);
+}
+
 GoodputVerdict JudgeGoodput(const SchedulingCase& c, const std::string& policy,
                             const std::string& reference, const PolicyConfig& config) {
   GoodputVerdict v;
   v.label = c.label;
   const double capacity =
       FastestCapacity(c.profile, c.sim.workers, c.sim.slo, c.sim.dispatch_overhead);
-  // Each step's trace holds about 6,000 queries, and 20 SLOs at least.
   for (int step = 0; step <= 65; ++step) {
     const double rate = capacity * (0.3 + 0.02 * step);
-    const Nanos duration =
-        std::max(Seconds(6000 / rate), std::min<Nanos>(20 * c.sim.slo, Seconds(30000 / rate)));
-    const std::vector<Nanos> arrivals = PoissonArrivals(rate, duration, c.seed + step);
+    const std::vector<Nanos> arrivals = GoodputTrace(c, 0.3 + 0.02 * step);
     if (RunOnCase(c, arrivals, policy, config).attainment >= 0.99) v.policy_rate = rate;
     if (RunOnCase(c, arrivals, reference, PolicyConfig()).attainment >= 0.99) v.reference_rate = rate;
   }

@@ -64,6 +64,10 @@ struct GoodputVerdict {
   double Ratio() const { return reference_rate > 0 ? policy_rate / reference_rate : 1.0; }
 };
 
+// The Poisson trace JudgeGoodput runs at `load` x the fastest subnet's
+// capacity on the case's profile, workers and SLO (about 6,000 queries).
+std::vector<Nanos> GoodputTrace(const SchedulingCase& c, double load);
+
 // Goodput at >= 0.99 of `policy` and `reference` on the case's profile,
 // workers and SLO: Poisson traces from 0.3x to 1.6x the fastest subnet's
 // capacity in steps of 0.02x (the highest step that holds counts).

@@ -179,6 +179,22 @@ TEST(BenchCliTest, LiveBenchmarksRefuseOutOfRangeFlagsBeforeStarting) {
   }
 }
 
+// `superserve-bench policy-case`: a missing policy or a negative Poisson
+// load is a usage error; poisson=X replaces the case's trace with the one
+// the goodput promise runs (one simulation of about 6,000 queries).
+TEST(BenchCliTest, PolicyCaseRunsTheGoodputTraceOnAsk) {
+  for (const std::string args : {"policy-case 424", "policy-case 424 symphony poisson=-1"}) {
+    const CliRun r = RunTool("superserve-bench", args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("policy-case: SEED POLICY [SUBNET_ID] [poisson=X]"), std::string::npos)
+        << args << "\n" << r.out;
+  }
+  const CliRun r = RunTool("superserve-bench", "policy-case 424 symphony poisson=0.3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("| Poisson at 0.30x capacity"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("symphony: attainment"), std::string::npos) << r.out;
+}
+
 // `superserve-bench many-models --quick` (issue 43): the simulated placement
 // run ends with its JSON line, loads happened, and no cold start is shorter
 // than the 10-ms load it waits for (the simulation is deterministic: these
