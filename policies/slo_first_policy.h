@@ -40,7 +40,8 @@ struct SloFirstOptions {
 //     them, EDF's overload spiral) where the larger batch makes up for the
 //     dropped head within its own run, or, in a backlog, serves any more.
 //  2. Subnet: the most accurate one whose capacity (queries/s over all
-//     workers at its most efficient batch, at the utilisation where about
+//     workers at its most efficient batch among those the load fills while
+//     their first query can wait, at the utilisation where about
 //     one query in a thousand would wait past its deadline, for arrivals
 //     as bursty as their counts per SLO have been) covers
 //     headroom x the load measured over the rate window, or x the queued
