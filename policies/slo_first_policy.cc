@@ -20,6 +20,9 @@ constexpr double kTailNats = 6.9;
 // dispersion has moved by more than this fraction since they were built:
 // rarely, and 10 % of v moves a capacity by a few percent at most.
 constexpr double kDispersionStep = 0.1;
+// The same for the load the capacities are built for (which batches it
+// fills in time).
+constexpr double kLoadStep = 0.1;
 // Past the peak a batch within this fraction of the best throughput is as
 // good as the best (the serving core's overload plan uses the same 95 %):
 // a head such a batch can still serve is not dropped. On a CPU-shaped
@@ -33,6 +36,13 @@ constexpr double kEagerUtilisation = 0.7;
 // arrival of its window, and a client's day-long deadline must not make it
 // keep a day of arrivals.
 constexpr Nanos kMaxRateWindow = Seconds(10);
+
+// The load the subnet is chosen for: the measured rate, or the queued
+// queries per SLO if more (they arrived within one SLO).
+double LoadOf(double rate, int64_t queued, Nanos slo) {
+  return std::max(rate,
+                  static_cast<double>(queued) * kNanosPerSecond / static_cast<double>(slo));
+}
 
 int64_t FleetWorkers(const SchedulingContext& ctx) {
   return std::max<int64_t>(
@@ -58,7 +68,7 @@ void SloFirstPolicy::OnArrival(const Query& q, Nanos now) {
   burstiness_.Add(now, q.deadline - q.arrival);
 }
 
-void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
+void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
   const Nanos overhead = overhead_estimate();
   // Arrivals are taken as at least as variable as Poisson: below 1 the
   // estimate's noise (about 18 % either side over its 64 intervals) would
@@ -66,10 +76,12 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
   const double dispersion = std::max(1.0, burstiness_.Dispersion());
   if (slo_ >= 0 && workers == workers_ && table_.version() == table_version_ &&
       overhead == overhead_at_build_ && std::llabs(slo - slo_) * 100 <= slo_ &&
-      std::abs(dispersion - dispersion_at_build_) <= kDispersionStep * dispersion_at_build_) {
+      std::abs(dispersion - dispersion_at_build_) <= kDispersionStep * dispersion_at_build_ &&
+      std::abs(load - load_at_build_) <= kLoadStep * load_at_build_) {
     return;
   }
   dispersion_at_build_ = dispersion;
+  load_at_build_ = load;
   slo_ = slo;
   workers_ = workers;
   table_version_ = table_.version();
@@ -91,7 +103,7 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
                           static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
       best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
       best_rate = std::max(best_rate, rate);
-      capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers));
+      capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers, load));
     }
   }
   // The fastest: the most queries per second by a batch that workers taking
@@ -106,7 +118,7 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
     for (int r = 0; r < s; ++r) {
       for (int bi = 0; bi < nb; ++bi) {
         const double l = static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
-        if (l * stretch > static_cast<double>(slo)) continue;
+        if (l * stretch > static_cast<double>(slo) || !Fills(bi, l, slo, load)) continue;
         const double rate = table_.batch_size(bi) * 1e9 / l;
         if (rate >= fastest_rate) {  // ties: accuracy
           fastest_rate = rate;
@@ -140,7 +152,7 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers) {
 }
 
 int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {
-  RefreshCapacity(slo, workers);
+  RefreshCapacity(slo, workers, rate);
   const double need = options_.headroom * rate / static_cast<double>(workers);
   // Capacities fall along frontier_[1..]: the last position that still has
   // `need`; none has it: the fastest.
@@ -157,8 +169,13 @@ int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {
   return frontier_[lo];
 }
 
-double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
-                                     int64_t workers) const {
+bool SloFirstPolicy::Fills(int batch_index, double latency, Nanos slo, double load) const {
+  return static_cast<double>(table_.batch_size(batch_index)) <=
+         1 + load * (static_cast<double>(slo) - latency) / kNanosPerSecond;
+}
+
+double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers,
+                                     double load) const {
   // The throughput of the batch, times the utilisation at which queries
   // rarely wait longer than the SLO leaves them. Queries arrive one at a
   // time and leave b at a time: n workers running batches of b in l(b)
@@ -175,7 +192,7 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo,
       static_cast<double>(table_.ComparableLatency(rank, batch_index) + overhead_estimate());
   const double n = static_cast<double>(workers);
   const double wait = static_cast<double>(slo) - l;
-  if (wait <= 0) return 0;
+  if (wait <= 0 || !Fills(batch_index, l, slo, load)) return 0;
   const double usable =
       1 - kTailNats * l * dispersion_at_build_ /
               (2 * n * static_cast<double>(table_.batch_size(batch_index)) * wait);
@@ -263,16 +280,15 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   const Nanos slo = head.deadline - head.arrival;
   const int64_t workers = FleetWorkers(ctx);
   const int64_t free = static_cast<int64_t>(ctx.free_workers.size());
-  RefreshCapacity(slo, workers);
   const double rate = arrivals_.Rate(
       ctx.now, static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo)));
+  // What is queued arrived within one SLO: the load is at least that much
+  // per SLO, read at once where the rate window still averages a quiet
+  // spell in.
+  const double load = LoadOf(rate, view.pending, slo);
+  RefreshCapacity(slo, workers, load);
   int pos = 0;  // position in frontier_
   if (!ctx.assume_overload) {
-    // What is queued arrived within one SLO: the load is at least that much
-    // per SLO, read at once where the rate window still averages a quiet
-    // spell in.
-    const double load = std::max(
-        rate, static_cast<double>(view.pending) * kNanosPerSecond / static_cast<double>(slo));
     const int rank = RankForLoad(load, slo, workers);
     pos = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), rank) -
                            frontier_.begin());
@@ -327,10 +343,10 @@ Decision SloFirstPolicy::Decide(const SchedulingContext& ctx) {
     // batch is worth the head (WindowDropPays).
     const Query& head = ctx.queue.Head();
     const Nanos slo = head.deadline - head.arrival;
-    RefreshCapacity(slo, FleetWorkers(ctx));
     const double rate = arrivals_.Rate(
         ctx.now, static_cast<Nanos>(options_.rate_window_slos * static_cast<double>(slo)));
     const auto queued = static_cast<int64_t>(ctx.queue.size());
+    RefreshCapacity(slo, FleetWorkers(ctx), LoadOf(rate, queued, slo));
     const int64_t window = TargetBatch(slo, rate, FleetWorkers(ctx), queued);
     if (window > 1) {
       const Nanos slack = head.deadline - ctx.now - overhead_estimate();

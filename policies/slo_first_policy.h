@@ -40,7 +40,8 @@ struct SloFirstOptions {
 //     them, EDF's overload spiral) where the larger batch makes up for the
 //     dropped head within its own run, or, in a backlog, serves any more.
 //  2. Subnet: the most accurate one whose capacity (queries/s over all
-//     workers at its most efficient batch, at the utilisation where about
+//     workers at its most efficient batch among those the load fills while
+//     their first query can wait, at the utilisation where about
 //     one query in a thousand would wait past its deadline, for arrivals
 //     as bursty as their counts per SLO have been) covers
 //     headroom x the load measured over the rate window, or x the queued
@@ -102,13 +103,23 @@ class SloFirstPolicy : public ProfiledPolicy {
   // the subnet in use could no longer serve).
   Nanos FitLatency(int rank, int batch_index) const;
   // Queries/s one of `workers` workers carries with (rank, batch_index) for
-  // queries of this `slo` (see the .cc); 0 if the batch leaves no room to wait.
-  double TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers) const;
+  // queries of this `slo` (see the .cc); 0 if the batch leaves no room to
+  // wait, or if `load` does not fill it in time (Fills).
+  double TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers,
+                       double load) const;
+  // Whether `load` (queries/s) fills a batch of batch_index, `latency` long,
+  // while its first query can still wait: b <= 1 + load x (slo - latency).
+  // A batch that cannot fill runs part-full at its full latency, so its
+  // throughput is not the load's to count on (measured profiles whose large
+  // batches are efficient and small ones slow: a subnet chosen for its
+  // batch of 20 ran batches of 3 that missed their deadlines).
+  bool Fills(int batch_index, double latency, Nanos slo, double load) const;
   // The batch index `rank` runs for a head with `slack` left: the one with
   // the most queries per second among those that fit; -1 if none fits.
   int EfficientBatch(int rank, Nanos slack) const;
-  // Rebuilds capacity_ / frontier_ if the SLO, the workers or an estimate moved.
-  void RefreshCapacity(Nanos slo, int64_t workers);
+  // Rebuilds capacity_ / frontier_ if the SLO, the workers, an estimate
+  // or the `load` moved.
+  void RefreshCapacity(Nanos slo, int64_t workers, double load);
   // Whether `pending` queries, the head with `slack` left, are all served
   // in time at `rank` by `workers` workers, `free` of them free now.
   bool Clears(int rank, int64_t pending, Nanos slack, int64_t free, int64_t workers) const;
@@ -135,6 +146,7 @@ class SloFirstPolicy : public ProfiledPolicy {
   // The arrivals' dispersion of counts per SLO (the capacity's v).
   CountDispersion burstiness_;
   double dispersion_at_build_ = 1;
+  double load_at_build_ = 0;
   // Capacities for (slo_, workers_, table version).
   Nanos slo_ = -1;
   int64_t workers_ = 0;

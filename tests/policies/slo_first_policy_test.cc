@@ -16,11 +16,14 @@ using testing::ThreeSubnetProfile;
 // ThreeSubnetProfile: 70 / 75 / 80 %, batches 1, 2, 4, 8; latencies (ms)
 // 1, 1.5, 2.5, 4.5 | 2, 3, 5, 9 | 4, 6, 10, 18. SLO 40 ms, no overhead, one
 // worker. Capacities (queries/s, the best batch's throughput times
-// 1 - 6.9 l v / (2 n b (SLO - l)), v = 1 until the arrivals say more):
-//   80 %: batch 8, 444.4 x (1 - 124.2/352) = 287.6 (batch 1 154, batch 2
-//         232, batch 4 285);
-//   75 %: batch 8, 888.9 x (1 - 62.1/496) = 777.6 (batch 4 701);
-//   70 %: batch 8, 1778 x (1 - 31.05/568) = 1681.
+// 1 - 6.9 l v / (2 n b (SLO - l)), v = 1 until the arrivals say more),
+// counting a batch only where the load L fills it while its first query
+// waits, b <= 1 + L (SLO - l):
+//   80 %: batch 8, 444.4 x (1 - 124.2/352) = 287.6 for L >= 318; batch 4,
+//         400 x (1 - 69/240) = 285 for L >= 100 (batch 1 154, batch 2 232);
+//   75 %: batch 8, 888.9 x (1 - 62.1/496) = 777.6 for L >= 226 (batch 4
+//         701 for L >= 86);
+//   70 %: batch 8, 1778 x (1 - 31.05/568) = 1681 for L >= 197.
 // The fastest by throughput within the staggered bound (l <= 20 ms): 70 %
 // at batch 8, 1778 q/s.
 constexpr Nanos kNow = Seconds(10);
@@ -80,9 +83,9 @@ TEST(SloFirstPolicyTest, NoLoadServesTheMostAccurateSubnetAtOnce) {
 
 TEST(SloFirstPolicyTest, TheLoadPicksTheMostAccurateSubnetWhoseCapacityCoversIt) {
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
-  EXPECT_EQ(p.RankForLoad(100, kSlo, 1), 2);  // 287.6 >= 100
-  EXPECT_EQ(p.RankForLoad(287, kSlo, 1), 2);
-  EXPECT_EQ(p.RankForLoad(290, kSlo, 1), 1);  // 777.6 >= 290 > 287.6
+  EXPECT_EQ(p.RankForLoad(150, kSlo, 1), 2);  // 285 >= 150
+  EXPECT_EQ(p.RankForLoad(280, kSlo, 1), 2);
+  EXPECT_EQ(p.RankForLoad(290, kSlo, 1), 1);  // 777.6 >= 290 > 285
   EXPECT_EQ(p.RankForLoad(777, kSlo, 1), 1);
   EXPECT_EQ(p.RankForLoad(780, kSlo, 1), 0);  // none: the fastest
   EXPECT_EQ(p.RankForLoad(5000, kSlo, 1), 0);
@@ -92,20 +95,39 @@ TEST(SloFirstPolicyTest, TheLoadPicksTheMostAccurateSubnetWhoseCapacityCoversIt)
   EXPECT_EQ(p.RankForLoad(1680, kSlo, 2), 0);
 }
 
+// A batch counts only where the load fills it while its first query can
+// wait. One subnet (80 %, SLO 40 ms) whose batch 8 is efficient and whose
+// smaller batches are slow (ms): 1 -> 10, 2 -> 30, 4 -> 30, 8 -> 20. Batch
+// 8 carries 400 x (1 - 6.9 x 20 / (2 x 8 x 20)) = 227 q/s, but fills only
+// for L >= 7 / 20 ms = 350; below that, batch 1 carries 100 x (1 - 69 /
+// 60) < 0 and batches 2 and 4 (30 ms, 10 ms to wait) 66.7 x (1 - 207 /
+// 40) and 133 x (1 - 207 / 80), both < 0: no capacity. With a faster
+// 70 % subnet (batch 1, 2 ms: 500 x (1 - 13.8 / 76) = 409), 200 q/s goes
+// to 70 %, where counting the batch it does not fill sent it to 80 %.
+TEST(SloFirstPolicyTest, ABatchTheLoadDoesNotFillInTimeCarriesNothing) {
+  const ModelProfile profile = HandProfile({1, 2, 4, 8}, {70, 80},
+                                           {{2, 3.5, 6, 11}, {10, 30, 30, 20}});
+  SloFirstPolicy p(profile, NoOverhead());
+  EXPECT_EQ(p.RankForLoad(200, kSlo, 1), 0);
+  EXPECT_EQ(p.RankForLoad(360, kSlo, 1), 0);  // fills batch 8 (227), but 360 > 227
+  SloFirstPolicy light(profile, NoOverhead());
+  EXPECT_EQ(light.RankForLoad(30, kSlo, 1), 0);  // no 80 % batch has capacity at 30
+}
+
 TEST(SloFirstPolicyTest, HeadroomAsksForSpareCapacity) {
   SloFirstOptions o = NoOverhead();
   o.headroom = 2;
   SloFirstPolicy p(ThreeSubnetProfile(), o);
-  EXPECT_EQ(p.RankForLoad(140, kSlo, 1), 2);  // 2 x 140 <= 287.6
-  EXPECT_EQ(p.RankForLoad(150, kSlo, 1), 1);  // 2 x 150 > 287.6
+  EXPECT_EQ(p.RankForLoad(140, kSlo, 1), 2);  // 2 x 140 <= 285
+  EXPECT_EQ(p.RankForLoad(150, kSlo, 1), 1);  // 2 x 150 > 285 (batch 4; 150 fills no 8)
   EXPECT_EQ(p.RankForLoad(388, kSlo, 1), 1);  // 2 x 388 <= 777.6
   EXPECT_EQ(p.RankForLoad(390, kSlo, 1), 0);
 }
 
 TEST(SloFirstPolicyTest, MeasuredLoadSetsTheSubnet) {
   // 8 queued (a full batch: nothing to defer for), the head 35 ms from its
-  // deadline. 300 q/s is above 80 %'s 287.6: 75 %; 900 above 75 %'s 777.6:
-  // 70 %.
+  // deadline. 300 q/s is above 80 %'s 285 (it fills no batch of 8 in time):
+  // 75 %; 900 above 75 %'s 777.6: 70 %.
   EdfQueue q;
   Fill(&q, 8, 35);
   SloFirstPolicy at300(ThreeSubnetProfile(), NoOverhead());
@@ -145,7 +167,7 @@ TEST(SloFirstPolicyTest, BurstyArrivalsLowerTheCapacity) {
 TEST(SloFirstPolicyTest, TheQueueIsLoadTheRateWindowHasNotSeenYet) {
   // No load measured. 12 queued, the head 39 ms from its deadline: 80 %
   // clears them (two batches of 8, 36 ms), but they arrived within one SLO,
-  // a load of at least 12 / 40 ms = 300 q/s, above 80 %'s 287.6: 75 %
+  // a load of at least 12 / 40 ms = 300 q/s, above 80 %'s 285: 75 %
   // (777.6), batch 8. (Before: 80 %, read as no load.)
   SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
   EdfQueue q;
