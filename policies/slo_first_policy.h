@@ -57,8 +57,8 @@ struct SloFirstOptions {
 // tuple not run yet is not weighed against the measured p99 of one in use.
 // Deterministic; O(log S + B log b) per decision (b: the largest batch),
 // O(B) more per step of 2, once the capacities are built (O(S x B),
-// rebuilt when the SLO, the fleet, a latency estimate or the arrivals'
-// dispersion moves).
+// rebuilt when the SLO, the fleet, a latency estimate, the load or the
+// arrivals' dispersion moves).
 class SloFirstPolicy : public ProfiledPolicy {
  public:
   SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options);
