@@ -184,10 +184,9 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo, int64
   // v the arrivals' dispersion (1 for Poisson; measured, never below 1).
   // u is kept where that is <= e^-kTailNats. So one worker with little
   // slack and small batches runs well below its throughput, many workers or
-  // large batches with ample slack close to it. (Counting each batch as
-  // one arrival, as this did before, asked b times the slack: on the
-  // generated cases the subnet chosen was 2 to 5 points less accurate than
-  // the most accurate one that holds 0.999.)
+  // large batches with ample slack close to it. A batch is not one
+  // arrival: counting it as one asks b times the slack
+  // (docs/decisions/slo-first-candidate.md).
   const double l =
       static_cast<double>(table_.ComparableLatency(rank, batch_index) + overhead_estimate());
   const double n = static_cast<double>(workers);
