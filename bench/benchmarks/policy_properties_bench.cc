@@ -8,6 +8,7 @@
 // `tune` (default) are the seeds a developer may look at; `heldout` the ones
 // CI judges (tests/bench/default_policy_property_test.cc).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -115,12 +116,19 @@ int RunCase(const BenchmarkArgs& args) {
   double poisson = 0;
   for (auto it = extra.begin(); it != extra.end(); ++it) {
     if (it->rfind("poisson=", 0) == 0) {
-      poisson = std::atof(it->c_str() + 8);
+      const char* text = it->c_str() + 8;
+      char* end = nullptr;
+      poisson = std::strtod(text, &end);
+      if (end == text || *end != '\0' || !std::isfinite(poisson) || poisson <= 0 ||
+          poisson > 100) {
+        std::fprintf(stderr, "policy-case: poisson=X needs X in (0, 100]; got \"%s\"\n", text);
+        return 2;
+      }
       extra.erase(it);
       break;
     }
   }
-  if (extra.size() < 2 || poisson < 0) {
+  if (extra.size() < 2) {
     std::fprintf(stderr, "policy-case: SEED POLICY [SUBNET_ID] [poisson=X]\n");
     return 2;
   }
@@ -128,6 +136,10 @@ int RunCase(const BenchmarkArgs& args) {
   if (poisson > 0) {
     c.arrivals = GoodputTrace(c, poisson);
     c.label += absl::StrFormat(" | Poisson at %.2fx capacity", poisson);
+  }
+  if (c.arrivals.empty()) {
+    std::fprintf(stderr, "policy-case: no arrivals (%s)\n", c.label.c_str());
+    return 1;
   }
   PolicyConfig config;
   if (extra.size() > 2) config.fixed_subnet_id = std::atoi(extra[2].c_str());

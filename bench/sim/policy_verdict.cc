@@ -107,7 +107,7 @@ std::vector<Nanos> GoodputTrace(const SchedulingCase& c, double load) {
   const Nanos duration =
       std::max(Seconds(6000 / rate), std::min<Nanos>(20 * c.sim.slo, Seconds(30000 / rate)));
   // The seed of the goodput step at this load, as JudgeGoodput runs it.
-  const auto step = static_cast<uint64_t>(std::llround((load - 0.3) / 0.02));
+  const auto step = static_cast<uint64_t>(std::max(0LL, std::llround((load - 0.3) / 0.02)));
   return PoissonArrivals(rate, duration, c.seed + step);
 }
 

@@ -179,15 +179,21 @@ TEST(BenchCliTest, LiveBenchmarksRefuseOutOfRangeFlagsBeforeStarting) {
   }
 }
 
-// `superserve-bench policy-case`: a missing policy or a negative Poisson
-// load is a usage error; poisson=X replaces the case's trace with the one
-// the goodput promise runs (one simulation of about 6,000 queries).
+// `superserve-bench policy-case`: a missing policy, or a Poisson load that
+// is not a number in (0, 100], is a usage error (inf ran an empty trace
+// into the simulator); poisson=X replaces the case's trace with the one the
+// goodput promise runs (one simulation of about 6,000 queries).
 TEST(BenchCliTest, PolicyCaseRunsTheGoodputTraceOnAsk) {
-  for (const std::string args : {"policy-case 424", "policy-case 424 symphony poisson=-1"}) {
-    const CliRun r = RunTool("superserve-bench", args);
-    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
-    EXPECT_NE(r.out.find("policy-case: SEED POLICY [SUBNET_ID] [poisson=X]"), std::string::npos)
-        << args << "\n" << r.out;
+  const CliRun missing = RunTool("superserve-bench", "policy-case 424");
+  EXPECT_EQ(missing.status, 2) << missing.out;
+  EXPECT_NE(missing.out.find("policy-case: SEED POLICY [SUBNET_ID] [poisson=X]"), std::string::npos)
+      << missing.out;
+  for (const std::string x : {"-1", "0", "nan", "inf", "1e300", "abc", "0.5x"}) {
+    const CliRun r = RunTool("superserve-bench", "policy-case 424 symphony poisson=" + x);
+    EXPECT_EQ(r.status, 2) << x << "\n" << r.out;
+    EXPECT_NE(r.out.find("policy-case: poisson=X needs X in (0, 100]; got \"" + x + "\""),
+              std::string::npos)
+        << x << "\n" << r.out;
   }
   const CliRun r = RunTool("superserve-bench", "policy-case 424 symphony poisson=0.3");
   ASSERT_EQ(r.status, 0) << r.out;
