@@ -96,7 +96,7 @@ TEST(SloFirstPolicyTest, TheLoadPicksTheMostAccurateSubnetWhoseCapacityCoversIt)
 }
 
 // A batch counts only where the load fills it while its first query can
-// wait. One subnet (80 %, SLO 40 ms) whose batch 8 is efficient and whose
+// wait. An 80 % subnet (SLO 40 ms) whose batch 8 is efficient and whose
 // smaller batches are slow (ms): 1 -> 10, 2 -> 30, 4 -> 30, 8 -> 20. Batch
 // 8 carries 400 x (1 - 6.9 x 20 / (2 x 8 x 20)) = 227 q/s, but fills only
 // for L >= 7 / 20 ms = 350; below that, batch 1 carries 100 x (1 - 69 /
