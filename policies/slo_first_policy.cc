@@ -20,9 +20,6 @@ constexpr double kTailNats = 6.9;
 // dispersion has moved by more than this fraction since they were built:
 // rarely, and 10 % of v moves a capacity by a few percent at most.
 constexpr double kDispersionStep = 0.1;
-// The same for the load the capacities are built for (which batches it
-// fills in time).
-constexpr double kLoadStep = 0.1;
 // Past the peak a batch within this fraction of the best throughput is as
 // good as the best (the serving core's overload plan uses the same 95 %):
 // a head such a batch can still serve is not dropped. On a CPU-shaped
@@ -77,11 +74,10 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
   if (slo_ >= 0 && workers == workers_ && table_.version() == table_version_ &&
       overhead == overhead_at_build_ && std::llabs(slo - slo_) * 100 <= slo_ &&
       std::abs(dispersion - dispersion_at_build_) <= kDispersionStep * dispersion_at_build_ &&
-      std::abs(load - load_at_build_) <= kLoadStep * load_at_build_) {
+      load >= fills_from_ && load < fills_until_) {
     return;
   }
   dispersion_at_build_ = dispersion;
-  load_at_build_ = load;
   slo_ = slo;
   workers_ = workers;
   table_version_ = table_.version();
@@ -90,6 +86,10 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
   const int nb = table_.num_batches();
   capacity_.assign(s, 0.0);
   best_upto_.assign(static_cast<size_t>(s) * nb, 0);
+  // The load enters only through Fills: the capacities stand for every load
+  // between the nearest fill thresholds around this one.
+  fills_from_ = 0;
+  fills_until_ = std::numeric_limits<double>::infinity();
   // Subnets and batches are compared on one footing
   // (LatencyTable::ComparableLatency): by the estimates the subnet in use
   // (a p99) looks slower than an unmeasured neighbour (a profiled mean) of
@@ -104,6 +104,13 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
       best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
       best_rate = std::max(best_rate, rate);
       capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers, load));
+      const double threshold = FillThreshold(
+          bi, static_cast<double>(table_.ComparableLatency(r, bi) + overhead), slo);
+      if (threshold <= load) {
+        fills_from_ = std::max(fills_from_, threshold);
+      } else {
+        fills_until_ = std::min(fills_until_, threshold);
+      }
     }
   }
   // The fastest: the most queries per second by a batch that workers taking
@@ -169,9 +176,16 @@ int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {
   return frontier_[lo];
 }
 
+double SloFirstPolicy::FillThreshold(int batch_index, double latency, Nanos slo) const {
+  const double b = static_cast<double>(table_.batch_size(batch_index));
+  if (b <= 1) return 0;
+  const double wait = static_cast<double>(slo) - latency;
+  if (wait <= 0) return std::numeric_limits<double>::infinity();
+  return (b - 1) * kNanosPerSecond / wait;
+}
+
 bool SloFirstPolicy::Fills(int batch_index, double latency, Nanos slo, double load) const {
-  return static_cast<double>(table_.batch_size(batch_index)) <=
-         1 + load * (static_cast<double>(slo) - latency) / kNanosPerSecond;
+  return load >= FillThreshold(batch_index, latency, slo);
 }
 
 double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers,

@@ -114,11 +114,16 @@ class SloFirstPolicy : public ProfiledPolicy {
   // batches are efficient and small ones slow: a subnet chosen for its
   // batch of 20 ran batches of 3 that missed their deadlines).
   bool Fills(int batch_index, double latency, Nanos slo, double load) const;
+  // The least load that fills it: (b - 1) / (slo - latency); 0 for a batch
+  // of one, infinite where the batch leaves no time to wait.
+  double FillThreshold(int batch_index, double latency, Nanos slo) const;
   // The batch index `rank` runs for a head with `slack` left: the one with
   // the most queries per second among those that fit; -1 if none fits.
   int EfficientBatch(int rank, Nanos slack) const;
-  // Rebuilds capacity_ / frontier_ if the SLO, the workers, an estimate
-  // or the `load` moved.
+  // Rebuilds capacity_ / frontier_ if the SLO, the workers or an estimate
+  // moved, or if `load` crossed a fill threshold (so a load that changes
+  // which batches fill is always seen, and one that does not never costs a
+  // rebuild).
   void RefreshCapacity(Nanos slo, int64_t workers, double load);
   // Whether `pending` queries, the head with `slack` left, are all served
   // in time at `rank` by `workers` workers, `free` of them free now.
@@ -146,7 +151,10 @@ class SloFirstPolicy : public ProfiledPolicy {
   // The arrivals' dispersion of counts per SLO (the capacity's v).
   CountDispersion burstiness_;
   double dispersion_at_build_ = 1;
-  double load_at_build_ = 0;
+  // The capacities hold for loads in [fills_from_, fills_until_): the
+  // nearest fill thresholds at and above the load they were built for.
+  double fills_from_ = 0;
+  double fills_until_ = 0;
   // Capacities for (slo_, workers_, table version).
   Nanos slo_ = -1;
   int64_t workers_ = 0;
