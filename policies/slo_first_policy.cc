@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace superserve {
 namespace {
@@ -86,10 +89,6 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
   const int nb = table_.num_batches();
   capacity_.assign(s, 0.0);
   best_upto_.assign(static_cast<size_t>(s) * nb, 0);
-  // The load enters only through Fills: the capacities stand for every load
-  // between the nearest fill thresholds around this one.
-  fills_from_ = 0;
-  fills_until_ = std::numeric_limits<double>::infinity();
   // Subnets and batches are compared on one footing
   // (LatencyTable::ComparableLatency): by the estimates the subnet in use
   // (a p99) looks slower than an unmeasured neighbour (a profiled mean) of
@@ -104,15 +103,9 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
       best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
       best_rate = std::max(best_rate, rate);
       capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers, load));
-      const double threshold = FillThreshold(
-          bi, static_cast<double>(table_.ComparableLatency(r, bi) + overhead), slo);
-      if (threshold <= load) {
-        fills_from_ = std::max(fills_from_, threshold);
-      } else {
-        fills_until_ = std::min(fills_until_, threshold);
-      }
     }
   }
+  SetLoadBounds(slo, workers, load);
   // The fastest: the most queries per second by a batch that workers taking
   // turns can deliver (a query waits up to l(b)/n for the next free worker,
   // then runs l(b): Symphony's staggered bound l(b)(1 + 1/n) <= SLO), which
@@ -156,6 +149,74 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
   }
   frontier_.push_back(fastest_);
   frontier_.insert(frontier_.end(), reversed.rbegin(), reversed.rend());
+}
+
+void SloFirstPolicy::SetLoadBounds(Nanos slo, int64_t workers, double load) {
+  // The load enters the build only through Fills, and a fill threshold
+  // changes what was built only where the batch crossing it beats every
+  // batch of its subnet (or, for the fastest, every batch of every subnet)
+  // that fills at a lower load. Those thresholds alone bound the loads the
+  // build stands for: a load jittering around a threshold that changes
+  // nothing costs no rebuild.
+  fills_from_ = 0;
+  fills_until_ = std::numeric_limits<double>::infinity();
+  const auto bound = [&](double threshold) {
+    if (threshold <= load) {
+      fills_from_ = std::max(fills_from_, threshold);
+    } else {
+      fills_until_ = std::min(fills_until_, threshold);
+    }
+  };
+  const Nanos overhead = overhead_estimate();
+  const double any_load = std::numeric_limits<double>::infinity();
+  const int s = table_.num_subnets();
+  const int nb = table_.num_batches();
+  const auto latency = [&](int r, int bi) {
+    return static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
+  };
+  std::vector<std::pair<double, double>> steps;  // (fill threshold, capacity once filled)
+  for (int r = 0; r < s; ++r) {
+    steps.clear();
+    for (int bi = 0; bi < nb; ++bi) {
+      steps.emplace_back(FillThreshold(bi, latency(r, bi), slo),
+                         TupleCapacity(r, bi, slo, workers, any_load));
+    }
+    std::sort(steps.begin(), steps.end());
+    double best = 0;
+    for (const auto& [threshold, capacity] : steps) {
+      if (capacity > best) {
+        best = capacity;
+        bound(threshold);
+      }
+    }
+  }
+  // The fastest, for both of its latency bounds (RefreshCapacity): the key
+  // it is chosen by, (rate, rank, batch index), rises at these thresholds.
+  struct Step {
+    double threshold, rate;
+    int r, bi;
+  };
+  std::vector<Step> fastest;
+  for (const double stretch : {1 + 1 / static_cast<double>(workers), 1.0}) {
+    fastest.clear();
+    for (int r = 0; r < s; ++r) {
+      for (int bi = 0; bi < nb; ++bi) {
+        const double l = latency(r, bi);
+        if (l * stretch > static_cast<double>(slo)) continue;
+        fastest.push_back({FillThreshold(bi, l, slo), table_.batch_size(bi) * 1e9 / l, r, bi});
+      }
+    }
+    std::sort(fastest.begin(), fastest.end(),
+              [](const Step& a, const Step& b) { return a.threshold < b.threshold; });
+    const Step* best = nullptr;
+    for (const Step& step : fastest) {
+      if (best == nullptr || std::tie(step.rate, step.r, step.bi) >
+                                 std::tie(best->rate, best->r, best->bi)) {
+        best = &step;
+        bound(step.threshold);
+      }
+    }
+  }
 }
 
 int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {

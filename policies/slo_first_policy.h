@@ -121,10 +121,12 @@ class SloFirstPolicy : public ProfiledPolicy {
   // the most queries per second among those that fit; -1 if none fits.
   int EfficientBatch(int rank, Nanos slack) const;
   // Rebuilds capacity_ / frontier_ if the SLO, the workers or an estimate
-  // moved, or if `load` crossed a fill threshold (so a load that changes
-  // which batches fill is always seen, and one that does not never costs a
-  // rebuild).
+  // moved, or if `load` crossed a fill threshold that changes a capacity or
+  // the fastest (so such a load is seen at once, and no other load move
+  // costs a rebuild).
   void RefreshCapacity(Nanos slo, int64_t workers, double load);
+  // Sets [fills_from_, fills_until_) for a build at `load` (see the .cc).
+  void SetLoadBounds(Nanos slo, int64_t workers, double load);
   // Whether `pending` queries, the head with `slack` left, are all served
   // in time at `rank` by `workers` workers, `free` of them free now.
   bool Clears(int rank, int64_t pending, Nanos slack, int64_t free, int64_t workers) const;
@@ -151,8 +153,8 @@ class SloFirstPolicy : public ProfiledPolicy {
   // The arrivals' dispersion of counts per SLO (the capacity's v).
   CountDispersion burstiness_;
   double dispersion_at_build_ = 1;
-  // The capacities hold for loads in [fills_from_, fills_until_): the
-  // nearest fill thresholds at and above the load they were built for.
+  // The build holds for loads in [fills_from_, fills_until_): the nearest
+  // fill thresholds at and above its load that change what was built.
   double fills_from_ = 0;
   double fills_until_ = 0;
   // Capacities for (slo_, workers_, table version).
