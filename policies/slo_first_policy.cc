@@ -68,7 +68,66 @@ void SloFirstPolicy::OnArrival(const Query& q, Nanos now) {
   burstiness_.Add(now, q.deadline - q.arrival);
 }
 
+void SloFirstPolicy::RefreshBestBatches() {
+  const Nanos overhead = overhead_estimate();
+  if (!best_upto_.empty() && table_.version() == best_version_ && overhead == best_overhead_) {
+    return;
+  }
+  best_version_ = table_.version();
+  best_overhead_ = overhead;
+  const int s = table_.num_subnets();
+  const int nb = table_.num_batches();
+  best_upto_.assign(static_cast<size_t>(s) * nb, 0);
+  for (int r = 0; r < s; ++r) {
+    int* best = &best_upto_[static_cast<size_t>(r) * nb];
+    double best_rate = 0;
+    for (int bi = 0; bi < nb; ++bi) {
+      const double rate = table_.batch_size(bi) * 1e9 /
+                          static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
+      best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
+      best_rate = std::max(best_rate, rate);
+    }
+  }
+}
+
+int SloFirstPolicy::FastestRank(Nanos slo, int64_t workers, double load) const {
+  // The most queries per second by a batch that workers taking turns can
+  // deliver (a query waits up to l(b)/n for the next free worker, then runs
+  // l(b): Symphony's staggered bound l(b)(1 + 1/n) <= SLO), which past the
+  // peak answers the most queries in time; failing that, by a batch that
+  // completes within the SLO; failing that, the subnet with the fastest
+  // batch 1. Subnets and batches are compared on one footing
+  // (LatencyTable::ComparableLatency): by the estimates the subnet in use
+  // (a p99) looks slower than an unmeasured neighbour (a profiled mean) of
+  // the same speed, so past the peak the fastest flipped to the neighbour,
+  // whose p99 then made the first look faster again.
+  const Nanos overhead = overhead_estimate();
+  const int s = table_.num_subnets();
+  const int nb = table_.num_batches();
+  int fastest = 0;
+  double fastest_rate = -1;
+  for (const double stretch : {1 + 1 / static_cast<double>(workers), 1.0}) {
+    for (int r = 0; r < s; ++r) {
+      for (int bi = 0; bi < nb; ++bi) {
+        const double l = static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
+        if (l * stretch > static_cast<double>(slo) || !Fills(bi, l, slo, load)) continue;
+        const double rate = table_.batch_size(bi) * 1e9 / l;
+        if (rate >= fastest_rate) {  // ties: accuracy
+          fastest_rate = rate;
+          fastest = r;
+        }
+      }
+    }
+    if (fastest_rate >= 0) return fastest;
+  }
+  for (int r = 1; r < s; ++r) {
+    if (table_.ComparableLatency(r, 0) <= table_.ComparableLatency(fastest, 0)) fastest = r;
+  }
+  return fastest;
+}
+
 void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
+  RefreshBestBatches();
   const Nanos overhead = overhead_estimate();
   // Arrivals are taken as at least as variable as Poisson: below 1 the
   // estimate's noise (about 18 % either side over its 64 intervals) would
@@ -88,52 +147,13 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
   const int s = table_.num_subnets();
   const int nb = table_.num_batches();
   capacity_.assign(s, 0.0);
-  best_upto_.assign(static_cast<size_t>(s) * nb, 0);
-  // Subnets and batches are compared on one footing
-  // (LatencyTable::ComparableLatency): by the estimates the subnet in use
-  // (a p99) looks slower than an unmeasured neighbour (a profiled mean) of
-  // the same speed, so past the peak the fastest flipped to the neighbour,
-  // whose p99 then made the first look faster again.
   for (int r = 0; r < s; ++r) {
-    int* best = &best_upto_[static_cast<size_t>(r) * nb];
-    double best_rate = 0;
     for (int bi = 0; bi < nb; ++bi) {
-      const double rate = table_.batch_size(bi) * 1e9 /
-                          static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
-      best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
-      best_rate = std::max(best_rate, rate);
       capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers, load));
     }
   }
   SetLoadBounds(slo, workers, load);
-  // The fastest: the most queries per second by a batch that workers taking
-  // turns can deliver (a query waits up to l(b)/n for the next free worker,
-  // then runs l(b): Symphony's staggered bound l(b)(1 + 1/n) <= SLO), which
-  // past the peak answers the most queries in time; failing that, by a
-  // batch that completes within the SLO; failing that, the subnet with the
-  // fastest batch 1.
-  const double turns = 1 + 1 / static_cast<double>(workers);
-  double fastest_rate = -1;
-  for (const double stretch : {turns, 1.0}) {
-    for (int r = 0; r < s; ++r) {
-      for (int bi = 0; bi < nb; ++bi) {
-        const double l = static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
-        if (l * stretch > static_cast<double>(slo) || !Fills(bi, l, slo, load)) continue;
-        const double rate = table_.batch_size(bi) * 1e9 / l;
-        if (rate >= fastest_rate) {  // ties: accuracy
-          fastest_rate = rate;
-          fastest_ = r;
-        }
-      }
-    }
-    if (fastest_rate >= 0) break;
-  }
-  if (fastest_rate < 0) {
-    fastest_ = 0;
-    for (int r = 1; r < s; ++r) {
-      if (table_.ComparableLatency(r, 0) <= table_.ComparableLatency(fastest_, 0)) fastest_ = r;
-    }
-  }
+  fastest_ = FastestRank(slo, workers, load);
   // The frontier: the fastest, then every more accurate rank whose capacity
   // exceeds that of all ranks more accurate than it. Capacity falls along
   // it (after the fastest) as accuracy rises, even where measured profiles
@@ -190,7 +210,7 @@ void SloFirstPolicy::SetLoadBounds(Nanos slo, int64_t workers, double load) {
       }
     }
   }
-  // The fastest, for both of its latency bounds (RefreshCapacity): the key
+  // The fastest, for both of its latency bounds (FastestRank): the key
   // it is chosen by, (rate, rank, batch index), rises at these thresholds.
   struct Step {
     double threshold, rate;
@@ -360,16 +380,22 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   // per SLO, read at once where the rate window still averages a quiet
   // spell in.
   const double load = LoadOf(rate, view.pending, slo);
-  RefreshCapacity(slo, workers, load);
-  int pos = 0;  // position in frontier_
-  if (!ctx.assume_overload) {
-    const int rank = RankForLoad(load, slo, workers);
-    pos = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), rank) -
-                           frontier_.begin());
+  int rank;
+  if (ctx.assume_overload) {
+    // The fastest alone, without rebuilding the capacities: the serving
+    // core's overload probes ask with their own SLOs (a probe's slack), and
+    // the next real decision would rebuild them back.
+    RefreshBestBatches();
+    rank = FastestRank(slo, workers, load);
+  } else {
+    RefreshCapacity(slo, workers, load);
+    int pos = static_cast<int>(
+        std::lower_bound(frontier_.begin(), frontier_.end(), RankForLoad(load, slo, workers)) -
+        frontier_.begin());
     // SLO first: faster subnets until the queued queries are all served in time.
     while (pos > 0 && !Clears(frontier_[pos], view.pending, slack, free, workers)) --pos;
+    rank = frontier_[pos];
   }
-  int rank = frontier_[pos];
   int fit = EfficientBatch(rank, slack);
   // Not even batch 1 of it fits the head (a profile whose fastest batch 1
   // is not the highest-capacity subnet's): the most accurate subnet whose

@@ -125,6 +125,10 @@ class SloFirstPolicy : public ProfiledPolicy {
   // the fastest (so such a load is seen at once, and no other load move
   // costs a rebuild).
   void RefreshCapacity(Nanos slo, int64_t workers, double load);
+  // Rebuilds best_upto_ if an estimate moved (it depends on nothing else).
+  void RefreshBestBatches();
+  // The highest-throughput rank for this slo, fleet and load (see the .cc).
+  int FastestRank(Nanos slo, int64_t workers, double load) const;
   // Sets [fills_from_, fills_until_) for a build at `load` (see the .cc).
   void SetLoadBounds(Nanos slo, int64_t workers, double load);
   // Whether `pending` queries, the head with `slack` left, are all served
@@ -168,7 +172,9 @@ class SloFirstPolicy : public ProfiledPolicy {
   // second (latency plus overhead): past a saturation knee a larger batch
   // serves fewer.
   std::vector<int> best_upto_;
-  int fastest_ = 0;               // highest capacity, ties to accuracy
+  uint64_t best_version_ = 0;   // the table version and overhead best_upto_ is for
+  Nanos best_overhead_ = -1;
+  int fastest_ = 0;               // FastestRank for the build
   int last_rank_ = 0;             // the rank of the last dispatch (Urgency)
   // FastestLatency() for table_ version drop_version_ (-1: not computed).
   mutable Nanos drop_latency_ = -1;
