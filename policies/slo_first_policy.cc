@@ -139,6 +139,7 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
       load >= fills_from_ && load < fills_until_) {
     return;
   }
+  ++capacity_builds_;
   dispersion_at_build_ = dispersion;
   slo_ = slo;
   workers_ = workers;

@@ -57,8 +57,8 @@ struct SloFirstOptions {
 // tuple not run yet is not weighed against the measured p99 of one in use.
 // Deterministic; O(log S + B log b) per decision (b: the largest batch),
 // O(B) more per step of 2, once the capacities are built (O(S x B),
-// rebuilt when the SLO, the fleet, a latency estimate, the load or the
-// arrivals' dispersion moves).
+// rebuilt when the SLO, the fleet, a latency estimate or the arrivals'
+// dispersion moves, or the load crosses a threshold that changes them).
 class SloFirstPolicy : public ProfiledPolicy {
  public:
   SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options);
@@ -72,6 +72,9 @@ class SloFirstPolicy : public ProfiledPolicy {
   // How far back arrivals are kept (the widest rate window asked for,
   // bounded; tests).
   Nanos kept_arrival_window() const { return arrivals_.window(); }
+  // How many times the capacities were built (their cost, O(subnets x
+  // batch sizes), is paid only when what they depend on moves; tests).
+  int64_t capacity_builds() const { return capacity_builds_; }
   // The accuracy rank the load alone would pick for queries of this `slo`
   // served by `workers` (tests).
   int RankForLoad(double rate, Nanos slo, int64_t workers);
@@ -175,6 +178,7 @@ class SloFirstPolicy : public ProfiledPolicy {
   uint64_t best_version_ = 0;   // the table version and overhead best_upto_ is for
   Nanos best_overhead_ = -1;
   int fastest_ = 0;               // FastestRank for the build
+  int64_t capacity_builds_ = 0;
   int last_rank_ = 0;             // the rank of the last dispatch (Urgency)
   // FastestLatency() for table_ version drop_version_ (-1: not computed).
   mutable Nanos drop_latency_ = -1;
