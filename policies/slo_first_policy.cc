@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace superserve {
 namespace {
@@ -20,9 +23,6 @@ constexpr double kTailNats = 6.9;
 // dispersion has moved by more than this fraction since they were built:
 // rarely, and 10 % of v moves a capacity by a few percent at most.
 constexpr double kDispersionStep = 0.1;
-// The same for the load the capacities are built for (which batches it
-// fills in time).
-constexpr double kLoadStep = 0.1;
 // Past the peak a batch within this fraction of the best throughput is as
 // good as the best (the serving core's overload plan uses the same 95 %):
 // a head such a batch can still serve is not dropped. On a CPU-shaped
@@ -68,33 +68,16 @@ void SloFirstPolicy::OnArrival(const Query& q, Nanos now) {
   burstiness_.Add(now, q.deadline - q.arrival);
 }
 
-void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
+void SloFirstPolicy::RefreshBestBatches() {
   const Nanos overhead = overhead_estimate();
-  // Arrivals are taken as at least as variable as Poisson: below 1 the
-  // estimate's noise (about 18 % either side over its 64 intervals) would
-  // trade deadlines for accuracy.
-  const double dispersion = std::max(1.0, burstiness_.Dispersion());
-  if (slo_ >= 0 && workers == workers_ && table_.version() == table_version_ &&
-      overhead == overhead_at_build_ && std::llabs(slo - slo_) * 100 <= slo_ &&
-      std::abs(dispersion - dispersion_at_build_) <= kDispersionStep * dispersion_at_build_ &&
-      std::abs(load - load_at_build_) <= kLoadStep * load_at_build_) {
+  if (!best_upto_.empty() && table_.version() == best_version_ && overhead == best_overhead_) {
     return;
   }
-  dispersion_at_build_ = dispersion;
-  load_at_build_ = load;
-  slo_ = slo;
-  workers_ = workers;
-  table_version_ = table_.version();
-  overhead_at_build_ = overhead;
+  best_version_ = table_.version();
+  best_overhead_ = overhead;
   const int s = table_.num_subnets();
   const int nb = table_.num_batches();
-  capacity_.assign(s, 0.0);
   best_upto_.assign(static_cast<size_t>(s) * nb, 0);
-  // Subnets and batches are compared on one footing
-  // (LatencyTable::ComparableLatency): by the estimates the subnet in use
-  // (a p99) looks slower than an unmeasured neighbour (a profiled mean) of
-  // the same speed, so past the peak the fastest flipped to the neighbour,
-  // whose p99 then made the first look faster again.
   for (int r = 0; r < s; ++r) {
     int* best = &best_upto_[static_cast<size_t>(r) * nb];
     double best_rate = 0;
@@ -103,18 +86,27 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
                           static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
       best[bi] = bi > 0 && rate <= best_rate ? best[bi - 1] : bi;
       best_rate = std::max(best_rate, rate);
-      capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers, load));
     }
   }
-  // The fastest: the most queries per second by a batch that workers taking
-  // turns can deliver (a query waits up to l(b)/n for the next free worker,
-  // then runs l(b): Symphony's staggered bound l(b)(1 + 1/n) <= SLO), which
-  // past the peak answers the most queries in time; failing that, by a
-  // batch that completes within the SLO; failing that, the subnet with the
-  // fastest batch 1.
-  const double turns = 1 + 1 / static_cast<double>(workers);
+}
+
+int SloFirstPolicy::FastestRank(Nanos slo, int64_t workers, double load) const {
+  // The most queries per second by a batch that workers taking turns can
+  // deliver (a query waits up to l(b)/n for the next free worker, then runs
+  // l(b): Symphony's staggered bound l(b)(1 + 1/n) <= SLO), which past the
+  // peak answers the most queries in time; failing that, by a batch that
+  // completes within the SLO; failing that, the subnet with the fastest
+  // batch 1. Subnets and batches are compared on one footing
+  // (LatencyTable::ComparableLatency): by the estimates the subnet in use
+  // (a p99) looks slower than an unmeasured neighbour (a profiled mean) of
+  // the same speed, so past the peak the fastest flipped to the neighbour,
+  // whose p99 then made the first look faster again.
+  const Nanos overhead = overhead_estimate();
+  const int s = table_.num_subnets();
+  const int nb = table_.num_batches();
+  int fastest = 0;
   double fastest_rate = -1;
-  for (const double stretch : {turns, 1.0}) {
+  for (const double stretch : {1 + 1 / static_cast<double>(workers), 1.0}) {
     for (int r = 0; r < s; ++r) {
       for (int bi = 0; bi < nb; ++bi) {
         const double l = static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
@@ -122,18 +114,47 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
         const double rate = table_.batch_size(bi) * 1e9 / l;
         if (rate >= fastest_rate) {  // ties: accuracy
           fastest_rate = rate;
-          fastest_ = r;
+          fastest = r;
         }
       }
     }
-    if (fastest_rate >= 0) break;
+    if (fastest_rate >= 0) return fastest;
   }
-  if (fastest_rate < 0) {
-    fastest_ = 0;
-    for (int r = 1; r < s; ++r) {
-      if (table_.ComparableLatency(r, 0) <= table_.ComparableLatency(fastest_, 0)) fastest_ = r;
+  for (int r = 1; r < s; ++r) {
+    if (table_.ComparableLatency(r, 0) <= table_.ComparableLatency(fastest, 0)) fastest = r;
+  }
+  return fastest;
+}
+
+void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
+  RefreshBestBatches();
+  const Nanos overhead = overhead_estimate();
+  // Arrivals are taken as at least as variable as Poisson: below 1 the
+  // estimate's noise (about 18 % either side over its 64 intervals) would
+  // trade deadlines for accuracy.
+  const double dispersion = std::max(1.0, burstiness_.Dispersion());
+  if (slo_ >= 0 && workers == workers_ && table_.version() == table_version_ &&
+      overhead == overhead_at_build_ && std::llabs(slo - slo_) * 100 <= slo_ &&
+      std::abs(dispersion - dispersion_at_build_) <= kDispersionStep * dispersion_at_build_ &&
+      load >= fills_from_ && load < fills_until_) {
+    return;
+  }
+  ++capacity_builds_;
+  dispersion_at_build_ = dispersion;
+  slo_ = slo;
+  workers_ = workers;
+  table_version_ = table_.version();
+  overhead_at_build_ = overhead;
+  const int s = table_.num_subnets();
+  const int nb = table_.num_batches();
+  capacity_.assign(s, 0.0);
+  for (int r = 0; r < s; ++r) {
+    for (int bi = 0; bi < nb; ++bi) {
+      capacity_[r] = std::max(capacity_[r], TupleCapacity(r, bi, slo, workers, load));
     }
   }
+  SetLoadBounds(slo, workers, load);
+  fastest_ = FastestRank(slo, workers, load);
   // The frontier: the fastest, then every more accurate rank whose capacity
   // exceeds that of all ranks more accurate than it. Capacity falls along
   // it (after the fastest) as accuracy rises, even where measured profiles
@@ -149,6 +170,74 @@ void SloFirstPolicy::RefreshCapacity(Nanos slo, int64_t workers, double load) {
   }
   frontier_.push_back(fastest_);
   frontier_.insert(frontier_.end(), reversed.rbegin(), reversed.rend());
+}
+
+void SloFirstPolicy::SetLoadBounds(Nanos slo, int64_t workers, double load) {
+  // The load enters the build only through Fills, and a fill threshold
+  // changes what was built only where the batch crossing it beats every
+  // batch of its subnet (or, for the fastest, every batch of every subnet)
+  // that fills at a lower load. Those thresholds alone bound the loads the
+  // build stands for: a load jittering around a threshold that changes
+  // nothing costs no rebuild.
+  fills_from_ = 0;
+  fills_until_ = std::numeric_limits<double>::infinity();
+  const auto bound = [&](double threshold) {
+    if (threshold <= load) {
+      fills_from_ = std::max(fills_from_, threshold);
+    } else {
+      fills_until_ = std::min(fills_until_, threshold);
+    }
+  };
+  const Nanos overhead = overhead_estimate();
+  const double any_load = std::numeric_limits<double>::infinity();
+  const int s = table_.num_subnets();
+  const int nb = table_.num_batches();
+  const auto latency = [&](int r, int bi) {
+    return static_cast<double>(table_.ComparableLatency(r, bi) + overhead);
+  };
+  std::vector<std::pair<double, double>> steps;  // (fill threshold, capacity once filled)
+  for (int r = 0; r < s; ++r) {
+    steps.clear();
+    for (int bi = 0; bi < nb; ++bi) {
+      steps.emplace_back(FillThreshold(bi, latency(r, bi), slo),
+                         TupleCapacity(r, bi, slo, workers, any_load));
+    }
+    std::sort(steps.begin(), steps.end());
+    double best = 0;
+    for (const auto& [threshold, capacity] : steps) {
+      if (capacity > best) {
+        best = capacity;
+        bound(threshold);
+      }
+    }
+  }
+  // The fastest, for both of its latency bounds (FastestRank): the key
+  // it is chosen by, (rate, rank, batch index), rises at these thresholds.
+  struct Step {
+    double threshold, rate;
+    int r, bi;
+  };
+  std::vector<Step> fastest;
+  for (const double stretch : {1 + 1 / static_cast<double>(workers), 1.0}) {
+    fastest.clear();
+    for (int r = 0; r < s; ++r) {
+      for (int bi = 0; bi < nb; ++bi) {
+        const double l = latency(r, bi);
+        if (l * stretch > static_cast<double>(slo)) continue;
+        fastest.push_back({FillThreshold(bi, l, slo), table_.batch_size(bi) * 1e9 / l, r, bi});
+      }
+    }
+    std::sort(fastest.begin(), fastest.end(),
+              [](const Step& a, const Step& b) { return a.threshold < b.threshold; });
+    const Step* best = nullptr;
+    for (const Step& step : fastest) {
+      if (best == nullptr || std::tie(step.rate, step.r, step.bi) >
+                                 std::tie(best->rate, best->r, best->bi)) {
+        best = &step;
+        bound(step.threshold);
+      }
+    }
+  }
 }
 
 int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {
@@ -169,9 +258,16 @@ int SloFirstPolicy::RankForLoad(double rate, Nanos slo, int64_t workers) {
   return frontier_[lo];
 }
 
+double SloFirstPolicy::FillThreshold(int batch_index, double latency, Nanos slo) const {
+  const double b = static_cast<double>(table_.batch_size(batch_index));
+  if (b <= 1) return 0;
+  const double wait = static_cast<double>(slo) - latency;
+  if (wait <= 0) return std::numeric_limits<double>::infinity();
+  return (b - 1) * kNanosPerSecond / wait;
+}
+
 bool SloFirstPolicy::Fills(int batch_index, double latency, Nanos slo, double load) const {
-  return static_cast<double>(table_.batch_size(batch_index)) <=
-         1 + load * (static_cast<double>(slo) - latency) / kNanosPerSecond;
+  return load >= FillThreshold(batch_index, latency, slo);
 }
 
 double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers,
@@ -285,16 +381,22 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   // per SLO, read at once where the rate window still averages a quiet
   // spell in.
   const double load = LoadOf(rate, view.pending, slo);
-  RefreshCapacity(slo, workers, load);
-  int pos = 0;  // position in frontier_
-  if (!ctx.assume_overload) {
-    const int rank = RankForLoad(load, slo, workers);
-    pos = static_cast<int>(std::lower_bound(frontier_.begin(), frontier_.end(), rank) -
-                           frontier_.begin());
+  int rank;
+  if (ctx.assume_overload) {
+    // The fastest alone, without rebuilding the capacities: the serving
+    // core's overload probes ask with their own SLOs (a probe's slack), and
+    // the next real decision would rebuild them back.
+    RefreshBestBatches();
+    rank = FastestRank(slo, workers, load);
+  } else {
+    RefreshCapacity(slo, workers, load);
+    int pos = static_cast<int>(
+        std::lower_bound(frontier_.begin(), frontier_.end(), RankForLoad(load, slo, workers)) -
+        frontier_.begin());
     // SLO first: faster subnets until the queued queries are all served in time.
     while (pos > 0 && !Clears(frontier_[pos], view.pending, slack, free, workers)) --pos;
+    rank = frontier_[pos];
   }
-  int rank = frontier_[pos];
   int fit = EfficientBatch(rank, slack);
   // Not even batch 1 of it fits the head (a profile whose fastest batch 1
   // is not the highest-capacity subnet's): the most accurate subnet whose

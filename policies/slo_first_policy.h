@@ -57,8 +57,8 @@ struct SloFirstOptions {
 // tuple not run yet is not weighed against the measured p99 of one in use.
 // Deterministic; O(log S + B log b) per decision (b: the largest batch),
 // O(B) more per step of 2, once the capacities are built (O(S x B),
-// rebuilt when the SLO, the fleet, a latency estimate, the load or the
-// arrivals' dispersion moves).
+// rebuilt when the SLO, the fleet, a latency estimate or the arrivals'
+// dispersion moves, or the load crosses a threshold that changes them).
 class SloFirstPolicy : public ProfiledPolicy {
  public:
   SloFirstPolicy(const ModelProfile& profile, SloFirstOptions options);
@@ -72,6 +72,9 @@ class SloFirstPolicy : public ProfiledPolicy {
   // How far back arrivals are kept (the widest rate window asked for,
   // bounded; tests).
   Nanos kept_arrival_window() const { return arrivals_.window(); }
+  // How many times the capacities were built (their cost, O(subnets x
+  // batch sizes), is paid only when what they depend on moves; tests).
+  int64_t capacity_builds() const { return capacity_builds_; }
   // The accuracy rank the load alone would pick for queries of this `slo`
   // served by `workers` (tests).
   int RankForLoad(double rate, Nanos slo, int64_t workers);
@@ -114,12 +117,23 @@ class SloFirstPolicy : public ProfiledPolicy {
   // batches are efficient and small ones slow: a subnet chosen for its
   // batch of 20 ran batches of 3 that missed their deadlines).
   bool Fills(int batch_index, double latency, Nanos slo, double load) const;
+  // The least load that fills it: (b - 1) / (slo - latency); 0 for a batch
+  // of one, infinite where the batch leaves no time to wait.
+  double FillThreshold(int batch_index, double latency, Nanos slo) const;
   // The batch index `rank` runs for a head with `slack` left: the one with
   // the most queries per second among those that fit; -1 if none fits.
   int EfficientBatch(int rank, Nanos slack) const;
-  // Rebuilds capacity_ / frontier_ if the SLO, the workers, an estimate
-  // or the `load` moved.
+  // Rebuilds capacity_ / frontier_ if the SLO, the workers or an estimate
+  // moved, or if `load` crossed a fill threshold that changes a capacity or
+  // the fastest (so such a load is seen at once, and no other load move
+  // costs a rebuild).
   void RefreshCapacity(Nanos slo, int64_t workers, double load);
+  // Rebuilds best_upto_ if an estimate moved (it depends on nothing else).
+  void RefreshBestBatches();
+  // The highest-throughput rank for this slo, fleet and load (see the .cc).
+  int FastestRank(Nanos slo, int64_t workers, double load) const;
+  // Sets [fills_from_, fills_until_) for a build at `load` (see the .cc).
+  void SetLoadBounds(Nanos slo, int64_t workers, double load);
   // Whether `pending` queries, the head with `slack` left, are all served
   // in time at `rank` by `workers` workers, `free` of them free now.
   bool Clears(int rank, int64_t pending, Nanos slack, int64_t free, int64_t workers) const;
@@ -146,7 +160,10 @@ class SloFirstPolicy : public ProfiledPolicy {
   // The arrivals' dispersion of counts per SLO (the capacity's v).
   CountDispersion burstiness_;
   double dispersion_at_build_ = 1;
-  double load_at_build_ = 0;
+  // The build holds for loads in [fills_from_, fills_until_): the nearest
+  // fill thresholds at and above its load that change what was built.
+  double fills_from_ = 0;
+  double fills_until_ = 0;
   // Capacities for (slo_, workers_, table version).
   Nanos slo_ = -1;
   int64_t workers_ = 0;
@@ -158,7 +175,10 @@ class SloFirstPolicy : public ProfiledPolicy {
   // second (latency plus overhead): past a saturation knee a larger batch
   // serves fewer.
   std::vector<int> best_upto_;
-  int fastest_ = 0;               // highest capacity, ties to accuracy
+  uint64_t best_version_ = 0;   // the table version and overhead best_upto_ is for
+  Nanos best_overhead_ = -1;
+  int fastest_ = 0;               // FastestRank for the build
+  int64_t capacity_builds_ = 0;
   int last_rank_ = 0;             // the rank of the last dispatch (Urgency)
   // FastestLatency() for table_ version drop_version_ (-1: not computed).
   mutable Nanos drop_latency_ = -1;

@@ -1,6 +1,7 @@
 #include "policies/slo_first_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -112,6 +113,45 @@ TEST(SloFirstPolicyTest, ABatchTheLoadDoesNotFillInTimeCarriesNothing) {
   EXPECT_EQ(p.RankForLoad(360, kSlo, 1), 0);  // fills batch 8 (227), but 360 > 227
   SloFirstPolicy light(profile, NoOverhead());
   EXPECT_EQ(light.RankForLoad(30, kSlo, 1), 0);  // no 80 % batch has capacity at 30
+}
+
+// The capacities are kept while the load stays between fill thresholds and
+// rebuilt as soon as it crosses one. With two workers the 80 % subnet above
+// carries 400 x (1 - 138 / 640) = 313.75 q/s per worker at batch 8, which
+// fills from 350 q/s: at 345 (need 172.5 per worker) its best is batch 1,
+// 100 x (1 - 69 / 120) = 42.5, so 70 %; at 355 (need 177.5), 80 %. The
+// two loads are 3 % apart: a policy that rebuilt only on a 10 % move kept
+// 70 %.
+TEST(SloFirstPolicyTest, ALoadThatCrossesAFillThresholdIsSeenAtOnce) {
+  const ModelProfile profile = HandProfile({1, 2, 4, 8}, {70, 80},
+                                           {{2, 3.5, 6, 11}, {10, 30, 30, 20}});
+  SloFirstPolicy p(profile, NoOverhead());
+  EXPECT_EQ(p.RankForLoad(345, kSlo, 2), 0);
+  EXPECT_EQ(p.RankForLoad(355, kSlo, 2), 1);
+  EXPECT_EQ(p.RankForLoad(345, kSlo, 2), 0);
+  // A move that crosses no threshold that changes a capacity or the fastest
+  // builds nothing: 345 -> 290 -> 250 crosses the 80 % subnet's batch 4
+  // (30 ms, fills from 3 / 10 ms = 300 q/s), which carries nothing at any
+  // load; the 70 % subnet's batch 8 (fills from 7 / 29 ms = 241) is not
+  // crossed.
+  const int64_t builds = p.capacity_builds();
+  EXPECT_EQ(p.RankForLoad(290, kSlo, 2), 0);
+  EXPECT_EQ(p.RankForLoad(250, kSlo, 2), 0);
+  EXPECT_EQ(p.capacity_builds(), builds);
+  EXPECT_EQ(p.RankForLoad(230, kSlo, 2), 0);
+  EXPECT_EQ(p.capacity_builds(), builds + 1);
+  // And one policy asked along a sweep answers as a new one at every load.
+  for (const ModelProfile& shape : {profile, ThreeSubnetProfile()}) {
+    for (const int64_t workers : {1, 2, 3}) {
+      SloFirstPolicy swept(shape, NoOverhead());
+      for (int step = 0; step < 800; ++step) {
+        const double load = 10 * std::pow(1.01, step < 400 ? step : 800 - step);
+        SloFirstPolicy fresh(shape, NoOverhead());
+        ASSERT_EQ(swept.RankForLoad(load, kSlo, workers), fresh.RankForLoad(load, kSlo, workers))
+            << load << " q/s, " << workers << " workers";
+      }
+    }
+  }
 }
 
 TEST(SloFirstPolicyTest, HeadroomAsksForSpareCapacity) {
@@ -257,6 +297,29 @@ TEST(SloFirstPolicyTest, TheOverloadPlanIsAnsweredWithTheFastestSubnetAtOnce) {
   EdfQueue q;
   Fill(&q, 1, 35);
   ExpectDispatch(DecideOn(&p, q, /*assume_overload=*/true), 0, 1, 1);
+}
+
+// The serving core's overload probes ask with their own SLO (a full queue
+// whose head has the probe's slack). One is answered with the fastest for
+// that SLO and leaves the real decisions as they were: 300 q/s, 8 queued,
+// 35 ms left: 75 % at batch 8 (MeasuredLoadSetsTheSubnet) before and after
+// a probe with 5 ms, which the 70 % subnet's batch 8 (4.5 ms) fits. The
+// probe builds no capacities (it needs only the fastest), so the real
+// decision after it does not build them back either.
+TEST(SloFirstPolicyTest, AnOverloadProbeAtAnotherSloLeavesTheRealDecisionsAlone) {
+  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
+  Arrivals(&p, 300);
+  EdfQueue q;
+  Fill(&q, 8, 35);
+  ExpectDispatch(DecideOn(&p, q), 1, 8, 8);
+  const int64_t builds = p.capacity_builds();
+  EdfQueue probe;
+  for (int i = 0; i < 16; ++i) {
+    probe.Push({static_cast<QueryId>(100 + i), 0, kNow, kNow + Millis(5)});
+  }
+  ExpectDispatch(DecideOn(&p, probe, /*assume_overload=*/true), 0, 8, 8);
+  ExpectDispatch(DecideOn(&p, q), 1, 8, 8);
+  EXPECT_EQ(p.capacity_builds(), builds);
 }
 
 TEST(SloFirstPolicyTest, NeverABatchLargerThanTheMostEfficientOne) {
