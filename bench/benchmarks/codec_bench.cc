@@ -12,7 +12,7 @@
 #include "common/tensor_codec.h"
 #include "superserve/v1/tensor.pb.h"
 
-namespace superserve::bench {
+namespace superserve::bench::codec_bench {
 namespace {
 
 double Median(std::vector<double> v) {
@@ -66,4 +66,4 @@ RegisterBenchmark reg("codec", "wire tensor encode+serialize+parse+validate vs m
                       RunCodec);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::codec_bench

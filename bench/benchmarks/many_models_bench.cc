@@ -32,7 +32,7 @@
 
 ABSL_FLAG(bool, quick, false, "many-models: 200 and 400 models for 5 s (a smoke run).");
 
-namespace superserve::bench {
+namespace superserve::bench::many_models_bench {
 namespace {
 
 constexpr int32_t kWorkers = 16;
@@ -227,4 +227,4 @@ RegisterBenchmark reg("many-models",
                       RunManyModels);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::many_models_bench

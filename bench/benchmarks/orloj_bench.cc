@@ -21,7 +21,7 @@
 #include "policies/edf_queue.h"
 #include "policies/orloj_policy.h"
 
-namespace superserve::bench {
+namespace superserve::bench::orloj_bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -216,4 +216,4 @@ RegisterBenchmark reg("orloj",
                       Run);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::orloj_bench

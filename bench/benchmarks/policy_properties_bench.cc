@@ -21,7 +21,7 @@
 #include "bench/sim/simulator.h"
 #include "common/json_writer.h"
 
-namespace superserve::bench {
+namespace superserve::bench::policy_properties_bench {
 namespace {
 
 JsonWriter SummaryJson(const MarginSummary& m) {
@@ -188,4 +188,4 @@ RegisterBenchmark reg("policy-properties",
                       Run);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::policy_properties_bench

@@ -32,7 +32,7 @@
 #include "bench/baselines/slackfit_policy.h"
 #include "serving/serving_core.h"
 
-namespace superserve::bench {
+namespace superserve::bench::scheduler_bench {
 namespace {
 
 // 1,000 Pareto-like subnets: accuracy 70..80 %, latency a + c*b rising with
@@ -348,4 +348,4 @@ RegisterBenchmark reg("scheduler",
                       RunScheduler);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::scheduler_bench

@@ -26,7 +26,7 @@
 #include "common/json_writer.h"
 #include "policies/symphony_policy.h"
 
-namespace superserve::bench {
+namespace superserve::bench::symphony_bench {
 namespace {
 
 // Counts the decisions the core asks of the policy it forwards to.
@@ -169,4 +169,4 @@ RegisterBenchmark reg("symphony",
                       RunSymphony);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::symphony_bench

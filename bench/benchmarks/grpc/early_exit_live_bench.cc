@@ -49,7 +49,7 @@ ABSL_FLAG(uint64_t, eelive_seed, 1, "early-exit-live: seed of the trace.");
 ABSL_FLAG(std::string, eelive_trace_out, "",
           "early-exit-live: also write the early-exit rows as a superserve-sim trace CSV here.");
 
-namespace superserve::bench {
+namespace superserve::bench::early_exit_live_bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -305,4 +305,4 @@ RegisterBenchmark kEarlyExitLive(
     Main);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::early_exit_live_bench

@@ -67,7 +67,7 @@ ABSL_FLAG(bool, faults_plot, true,
 #define SUPERSERVE_BENCH_SOURCE_DIR ""
 #endif
 
-namespace superserve::bench {
+namespace superserve::bench::faults_bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -429,4 +429,4 @@ RegisterBenchmark reg_faults(
     RunFaults);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::faults_bench

@@ -41,7 +41,7 @@ ABSL_FLAG(std::string, overload_policies, "",
           "overload: comma-separated policies (default: the default policy, maxbatch, maxacc, "
           "clipper+, infaas).");
 
-namespace superserve::bench {
+namespace superserve::bench::overload_bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -308,4 +308,4 @@ RegisterBenchmark reg_overload(
     RunOverload);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::overload_bench

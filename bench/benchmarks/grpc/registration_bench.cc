@@ -38,7 +38,7 @@ ABSL_FLAG(double, registration_qps, 20,
           "registration: fmnist queries per second while the copy registers.");
 ABSL_FLAG(double, registration_slo_ms, 500, "registration: SLO of those queries, ms.");
 
-namespace superserve::bench {
+namespace superserve::bench::registration_bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -214,4 +214,4 @@ RegisterBenchmark kRegistration(
     });
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::registration_bench

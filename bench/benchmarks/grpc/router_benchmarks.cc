@@ -76,7 +76,7 @@ ABSL_FLAG(std::string, throughput_transports, "unary,stream",
           "router-throughput: client transports to measure, in this order (unary: one "
           "Infer call per query; stream: one InferStream). max_qps is the best of them.");
 
-namespace superserve::bench {
+namespace superserve::bench::router_benchmarks {
 namespace {
 
 std::vector<std::string> RouterCpuFlags() {
@@ -758,4 +758,4 @@ RegisterBenchmark reg_throughput("router-throughput",
                                  RunRouterThroughput);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::router_benchmarks

@@ -58,7 +58,7 @@ ABSL_FLAG(std::string, scaling_transport, "stream",
 ABSL_DECLARE_FLAG(std::string, bench_policy);
 ABSL_DECLARE_FLAG(std::string, router_cpus);
 
-namespace superserve::bench {
+namespace superserve::bench::scaling_benchmark {
 namespace {
 
 constexpr double kTargetAttainment = 0.999;
@@ -568,4 +568,4 @@ RegisterBenchmark reg_scaling(
     });
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::scaling_benchmark

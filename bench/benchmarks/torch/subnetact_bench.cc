@@ -28,7 +28,7 @@ ABSL_FLAG(std::string, device, "cpu",
           "actuation, overhead: where the supernet and the extracted subnet run (cpu, cuda, "
           "cuda:N; cuda needs a CUDA LibTorch build, docs/gpu.md).");
 
-namespace superserve::bench {
+namespace superserve::bench::subnetact_bench {
 namespace {
 
 using models::OfaResNet;
@@ -361,4 +361,4 @@ RegisterBenchmark reg_memory(
     "memory", "one supernet with 500 subnet slots vs six extracted subnets (ImageNet)", RunMemory);
 
 }  // namespace
-}  // namespace superserve::bench
+}  // namespace superserve::bench::subnetact_bench
