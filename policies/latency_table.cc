@@ -102,6 +102,23 @@ void LatencyTable::RebuildDerived() {
       }
     }
   }
+  // The noise's shape, median / p99, from the tuples whose p99 the
+  // comparable footing stands on (UnmeasuredScale's).
+  ratio_scratch_.clear();
+  const size_t early = std::min(options_.drift_min_samples, options_.min_samples);
+  for (size_t i = 0; i < measured_.size(); ++i) {
+    if (measured_[i].count() >= early && measured_[i].value() > 0) {
+      ratio_scratch_.push_back(static_cast<double>(measured_[i].Quantile(0.5)) /
+                               static_cast<double>(measured_[i].value()));
+    }
+  }
+  typical_ratio_ = 1;
+  if (!ratio_scratch_.empty() &&
+      ratio_scratch_.size() >= std::min(options_.drift_min_tuples, measured_.size())) {
+    auto mid = ratio_scratch_.begin() + (ratio_scratch_.size() - 1) / 2;
+    std::nth_element(ratio_scratch_.begin(), mid, ratio_scratch_.end());
+    typical_ratio_ = *mid;
+  }
   min_latency_ = *std::min_element(estimate_.begin(), estimate_.end());
   max_latency_ = *std::max_element(estimate_.begin(), estimate_.end());
   suffix_min_.assign(nb * num_subnets_, 0);

@@ -43,6 +43,12 @@ class RollingPercentile {
   size_t count() const { return samples_.size(); }
   // The percentile of the samples in the window; 0 when empty.
   Nanos value() const { return value_; }
+  // Any other quantile of the window, read on demand (O(1)); 0 when empty.
+  Nanos Quantile(double q) const {
+    if (sorted_.empty()) return 0;
+    const double k = std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted_.size() - 1) + 0.5;
+    return sorted_[static_cast<size_t>(k)];
+  }
 
  private:
   size_t window_;

@@ -283,11 +283,15 @@ double SloFirstPolicy::TupleCapacity(int rank, int batch_index, Nanos slo, int64
   // large batches with ample slack close to it. A batch is not one
   // arrival: counting it as one asks b times the slack
   // (docs/decisions/slo-first-candidate.md).
-  const double l =
+  // The wait is what the batch's p99 leaves (ComparableLatency), the
+  // throughput that of its typical run (TypicalLatency).
+  const double fit =
       static_cast<double>(table_.ComparableLatency(rank, batch_index) + overhead_estimate());
+  const double l =
+      static_cast<double>(table_.TypicalLatency(rank, batch_index) + overhead_estimate());
   const double n = static_cast<double>(workers);
-  const double wait = static_cast<double>(slo) - l;
-  if (wait <= 0 || !Fills(batch_index, l, slo, load)) return 0;
+  const double wait = static_cast<double>(slo) - fit;
+  if (wait <= 0 || !Fills(batch_index, fit, slo, load)) return 0;
   const double usable =
       1 - kTailNats * l * dispersion_at_build_ /
               (2 * n * static_cast<double>(table_.batch_size(batch_index)) * wait);

@@ -106,8 +106,10 @@ class SloFirstPolicy : public ProfiledPolicy {
   // the subnet in use could no longer serve).
   Nanos FitLatency(int rank, int batch_index) const;
   // Queries/s one of `workers` workers carries with (rank, batch_index) for
-  // queries of this `slo` (see the .cc); 0 if the batch leaves no room to
-  // wait, or if `load` does not fill it in time (Fills).
+  // queries of this `slo` (see the .cc): at the batch's typical run time
+  // (LatencyTable::TypicalLatency), with the wait its p99 leaves; 0 if the
+  // batch leaves no room to wait, or if `load` does not fill it in time
+  // (Fills).
   double TupleCapacity(int rank, int batch_index, Nanos slo, int64_t workers,
                        double load) const;
   // Whether `load` (queries/s) fills a batch of batch_index, `latency` long,

@@ -241,6 +241,29 @@ TEST(LatencyTableTest, ComparableLatencyPutsMeasuredAndUnmeasuredTuplesOnOneFoot
   EXPECT_EQ(t.ComparableLatency(1, 3), Micros(9200));
 }
 
+TEST(LatencyTableTest, TypicalLatencyIsTheComparableOneOnTheFootingOfAMedian) {
+  ModelProfile p = testing::HandProfile({1, 2}, {70, 71}, {{1, 2}, {1, 2}});
+  LatencyTable t(p);
+  EXPECT_EQ(t.TypicalLatency(1, 1), Millis(2)) << "nothing measured: the profile";
+  // (70 %, 1): 10 runs of 1 ms, 6 of 1.2 ms (median 1, p99 1.2: 0.833);
+  // (71 %, 2): 10 of 2 ms, 6 of 2.2 ms (0.909). The lower median is 0.833.
+  for (int i = 0; i < 16; ++i) t.Record(t.subnet_index(0), 0, Micros(i < 10 ? 1000 : 1200));
+  EXPECT_EQ(t.TypicalLatency(1, 1), t.ComparableLatency(1, 1)) << "one tuple: no ratio yet";
+  for (int i = 0; i < 16; ++i) t.Record(t.subnet_index(1), 1, Micros(i < 10 ? 2000 : 2200));
+  // On one footing the drift is the lower median of the p99s' ratios, 1.1:
+  // (71 %, 1) is 1.1 ms comparable, 1.1 / 1.2 = 0.917 ms typical.
+  EXPECT_EQ(t.ComparableLatency(1, 0), Micros(1100));
+  EXPECT_NEAR(static_cast<double>(t.TypicalLatency(1, 0)), 1100e3 / 1.2, 1e3);
+  EXPECT_NEAR(static_cast<double>(t.TypicalLatency(0, 1)), 2200e3 / 1.2, 1e3);
+  // Runs without noise: typical and comparable agree.
+  for (int i = 0; i < 64; ++i) {
+    t.Record(t.subnet_index(0), 0, Micros(1000));
+    t.Record(t.subnet_index(1), 1, Micros(2000));
+  }
+  EXPECT_EQ(t.TypicalLatency(1, 0), t.ComparableLatency(1, 0));
+  EXPECT_EQ(t.TypicalLatency(1, 0), Millis(1));
+}
+
 TEST(RollingPercentileTest, HighPercentileOfWindow) {
   RollingPercentile r(100, 0.99);
   for (int i = 1; i <= 100; ++i) r.Add(i);
@@ -274,6 +297,11 @@ TEST(RollingPercentileTest, MatchesASortOfTheWindowAtEachRecompute) {
           }
           ASSERT_EQ(r.value(), expected) << "window " << window << " stride " << stride
                                          << " q " << q << " sample " << i;
+          // Any other quantile, of the window as it is now.
+          std::vector<Nanos> now(last.begin(), last.end());
+          std::sort(now.begin(), now.end());
+          ASSERT_EQ(r.Quantile(0.5), now[static_cast<size_t>(
+                                         0.5 * static_cast<double>(now.size() - 1) + 0.5)]);
         }
       }
     }
