@@ -416,14 +416,15 @@ ProfiledPolicy::Choice SloFirstPolicy::Choose(const SchedulingContext& ctx,
   const int64_t size = std::min<int64_t>(view.pending, table_.batch_size(fit));
   const int bi = table_.BatchIndexFor(size);
   // Deferring pays only where the load needs fuller batches than those
-  // dispatching at once makes (their throughput on every worker is below
-  // the rate); below that, waiting only risks the deadline. And only where
+  // dispatching at once makes (the queries they hold, per their padded
+  // batch's latency, on every worker, are below the rate); below that,
+  // waiting only risks the deadline. And only where
   // the full batch serves, in its run time, at least one query more than
   // batches of what is queued would: where latency grows about linearly
   // with the batch (CPU-shaped) the worker's idle wait costs more than the
   // fuller batch gains.
   if (options_.defer && !ctx.assume_overload && size < table_.batch_size(fit) &&
-      kEagerUtilisation * static_cast<double>(workers) * table_.batch_size(bi) * 1e9 <
+      kEagerUtilisation * static_cast<double>(workers) * static_cast<double>(size) * 1e9 <
           options_.headroom * rate *
               static_cast<double>(table_.latency(rank, bi) + overhead_estimate()) &&
       ExtraServed(rank, table_.batch_size(fit), size) >= 1) {

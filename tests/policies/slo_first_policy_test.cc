@@ -248,6 +248,22 @@ TEST(SloFirstPolicyTest, DefersOnlyWhereTheLoadNeedsFullerBatches) {
   ExpectDispatch(DecideOn(&e, q), 0, 1, 1);
 }
 
+TEST(SloFirstPolicyTest, APartBatchDefersForTheQueriesItHoldsNotItsPaddedSize) {
+  // Batches 1 and 16 (5 and 10 ms), 800 q/s on one worker. Two queued run
+  // padded to 16, in 10 ms: sent at once such batches carry 0.7 x 2 / 10 ms
+  // = 140 q/s, not the 1,120 of full ones, so they wait until one more
+  // query would no longer fit: 35 - 10 - 0.8 ms. (Counted as full, they went
+  // at once: with sizes 1, 70 and 97, 16 workers each ran 2 queries at
+  // batch 70's latency while hundreds queued behind them.)
+  SloFirstPolicy p(HandProfile({1, 16}, {70}, {{5, 10}}), NoOverhead());
+  Arrivals(&p, 800);
+  EdfQueue q;
+  Fill(&q, 2, 35);
+  const Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
+  EXPECT_EQ(d.wake_at, kNow + Micros(24200));
+}
+
 TEST(SloFirstPolicyTest, NoWaitForABatchThatServesLessThanAQueryMore) {
   // Latency nearly linear in the batch: batch 1 takes 1 ms, batch 2 1.8 ms.
   // 800 q/s on one worker: batch 1 carries 0.7 x 1000 = 700 < 800, and the
