@@ -229,22 +229,30 @@ TEST(SloFirstPolicyTest, AQueueTheSubnetCannotClearStepsToAFasterOne) {
   ExpectDispatch(DecideOn(&p, ten), 1, 8, 8);
 }
 
+// 800 q/s measured on one worker, `queued` queries queued (the head with
+// 35 ms left): the policy waits until `wake`.
+void ExpectDeferredUntil(const ModelProfile& profile, int queued, Nanos wake) {
+  SloFirstPolicy p(profile, NoOverhead());
+  Arrivals(&p, 800);
+  EdfQueue q;
+  Fill(&q, queued, 35);
+  const Decision d = DecideOn(&p, q);
+  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
+  EXPECT_EQ(d.wake_at, wake);
+}
+
 TEST(SloFirstPolicyTest, DefersOnlyWhereTheLoadNeedsFullerBatches) {
   // 800 q/s: 70 % (the fastest); batch 1 carries 0.7 x 1000 = 700 < 800 on
   // the one worker, so the lone query waits until one more would no longer
   // fit: 35 - l(2) - 2 % of the SLO = 35 - 1.5 - 0.8 ms.
-  SloFirstPolicy p(ThreeSubnetProfile(), NoOverhead());
-  Arrivals(&p, 800);
-  EdfQueue q;
-  Fill(&q, 1, 35);
-  const Decision d = DecideOn(&p, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
-  EXPECT_EQ(d.wake_at, kNow + Micros(32700));
+  ExpectDeferredUntil(ThreeSubnetProfile(), 1, kNow + Micros(32700));
   // Without deferral it goes at once.
   SloFirstOptions eager = NoOverhead();
   eager.defer = false;
   SloFirstPolicy e(ThreeSubnetProfile(), eager);
   Arrivals(&e, 800);
+  EdfQueue q;
+  Fill(&q, 1, 35);
   ExpectDispatch(DecideOn(&e, q), 0, 1, 1);
 }
 
@@ -255,13 +263,7 @@ TEST(SloFirstPolicyTest, APartBatchDefersForTheQueriesItHoldsNotItsPaddedSize) {
   // query would no longer fit: 35 - 10 - 0.8 ms. (Counted as full, they went
   // at once: with sizes 1, 70 and 97, 16 workers each ran 2 queries at
   // batch 70's latency while hundreds queued behind them.)
-  SloFirstPolicy p(HandProfile({1, 16}, {70}, {{5, 10}}), NoOverhead());
-  Arrivals(&p, 800);
-  EdfQueue q;
-  Fill(&q, 2, 35);
-  const Decision d = DecideOn(&p, q);
-  ASSERT_EQ(d.kind, Decision::Kind::kWakeAt);
-  EXPECT_EQ(d.wake_at, kNow + Micros(24200));
+  ExpectDeferredUntil(HandProfile({1, 16}, {70}, {{5, 10}}), 2, kNow + Micros(24200));
 }
 
 TEST(SloFirstPolicyTest, NoWaitForABatchThatServesLessThanAQueryMore) {
