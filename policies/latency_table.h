@@ -173,7 +173,8 @@ class LatencyTable {
   double unmeasured_scale_ = 1;  // what RebuildDerived last applied
   double comparable_scale_ = 0;  // the drift without the deadband; 0: none known
   // The lower median, over the tuples with drift_min_samples samples, of
-  // their window's median / its p99 (TypicalLatency); 1 while none has.
+  // their window's median / its p99 (TypicalLatency); 1 while fewer than
+  // drift_min_tuples tuples have them.
   double typical_ratio_ = 1;
   Nanos min_latency_ = 0;
   Nanos max_latency_ = 0;
